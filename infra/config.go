@@ -1,0 +1,255 @@
+package infra
+
+import (
+	"encoding/json"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
+)
+
+// ProjectName is the Pulumi project name and so the namespace of the program's config keys.
+const ProjectName = "gke-rl"
+
+// Top-level config keys of the `gke-rl` namespace. Structured keys hold objects whose fields are
+// set with `pulumi config set --path <key>.<field> <value>`.
+const (
+	KeyZone        = "zone"
+	KeyCluster     = "cluster"
+	KeyNetwork     = "network"
+	KeyGPU         = "gpu"
+	KeyStorage     = "storage"
+	KeyFramework   = "framework"
+	KeyRay         = "ray"
+	KeyJob         = "job"
+	KeyHFToken     = "hfToken"
+	KeyWandbAPIKey = "wandbApiKey"
+
+	// The GCP provider's own keys.
+	KeyGCPProject = "gcp:project"
+	KeyGCPRegion  = "gcp:region"
+)
+
+// Allowed values of the selector keys.
+const (
+	ModeStandard  = "standard"
+	ModeAutopilot = "autopilot"
+
+	ProvisioningSpot        = "spot"
+	ProvisioningReservation = "reservation"
+	ProvisioningFlexStart   = "flex-start"
+	ProvisioningOnDemand    = "on-demand"
+
+	StorageLustre  = "lustre"
+	StorageGCSFuse = "gcsfuse"
+
+	FrameworkNeMoRL = "nemo-rl"
+	FrameworkVerl   = "verl"
+)
+
+// Config is the typed, defaulted and validated stack configuration.
+type Config struct {
+	// Project and Region are the GCP provider's `gcp:project` and `gcp:region`.
+	Project string
+	Region  string
+	// Zone is where the GPU nodes, the Lustre instance and the RoCE network profile live.
+	Zone      string
+	Cluster   ClusterConfig
+	Network   NetworkConfig
+	GPU       GPUConfig
+	Storage   StorageConfig
+	Framework string
+	Ray       RayConfig
+	Job       JobConfig
+	// HFToken and WandbAPIKey are optional secrets; they never leave Pulumi's secret outputs.
+	HFToken     Secret
+	WandbAPIKey Secret
+
+	// explicit marks the optional numbers that the stack sets.
+	explicit map[string]bool
+}
+
+// ClusterConfig is `cluster.*`.
+type ClusterConfig struct {
+	Name               string   `json:"name"`
+	Mode               string   `json:"mode"`
+	ReleaseChannel     string   `json:"releaseChannel"`
+	AuthorizedNetworks []string `json:"authorizedNetworks"`
+}
+
+// NetworkConfig is `network.*`: the address plan of the three VPCs.
+type NetworkConfig struct {
+	// NodeCIDR, PodCIDR and ServiceCIDR are the main subnet's primary and secondary ranges.
+	NodeCIDR    string `json:"nodeCidr"`
+	PodCIDR     string `json:"podCidr"`
+	ServiceCIDR string `json:"serviceCidr"`
+	// GVNICCIDR is the gVNIC VPC's only subnet.
+	GVNICCIDR string `json:"gvnicCidr"`
+	// RDMACIDR is split into RDMASubnets equal subnets of the RDMA VPC, one per RDMA NIC.
+	RDMACIDR    string `json:"rdmaCidr"`
+	RDMASubnets int    `json:"rdmaSubnets"`
+	// MTU of the gVNIC and RDMA VPCs.
+	MTU int `json:"mtu"`
+	// PSAPrefixLength sizes the Private Service Access range that Managed Lustre draws from.
+	PSAPrefixLength int `json:"psaPrefixLength"`
+}
+
+// GPUConfig is `gpu.*`.
+type GPUConfig struct {
+	Type         string `json:"type"`
+	Nodes        int    `json:"nodes"`
+	Provisioning string `json:"provisioning"`
+	Reservation  string `json:"reservation"`
+}
+
+// StorageConfig is `storage.*`.
+type StorageConfig struct {
+	Type        string `json:"type"`
+	CapacityGiB int    `json:"capacityGib"`
+	// Throughput is the Lustre tier in MB/s per TiB.
+	Throughput int    `json:"throughput"`
+	Filesystem string `json:"filesystem"`
+	GKESupport bool   `json:"gkeSupport"`
+	Bucket     string `json:"bucket"`
+	MountPath  string `json:"mountPath"`
+	Protect    bool   `json:"protect"`
+}
+
+// RayConfig is `ray.*`. Empty values mean the framework's pinned defaults.
+type RayConfig struct {
+	Version string `json:"version"`
+	Image   string `json:"image"`
+}
+
+// JobConfig is `job.*`: the GRPO run.
+type JobConfig struct {
+	Enabled              bool     `json:"enabled"`
+	Model                string   `json:"model"`
+	Dataset              string   `json:"dataset"`
+	MaxSteps             int      `json:"maxSteps"`
+	Epochs               int      `json:"epochs"`
+	PromptsPerStep       int      `json:"promptsPerStep"`
+	GenerationsPerPrompt int      `json:"generationsPerPrompt"`
+	CheckpointPeriod     int      `json:"checkpointPeriod"`
+	KeepCheckpoints      int      `json:"keepCheckpoints"`
+	Args                 []string `json:"args"`
+}
+
+// Secret is an optional secret config value. It prints as "[secret]" so that it cannot leak
+// through a log line or an error message; its value is reachable only as a secret Output.
+type Secret struct {
+	set   bool
+	value pulumi.StringOutput
+}
+
+// IsSet reports whether the stack sets the secret.
+func (s Secret) IsSet() bool { return s.set }
+
+// Output is the secret as a Pulumi secret output.
+func (s Secret) Output() pulumi.StringOutput { return s.value }
+
+// String hides the value.
+func (s Secret) String() string { return "[secret]" }
+
+// GPUSpec is the hardware catalog row of the configured GPU type.
+func (c *Config) GPUSpec() GPUSpec {
+	spec, _ := LookupGPU(c.GPU.Type)
+	return spec
+}
+
+// LoadConfig reads the stack configuration from ctx, applies defaults and validates it. It
+// returns Errors listing every problem at once; nothing has been registered by then.
+//
+// presentKeys are the full names (`gke-rl:gpu`) of every key the stack sets, used to reject
+// unknown top-level keys; nil skips that check.
+func LoadConfig(ctx *pulumi.Context, presentKeys []string) (*Config, error) {
+	var errs Errors
+	checkTopLevelKeys(presentKeys, &errs)
+
+	cfg := &Config{}
+	gcpCfg := config.New(ctx, "gcp")
+	cfg.Project = gcpCfg.Get("project")
+	cfg.Region = gcpCfg.Get("region")
+
+	own := config.New(ctx, ProjectName)
+	cfg.Zone = own.Get(KeyZone)
+	cfg.Framework = own.Get(KeyFramework)
+
+	raw := rawConfig{}
+	decodeIfSet(own, KeyCluster, &raw.Cluster, &errs)
+	decodeIfSet(own, KeyNetwork, &raw.Network, &errs)
+	decodeIfSet(own, KeyGPU, &raw.GPU, &errs)
+	decodeIfSet(own, KeyStorage, &raw.Storage, &errs)
+	decodeIfSet(own, KeyRay, &raw.Ray, &errs)
+	decodeIfSet(own, KeyJob, &raw.Job, &errs)
+
+	cfg.HFToken = loadSecret(ctx, own, KeyHFToken, &errs)
+	cfg.WandbAPIKey = loadSecret(ctx, own, KeyWandbAPIKey, &errs)
+
+	applyDefaults(cfg, &raw)
+	validate(cfg, &errs)
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func decodeIfSet(own *config.Config, key string, target any, errs *Errors) {
+	if v, err := own.Try(key); err == nil {
+		decodeObject(key, v, target, errs)
+	}
+}
+
+// loadSecret reads an optional secret, refusing one stored in plain text in the stack file.
+func loadSecret(ctx *pulumi.Context, own *config.Config, key string, errs *Errors) Secret {
+	if _, ok := ctx.GetConfig(ProjectName + ":" + key); !ok {
+		return Secret{}
+	}
+	if !ctx.IsConfigSecret(ProjectName + ":" + key) {
+		// Never echo the value: it is a token.
+		errs.Add(key, "is stored in plain text; set it with `pulumi config set --secret %s`", key)
+		return Secret{}
+	}
+	value, err := own.TrySecret(key)
+	if err != nil {
+		errs.Add(key, "cannot be read: %v", err)
+		return Secret{}
+	}
+	return Secret{set: true, value: value}
+}
+
+// knownTopLevelKeys are the keys of the gke-rl namespace.
+var knownTopLevelKeys = []string{
+	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyHFToken, KeyWandbAPIKey,
+}
+
+func checkTopLevelKeys(present []string, errs *Errors) {
+	known := map[string]bool{}
+	for _, k := range knownTopLevelKeys {
+		known[k] = true
+	}
+	sorted := append([]string(nil), present...)
+	sort.Strings(sorted)
+	for _, full := range sorted {
+		name, ok := strings.CutPrefix(full, ProjectName+":")
+		if ok && !known[name] {
+			errs.Add(name, "unknown key; the %s namespace takes %s", ProjectName, strings.Join(knownTopLevelKeys, ", "))
+		}
+	}
+}
+
+// EnvConfigKeys returns the config keys that the Pulumi engine passes to the program, read from
+// the same environment variable the SDK reads; nil when not run by the engine.
+func EnvConfigKeys() []string {
+	raw := os.Getenv(pulumi.EnvConfig)
+	if raw == "" {
+		return nil
+	}
+	var m map[string]string
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return nil
+	}
+	return sortedKeys(m)
+}

@@ -1,0 +1,179 @@
+package infra
+
+import (
+	"strings"
+
+	"gke-rl/infra/naming"
+)
+
+// rawConfig is the stack configuration as decoded, before defaults: a nil pointer is a key the
+// stack does not set.
+type rawConfig struct {
+	Cluster struct {
+		Name               *string  `json:"name"`
+		Mode               *string  `json:"mode"`
+		ReleaseChannel     *string  `json:"releaseChannel"`
+		AuthorizedNetworks []string `json:"authorizedNetworks"`
+	}
+	Network struct {
+		NodeCIDR        *string `json:"nodeCidr"`
+		PodCIDR         *string `json:"podCidr"`
+		ServiceCIDR     *string `json:"serviceCidr"`
+		GVNICCIDR       *string `json:"gvnicCidr"`
+		RDMACIDR        *string `json:"rdmaCidr"`
+		RDMASubnets     *int    `json:"rdmaSubnets"`
+		MTU             *int    `json:"mtu"`
+		PSAPrefixLength *int    `json:"psaPrefixLength"`
+	}
+	GPU struct {
+		Type         *string `json:"type"`
+		Nodes        *int    `json:"nodes"`
+		Provisioning *string `json:"provisioning"`
+		Reservation  *string `json:"reservation"`
+	}
+	Storage struct {
+		Type        *string `json:"type"`
+		CapacityGiB *int    `json:"capacityGib"`
+		Throughput  *int    `json:"throughput"`
+		Filesystem  *string `json:"filesystem"`
+		GKESupport  *bool   `json:"gkeSupport"`
+		Bucket      *string `json:"bucket"`
+		MountPath   *string `json:"mountPath"`
+		Protect     *bool   `json:"protect"`
+	}
+	Ray struct {
+		Version *string `json:"version"`
+		Image   *string `json:"image"`
+	}
+	Job struct {
+		Enabled              *bool    `json:"enabled"`
+		Model                *string  `json:"model"`
+		Dataset              *string  `json:"dataset"`
+		MaxSteps             *int     `json:"maxSteps"`
+		Epochs               *int     `json:"epochs"`
+		PromptsPerStep       *int     `json:"promptsPerStep"`
+		GenerationsPerPrompt *int     `json:"generationsPerPrompt"`
+		CheckpointPeriod     *int     `json:"checkpointPeriod"`
+		KeepCheckpoints      *int     `json:"keepCheckpoints"`
+		Args                 []string `json:"args"`
+	}
+}
+
+// Defaults of the config keys, as documented in README.md. A default that depends on another
+// key (the dataset on the framework, the bucket on the project) is set in applyDefaults.
+const (
+	DefaultClusterName     = "gke-rl"
+	DefaultReleaseChannel  = "REGULAR"
+	DefaultNodeCIDR        = "10.0.0.0/20"
+	DefaultPodCIDR         = "10.4.0.0/14"
+	DefaultServiceCIDR     = "10.8.0.0/20"
+	DefaultGVNICCIDR       = "192.168.0.0/24"
+	DefaultRDMACIDR        = "192.168.8.0/21"
+	DefaultMTU             = 8896
+	DefaultPSAPrefixLength = 20
+	DefaultGPUType         = "b200"
+	DefaultGPUNodes        = 2
+	DefaultCapacityGiB     = 18000
+	DefaultThroughput      = 500
+	DefaultFilesystem      = "lustrefs"
+	DefaultMountPath       = "/data"
+	DefaultModel           = "Qwen/Qwen2.5-32B-Instruct"
+	DefaultMaxSteps        = 20
+	DefaultPrompts         = 32
+	DefaultGenerations     = 8
+	DefaultCheckpointEvery = 10
+	DefaultKeepCheckpoints = 2
+)
+
+// defaultDatasets is the dataset each framework's GRPO example trains on.
+var defaultDatasets = map[string]string{
+	FrameworkNeMoRL: "DeepScaler",
+	FrameworkVerl:   "gsm8k",
+}
+
+func applyDefaults(c *Config, r *rawConfig) {
+	c.Cluster = ClusterConfig{
+		Name:               or(r.Cluster.Name, DefaultClusterName),
+		Mode:               or(r.Cluster.Mode, ModeStandard),
+		ReleaseChannel:     strings.ToUpper(or(r.Cluster.ReleaseChannel, DefaultReleaseChannel)),
+		AuthorizedNetworks: r.Cluster.AuthorizedNetworks,
+	}
+	gpuType := or(r.GPU.Type, DefaultGPUType)
+	rdmaSubnets := 8
+	if spec, ok := LookupGPU(gpuType); ok {
+		rdmaSubnets = spec.RDMANICs
+	}
+	c.Network = NetworkConfig{
+		NodeCIDR:        or(r.Network.NodeCIDR, DefaultNodeCIDR),
+		PodCIDR:         or(r.Network.PodCIDR, DefaultPodCIDR),
+		ServiceCIDR:     or(r.Network.ServiceCIDR, DefaultServiceCIDR),
+		GVNICCIDR:       or(r.Network.GVNICCIDR, DefaultGVNICCIDR),
+		RDMACIDR:        or(r.Network.RDMACIDR, DefaultRDMACIDR),
+		RDMASubnets:     or(r.Network.RDMASubnets, rdmaSubnets),
+		MTU:             or(r.Network.MTU, DefaultMTU),
+		PSAPrefixLength: or(r.Network.PSAPrefixLength, DefaultPSAPrefixLength),
+	}
+	c.GPU = GPUConfig{
+		Type:         gpuType,
+		Nodes:        or(r.GPU.Nodes, DefaultGPUNodes),
+		Provisioning: or(r.GPU.Provisioning, ProvisioningOnDemand),
+		Reservation:  or(r.GPU.Reservation, ""),
+	}
+	c.Storage = StorageConfig{
+		Type:        or(r.Storage.Type, StorageLustre),
+		CapacityGiB: or(r.Storage.CapacityGiB, DefaultCapacityGiB),
+		Throughput:  or(r.Storage.Throughput, DefaultThroughput),
+		Filesystem:  or(r.Storage.Filesystem, DefaultFilesystem),
+		GKESupport:  or(r.Storage.GKESupport, true),
+		Bucket:      or(r.Storage.Bucket, defaultBucket(c.Project, c.Cluster.Name)),
+		MountPath:   or(r.Storage.MountPath, DefaultMountPath),
+		Protect:     or(r.Storage.Protect, true),
+	}
+	if c.Framework == "" {
+		c.Framework = FrameworkNeMoRL
+	}
+	c.Ray = RayConfig{Version: or(r.Ray.Version, ""), Image: or(r.Ray.Image, "")}
+	c.Job = JobConfig{
+		Enabled:              or(r.Job.Enabled, true),
+		Model:                or(r.Job.Model, DefaultModel),
+		Dataset:              or(r.Job.Dataset, defaultDatasets[c.Framework]),
+		MaxSteps:             or(r.Job.MaxSteps, 0),
+		Epochs:               or(r.Job.Epochs, 0),
+		PromptsPerStep:       or(r.Job.PromptsPerStep, DefaultPrompts),
+		GenerationsPerPrompt: or(r.Job.GenerationsPerPrompt, DefaultGenerations),
+		CheckpointPeriod:     or(r.Job.CheckpointPeriod, DefaultCheckpointEvery),
+		KeepCheckpoints:      or(r.Job.KeepCheckpoints, DefaultKeepCheckpoints),
+		Args:                 r.Job.Args,
+	}
+	// A run bounded by neither steps nor epochs would train until its deadline: default to steps.
+	if r.Job.MaxSteps == nil && r.Job.Epochs == nil {
+		c.Job.MaxSteps = DefaultMaxSteps
+	}
+	// The raw pointers tell validate which numbers the user set to zero or below.
+	c.explicit = explicitNumbers(r)
+}
+
+// explicitNumbers records the optional job numbers that the stack sets, so that validate can
+// reject an explicit zero while leaving an unset key alone.
+func explicitNumbers(r *rawConfig) map[string]bool {
+	return map[string]bool{
+		"job.maxSteps": r.Job.MaxSteps != nil,
+		"job.epochs":   r.Job.Epochs != nil,
+	}
+}
+
+// defaultBucket derives a globally unique-enough bucket name from the project and cluster.
+func defaultBucket(project, cluster string) string {
+	name := strings.Trim(project+"-"+cluster+"-rl", "-")
+	if len(name) > 63 {
+		name = naming.New(project).Name(naming.MaxResourceNameLength, cluster, "rl")
+	}
+	return name
+}
+
+func or[T any](p *T, fallback T) T {
+	if p != nil {
+		return *p
+	}
+	return fallback
+}

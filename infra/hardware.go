@@ -1,0 +1,65 @@
+package infra
+
+import (
+	"sort"
+)
+
+// GPUSpec describes one GPU node type: what GKE and Compute Engine call it, what it carries and
+// how NCCL must be tuned for it. The values come from REFERENCE.md and GCP's machine-type tables.
+type GPUSpec struct {
+	// Type is the `gpu.type` config value.
+	Type string
+	// MachineType is the Compute Engine machine type of one node.
+	MachineType string
+	// Accelerator is the GKE accelerator name (node label `cloud.google.com/gke-accelerator`).
+	Accelerator string
+	// GPUsPerNode is the number of GPUs attached to one node.
+	GPUsPerNode int
+	// RDMANICs is the number of RoCE NICs per node: one RDMA subnet is needed for each.
+	RDMANICs int
+	// NodeCPUs and NodeMemoryGiB are the machine's vCPUs and memory.
+	NodeCPUs      int
+	NodeMemoryGiB int
+	// NCCLTunerConfig is the gIB tuner file for this machine family.
+	NCCLTunerConfig string
+}
+
+// gpuCatalog is the one hardware table of the program: add a row to support a new GPU.
+var gpuCatalog = map[string]GPUSpec{
+	"b200": {
+		Type:            "b200",
+		MachineType:     "a4-highgpu-8g",
+		Accelerator:     "nvidia-b200",
+		GPUsPerNode:     8,
+		RDMANICs:        8,
+		NodeCPUs:        224,
+		NodeMemoryGiB:   3968,
+		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a4.txtpb",
+	},
+	"h200": {
+		Type:            "h200",
+		MachineType:     "a3-ultragpu-8g",
+		Accelerator:     "nvidia-h200-141gb",
+		GPUsPerNode:     8,
+		RDMANICs:        8,
+		NodeCPUs:        224,
+		NodeMemoryGiB:   2952,
+		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a3u.txtpb",
+	},
+}
+
+// LookupGPU returns the catalog row for a `gpu.type` value.
+func LookupGPU(gpuType string) (GPUSpec, bool) {
+	spec, ok := gpuCatalog[gpuType]
+	return spec, ok
+}
+
+// GPUTypes lists the supported `gpu.type` values, sorted.
+func GPUTypes() []string {
+	types := make([]string, 0, len(gpuCatalog))
+	for t := range gpuCatalog {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	return types
+}

@@ -1,0 +1,82 @@
+package plan
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit statuses of `plan`.
+const (
+	ExitOK            = 0
+	ExitInvalidConfig = 1
+	ExitUsage         = 2
+)
+
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+// Main is `go run . plan ...`: it plans the stack whose files are in dir and prints the result.
+// It returns the process exit status.
+func Main(args []string, dir string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stack := fs.String("stack", "", "stack name: reads Pulumi.<stack>.yaml (required)")
+	asJSON := fs.Bool("json", false, "print the plan as JSON")
+	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into this directory")
+	var overrides repeated
+	fs.Var(&overrides, "config", "override a config value, PATH=VALUE in Pulumi path syntax (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if *stack == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+
+	sc, err := LoadStackConfig(dir, *stack, overrides)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitUsage
+	}
+	result, err := Run(sc, *stack)
+	if err != nil {
+		var cfgErr *ConfigError
+		if errors.As(err, &cfgErr) {
+			for _, p := range cfgErr.Problems {
+				fmt.Fprintf(stderr, "error: %s: %s\n", p.Key, p.Message)
+			}
+			return ExitInvalidConfig
+		}
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitInvalidConfig
+	}
+
+	if *manifests != "" {
+		files, err := WriteManifests(*manifests, result)
+		if err != nil {
+			fmt.Fprintf(stderr, "error: writing manifests: %v\n", err)
+			return ExitInvalidConfig
+		}
+		if !*asJSON {
+			fmt.Fprintf(stdout, "wrote %d Kubernetes manifests to %s\n", len(files), *manifests)
+		}
+	}
+	if *asJSON {
+		if err := WriteJSON(stdout, result); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return ExitInvalidConfig
+		}
+		return ExitOK
+	}
+	WriteTree(stdout, result)
+	return ExitOK
+}

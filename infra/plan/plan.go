@@ -1,0 +1,167 @@
+// Package plan is the offline planner: it runs the real program against an in-process
+// recording engine (the Pulumi SDK's mock monitor) and prints what `pulumi up` would create,
+// without a cloud account. The same engine backs the tests.
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"gke-rl/infra"
+)
+
+// Result is one planned stack: every resource and the stack outputs.
+type Result struct {
+	Stack     string
+	Project   string
+	Resources []*Resource
+	// Outputs are the stack outputs, resolved; secret ones hold SecretPlaceholder.
+	Outputs map[string]any
+}
+
+// SecretPlaceholder stands for a secret value wherever the plan prints one.
+const SecretPlaceholder = "[secret]"
+
+// Find returns the resource with the given type and logical name, or nil.
+func (r *Result) Find(typ, name string) *Resource {
+	for _, res := range r.Resources {
+		if res.Type == typ && res.Name == name {
+			return res
+		}
+	}
+	return nil
+}
+
+// OfType returns the resources of a type, sorted by URN.
+func (r *Result) OfType(typ string) []*Resource {
+	var out []*Resource
+	for _, res := range r.Resources {
+		if res.Type == typ {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// ByURN returns the resource with the given URN, or nil.
+func (r *Result) ByURN(urn string) *Resource {
+	for _, res := range r.Resources {
+		if res.URN == urn {
+			return res
+		}
+	}
+	return nil
+}
+
+// DependencyClosure returns every URN that res waits for, directly or through other resources
+// (a component stands for its children, as Pulumi expands it).
+func (r *Result) DependencyClosure(res *Resource) map[string]bool {
+	seen := map[string]bool{}
+	var visit func(urn string)
+	visit = func(urn string) {
+		if seen[urn] {
+			return
+		}
+		seen[urn] = true
+		if dep := r.ByURN(urn); dep != nil {
+			for _, d := range dep.Dependencies {
+				visit(d)
+			}
+		}
+	}
+	for _, d := range res.Dependencies {
+		visit(d)
+	}
+	return seen
+}
+
+// ConfigError is returned when the stack configuration is invalid: nothing was registered.
+type ConfigError struct {
+	Problems infra.Errors
+}
+
+func (e *ConfigError) Error() string { return e.Problems.Error() }
+
+// Run plans a stack from its configuration.
+func Run(sc *StackConfig, stack string) (*Result, error) {
+	rec := newRecorder(sc.Project, stack)
+	ctx, err := pulumi.NewContext(context.Background(), pulumi.RunInfo{
+		Project:          sc.Project,
+		Stack:            stack,
+		Config:           sc.Values,
+		ConfigSecretKeys: sc.SecretKeys,
+		Mocks:            rec,
+		DryRun:           true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := infra.LoadConfig(ctx, keysOf(sc.Values))
+	if err != nil {
+		var problems infra.Errors
+		if errors.As(err, &problems) {
+			return nil, &ConfigError{Problems: problems}
+		}
+		return nil, err
+	}
+
+	outputs := map[string]any{}
+	var mu sync.Mutex
+	err = pulumi.RunWithContext(ctx, func(ctx *pulumi.Context) error {
+		outs, err := infra.Deploy(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		for key, value := range outs {
+			out := pulumi.ToOutput(value)
+			secret := pulumi.IsSecret(out)
+			out.ApplyT(func(v any) any {
+				mu.Lock()
+				defer mu.Unlock()
+				if secret {
+					v = SecretPlaceholder
+				}
+				outputs[key] = v
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Stack: stack, Project: sc.Project, Resources: rec.snapshot(), Outputs: outputs}, nil
+}
+
+// RunComponent runs fn, a program fragment, on the recording engine with the given config
+// values; tests use it to plan one component alone.
+func RunComponent(project, stack string, fn pulumi.RunFunc) (*Result, error) {
+	rec := newRecorder(project, stack)
+	err := pulumi.RunErr(fn, pulumi.WithMocks(project, stack, rec))
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Stack: stack, Project: project, Resources: rec.snapshot(), Outputs: map[string]any{}}, nil
+}
+
+func keysOf(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// shortType is the last part of a type token: `Network` for `gcp:compute/network:Network`.
+func shortType(typ string) string {
+	return typ[strings.LastIndex(typ, ":")+1:]
+}
+
+var _ = fmt.Sprintf

@@ -1,0 +1,320 @@
+package infra
+
+import (
+	"fmt"
+	"net/netip"
+	"path"
+	"regexp"
+	"strings"
+
+	"gke-rl/infra/naming"
+)
+
+// Limits that validation enforces.
+const (
+	// MaxGPUNodes bounds gpu.nodes: beyond this a typo is likelier than a real request.
+	MaxGPUNodes = 256
+	minMTU      = 1300
+	maxMTU      = 8896
+	minPSA      = 8
+	maxPSA      = 24
+)
+
+var (
+	projectIDPattern   = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
+	regionPattern      = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
+	reservationPattern = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$`)
+	filesystemPattern  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]{0,7}$`)
+	bucketPattern      = regexp.MustCompile(`^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$`)
+	semverPattern      = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+	imagePattern       = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
+	modelPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	overridePattern    = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
+	releaseChannels    = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
+	modes              = []string{ModeStandard, ModeAutopilot}
+	provisionings      = []string{ProvisioningSpot, ProvisioningReservation, ProvisioningFlexStart, ProvisioningOnDemand}
+	storageTypes       = []string{StorageLustre, StorageGCSFuse}
+	frameworks         = []string{FrameworkNeMoRL, FrameworkVerl}
+	// reservedMountPaths are directories a container image needs for itself.
+	reservedMountPaths = []string{"/", "/bin", "/dev", "/dev/shm", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/tmp", "/usr", "/usr/local/nvidia", "/usr/local/gib", "/var"}
+)
+
+// validate checks c and records every problem in errs.
+func validate(c *Config, errs *Errors) {
+	validateLocation(c, errs)
+	validateCluster(c, errs)
+	spec, gpuOK := validateGPU(c, errs)
+	validateNetwork(c, spec, gpuOK, errs)
+	validateStorage(c, errs)
+	validateFramework(c, errs)
+	validateJob(c, errs)
+}
+
+func validateLocation(c *Config, errs *Errors) {
+	switch {
+	case c.Project == "":
+		errs.Add(KeyGCPProject, "is required: `pulumi config set gcp:project <your-project-id>`")
+	case !projectIDPattern.MatchString(c.Project):
+		errs.Add(KeyGCPProject, "%s is not a project ID: 6 to 30 lowercase letters, digits or hyphens, starting with a letter", quote(c.Project))
+	}
+	regionOK := false
+	switch {
+	case c.Region == "":
+		errs.Add(KeyGCPRegion, "is required: `pulumi config set gcp:region us-east1`")
+	case !regionPattern.MatchString(c.Region):
+		errs.Add(KeyGCPRegion, "%s is not a region like us-east1 (a zone such as us-east1-b goes in `zone`)", quote(c.Region))
+	default:
+		regionOK = true
+	}
+	switch {
+	case c.Zone == "":
+		errs.Add(KeyZone, "is required: the zone of the GPU capacity, e.g. `pulumi config set zone us-east1-b`")
+	case !regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+-[a-z]$`).MatchString(c.Zone):
+		errs.Add(KeyZone, "%s is not a zone like us-east1-b", quote(c.Zone))
+	case regionOK && !strings.HasPrefix(c.Zone, c.Region+"-"):
+		errs.Add(KeyZone, "%s is not in gcp:region %s; allowed: a zone of %s such as %s-b", quote(c.Zone), c.Region, c.Region, c.Region)
+	}
+}
+
+func validateCluster(c *Config, errs *Errors) {
+	name := c.Cluster.Name
+	switch {
+	case len(name) > naming.MaxClusterNameLength:
+		errs.Add("cluster.name", "%s has %d characters; GKE allows at most %d", quote(name), len(name), naming.MaxClusterNameLength)
+	case !naming.IsDNSLabel(name):
+		errs.Add("cluster.name", "%s is not a DNS label: lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", quote(name))
+	}
+	oneOf(errs, "cluster.mode", c.Cluster.Mode, modes)
+	oneOf(errs, "cluster.releaseChannel", c.Cluster.ReleaseChannel, releaseChannels)
+	if len(c.Cluster.AuthorizedNetworks) == 0 {
+		errs.Add("cluster.authorizedNetworks", "is required: the CIDRs allowed to reach the control plane, e.g. your workstation's /32 (`curl -s ifconfig.me`)")
+	}
+	for i, cidr := range c.Cluster.AuthorizedNetworks {
+		if _, err := parseCIDR(cidr); err != nil {
+			errs.Add(fmt.Sprintf("cluster.authorizedNetworks[%d]", i), "%s %v", quote(cidr), err)
+		}
+	}
+}
+
+func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
+	spec, ok := LookupGPU(c.GPU.Type)
+	if !ok {
+		errs.Add("gpu.type", "%s is not a supported GPU; allowed: %s", quote(c.GPU.Type), strings.Join(GPUTypes(), ", "))
+	}
+	if c.GPU.Nodes < 1 || c.GPU.Nodes > MaxGPUNodes {
+		errs.Add("gpu.nodes", "%d is out of range; allowed: 1 to %d nodes", c.GPU.Nodes, MaxGPUNodes)
+	}
+	if oneOf(errs, "gpu.provisioning", c.GPU.Provisioning, provisionings) {
+		validateProvisioning(c, errs)
+	}
+	return spec, ok
+}
+
+// validateProvisioning applies Cluster Toolkit's preconditions on GPU capacity.
+func validateProvisioning(c *Config, errs *Errors) {
+	res := c.GPU.Reservation
+	switch c.GPU.Provisioning {
+	case ProvisioningReservation:
+		switch {
+		case res == "":
+			errs.Add("gpu.reservation", "is required with gpu.provisioning=reservation: the name of a reservation in %s (or <name>/reservationBlocks/<block>)", orUnset(c.Zone))
+		case !reservationPattern.MatchString(res):
+			errs.Add("gpu.reservation", "%s is not a reservation name; allowed: <name> or <name>/reservationBlocks/<block>, lowercase DNS labels", quote(res))
+		}
+	default:
+		if res != "" {
+			errs.Add("gpu.reservation", "%s is set but gpu.provisioning is %s; a reservation is used only with gpu.provisioning=reservation", quote(res), c.GPU.Provisioning)
+		}
+	}
+}
+
+func validateNetwork(c *Config, spec GPUSpec, gpuOK bool, errs *Errors) {
+	n := c.Network
+	ranges := []struct {
+		key, value string
+	}{
+		{"network.nodeCidr", n.NodeCIDR},
+		{"network.podCidr", n.PodCIDR},
+		{"network.serviceCidr", n.ServiceCIDR},
+		{"network.gvnicCidr", n.GVNICCIDR},
+		{"network.rdmaCidr", n.RDMACIDR},
+	}
+	parsed := make([]netip.Prefix, len(ranges))
+	valid := make([]bool, len(ranges))
+	for i, r := range ranges {
+		p, err := parseCIDR(r.value)
+		if err != nil {
+			errs.Add(r.key, "%s %v", quote(r.value), err)
+			continue
+		}
+		if !p.Addr().IsPrivate() && !cgnat.Overlaps(p) {
+			errs.Add(r.key, "%s is not a private range; allowed: inside 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10", quote(r.value))
+			continue
+		}
+		parsed[i], valid[i] = p, true
+	}
+	// Every node has an interface in each range, so no two may overlap.
+	for i := range ranges {
+		for j := i + 1; j < len(ranges); j++ {
+			if valid[i] && valid[j] && overlaps(parsed[i], parsed[j]) {
+				errs.Add(ranges[j].key, "%s overlaps %s %s; the ranges must be disjoint", quote(ranges[j].value), ranges[i].key, ranges[i].value)
+			}
+		}
+	}
+	if gpuOK && n.RDMASubnets != spec.RDMANICs {
+		errs.Add("network.rdmaSubnets", "%d does not match the %d RDMA NICs of a %s node; allowed: %d (one subnet per NIC)", n.RDMASubnets, spec.RDMANICs, spec.MachineType, spec.RDMANICs)
+	} else if valid[4] && n.RDMASubnets >= 1 {
+		subnets, err := SplitCIDR(n.RDMACIDR, n.RDMASubnets)
+		switch {
+		case err != nil:
+			errs.Add("network.rdmaCidr", "%s %v", quote(n.RDMACIDR), err)
+		case UsableAddresses(subnets[0]) < c.GPU.Nodes:
+			errs.Add("network.rdmaCidr", "%s gives %d subnets of %s with %d usable addresses each, fewer than gpu.nodes=%d; use a larger range", quote(n.RDMACIDR), n.RDMASubnets, subnets[0][strings.Index(subnets[0], "/"):], UsableAddresses(subnets[0]), c.GPU.Nodes)
+		}
+	}
+	if valid[3] && UsableAddresses(n.GVNICCIDR) < c.GPU.Nodes {
+		errs.Add("network.gvnicCidr", "%s holds %d node addresses, fewer than gpu.nodes=%d", quote(n.GVNICCIDR), UsableAddresses(n.GVNICCIDR), c.GPU.Nodes)
+	}
+	if n.MTU < minMTU || n.MTU > maxMTU {
+		errs.Add("network.mtu", "%d is out of range; allowed: %d to %d (8896 for RDMA)", n.MTU, minMTU, maxMTU)
+	}
+	if n.PSAPrefixLength < minPSA || n.PSAPrefixLength > maxPSA {
+		errs.Add("network.psaPrefixLength", "%d is out of range; allowed: %d to %d (20 recommended for Managed Lustre)", n.PSAPrefixLength, minPSA, maxPSA)
+	}
+}
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+func validateStorage(c *Config, errs *Errors) {
+	s := c.Storage
+	if !oneOf(errs, "storage.type", s.Type, storageTypes) {
+		return
+	}
+	switch s.Type {
+	case StorageLustre:
+		tier, ok := LookupLustreTier(s.Throughput)
+		if !ok {
+			errs.Add("storage.throughput", "%d is not a Managed Lustre tier; allowed: %s (MB/s per TiB)", s.Throughput, joinInts(LustreThroughputs()))
+		} else if !tier.Fits(s.CapacityGiB) {
+			below, above := tier.Nearest(s.CapacityGiB)
+			errs.Add("storage.capacityGib", "%d does not fit the %d MB/s/TiB tier (%s); nearest valid sizes: %s", s.CapacityGiB, s.Throughput, tier.rule(), nearest(below, above))
+		}
+		if !filesystemPattern.MatchString(s.Filesystem) {
+			errs.Add("storage.filesystem", "%s is not a Lustre filesystem name; allowed: 1 to 8 letters or digits, starting with a letter", quote(s.Filesystem))
+		}
+	case StorageGCSFuse:
+		validateBucket(s.Bucket, errs)
+	}
+	clean := path.Clean(s.MountPath)
+	switch {
+	case !path.IsAbs(s.MountPath) || clean != s.MountPath:
+		errs.Add("storage.mountPath", "%s is not a clean absolute path like /data", quote(s.MountPath))
+	case contains(reservedMountPaths, clean):
+		errs.Add("storage.mountPath", "%s is a system directory of the container; allowed: a directory of its own such as /data", quote(s.MountPath))
+	}
+}
+
+// validateBucket applies Cloud Storage's bucket naming rules.
+func validateBucket(name string, errs *Errors) {
+	switch {
+	case !bucketPattern.MatchString(name):
+		errs.Add("storage.bucket", "%s is not a bucket name; allowed: 3 to 63 lowercase letters, digits, hyphens, underscores or dots, starting and ending with a letter or digit", quote(name))
+	case strings.HasPrefix(name, "goog") || strings.Contains(name, "google"):
+		errs.Add("storage.bucket", "%s is not allowed: bucket names cannot start with \"goog\" or contain \"google\"", quote(name))
+	case strings.Contains(name, ".."):
+		errs.Add("storage.bucket", "%s has consecutive dots, which bucket names cannot have", quote(name))
+	}
+}
+
+func validateFramework(c *Config, errs *Errors) {
+	oneOf(errs, KeyFramework, c.Framework, frameworks)
+	if c.Ray.Version != "" && !semverPattern.MatchString(c.Ray.Version) {
+		errs.Add("ray.version", "%s is not a Ray version like 2.49.2", quote(c.Ray.Version))
+	}
+	if img := c.Ray.Image; img != "" {
+		switch {
+		case !imagePattern.MatchString(img):
+			errs.Add("ray.image", "%s is not an image reference like registry/repository:tag", quote(img))
+		case !strings.Contains(img[strings.LastIndex(img, "/")+1:], ":") && !strings.Contains(img, "@"):
+			errs.Add("ray.image", "%s has no tag; pin a tag or a digest so that every node runs the same code", quote(img))
+		case strings.HasSuffix(img, ":latest"):
+			errs.Add("ray.image", "%s uses the moving tag latest; pin a version tag or a digest", quote(img))
+		}
+	}
+}
+
+func validateJob(c *Config, errs *Errors) {
+	j := c.Job
+	if !modelPattern.MatchString(j.Model) {
+		errs.Add("job.model", "%s is not a Hugging Face model ID like Qwen/Qwen2.5-32B-Instruct", quote(j.Model))
+	}
+	if strings.TrimSpace(j.Dataset) == "" {
+		errs.Add("job.dataset", "is empty; allowed: a dataset name such as DeepScaler (nemo-rl) or gsm8k (verl)")
+	}
+	positive := []struct {
+		key   string
+		value int
+		set   bool
+	}{
+		{"job.maxSteps", j.MaxSteps, c.explicit["job.maxSteps"]},
+		{"job.epochs", j.Epochs, c.explicit["job.epochs"]},
+		{"job.promptsPerStep", j.PromptsPerStep, true},
+		{"job.generationsPerPrompt", j.GenerationsPerPrompt, true},
+		{"job.checkpointPeriod", j.CheckpointPeriod, true},
+		{"job.keepCheckpoints", j.KeepCheckpoints, true},
+	}
+	for _, p := range positive {
+		if p.set && p.value <= 0 {
+			errs.Add(p.key, "%d is not allowed; allowed: a whole number greater than 0", p.value)
+		}
+	}
+	for i, arg := range j.Args {
+		if !overridePattern.MatchString(arg) {
+			errs.Add(fmt.Sprintf("job.args[%d]", i), "%s is not a framework override; allowed: key=value, e.g. policy.max_total_sequence_length=4096", quote(arg))
+		}
+	}
+}
+
+// oneOf records an error unless value is one of allowed, and reports whether it is.
+func oneOf(errs *Errors, key, value string, allowed []string) bool {
+	if contains(allowed, value) {
+		return true
+	}
+	errs.Add(key, "%s is not allowed; allowed: %s", quote(value), strings.Join(allowed, ", "))
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func joinInts(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func nearest(below, above int) string {
+	switch {
+	case below == 0:
+		return fmt.Sprint(above)
+	case above == 0:
+		return fmt.Sprint(below)
+	default:
+		return fmt.Sprintf("%d or %d", below, above)
+	}
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "the GPU zone"
+	}
+	return s
+}
