@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -112,31 +113,51 @@ func Run(sc *StackConfig, stack string) (*Result, error) {
 	}
 
 	outputs := map[string]any{}
-	var mu sync.Mutex
 	err = pulumi.RunWithContext(ctx, func(ctx *pulumi.Context) error {
 		outs, err := infra.Deploy(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		for key, value := range outs {
-			out := pulumi.ToOutput(value)
-			secret := pulumi.IsSecret(out)
-			out.ApplyT(func(v any) any {
-				mu.Lock()
-				defer mu.Unlock()
-				if secret {
-					v = SecretPlaceholder
-				}
-				outputs[key] = v
-				return nil
-			})
-		}
-		return nil
+		return collectOutputs(outs, outputs)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &Result{Stack: stack, Project: sc.Project, Resources: rec.snapshot(), Outputs: outputs}, nil
+}
+
+// outputWait bounds how long the planner waits for the stack outputs to resolve; on the
+// recording engine they resolve in milliseconds, so reaching it means an output failed.
+const outputWait = time.Minute
+
+// collectOutputs resolves every stack output into into, secrets replaced by SecretPlaceholder.
+// Outputs of plain values are not tracked by the run, so it waits for each one itself.
+func collectOutputs(outs pulumi.Map, into map[string]any) error {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for key, value := range outs {
+		out := pulumi.ToOutput(value)
+		secret := pulumi.IsSecret(out)
+		wg.Add(1)
+		out.ApplyT(func(v any) any {
+			defer wg.Done()
+			if secret {
+				v = SecretPlaceholder
+			}
+			mu.Lock()
+			into[key] = v
+			mu.Unlock()
+			return nil
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(outputWait):
+		return fmt.Errorf("stack outputs did not resolve within %s", outputWait)
+	}
 }
 
 // RunComponent runs fn, a program fragment, on the recording engine with the given config
@@ -163,5 +184,3 @@ func keysOf(m map[string]string) []string {
 func shortType(typ string) string {
 	return typ[strings.LastIndex(typ, ":")+1:]
 }
-
-var _ = fmt.Sprintf

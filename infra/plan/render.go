@@ -277,3 +277,8 @@ func nonEmpty(parts ...string) []string {
 	}
 	return out
 }
+
+// LookupInput returns a resource input by dotted path, secrets hidden, and whether it is set.
+func LookupInput(res *Resource, path string) (any, bool) {
+	return lookupPath(plainMap(res.Inputs), path)
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -32,8 +33,12 @@ func LoadStackConfig(dir, stack string, overrides []string) (*StackConfig, error
 	if err != nil {
 		return nil, fmt.Errorf("reading project: %w", err)
 	}
+	stackFile := filepath.Join(dir, "Pulumi."+stack+".yaml")
+	if _, err := os.Stat(stackFile); err != nil {
+		return nil, fmt.Errorf("stack %s: no file %s", stack, stackFile)
+	}
 	sink := diag.DefaultSink(nopWriter{}, nopWriter{}, diag.FormatOptions{Color: colors.Never})
-	ps, err := workspace.LoadProjectStack(sink, proj, filepath.Join(dir, "Pulumi."+stack+".yaml"))
+	ps, err := workspace.LoadProjectStack(sink, proj, stackFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading stack %s: %w", stack, err)
 	}

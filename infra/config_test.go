@@ -1,0 +1,178 @@
+package infra_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+// problems plans stack with overrides and returns the config errors, failing if there are none.
+func problems(t *testing.T, stack string, overrides ...string) *plan.ConfigError {
+	t.Helper()
+	res, err := plantest.TryPlan(stack, overrides...)
+	require.Nil(t, res, "an invalid config registers nothing")
+	var cfgErr *plan.ConfigError
+	require.True(t, errors.As(err, &cfgErr), "want a config error, got %v", err)
+	return cfgErr
+}
+
+func TestInvalidConfigNamesItsKey(t *testing.T) {
+	cases := []struct {
+		sentence  string
+		stack     string
+		overrides []string
+		key       string
+		mentions  string
+	}{
+		{"an unknown GPU type is refused", "b200-spot", []string{"gpu.type=a100"}, "gpu.type", "b200, h200"},
+		{"zero GPU nodes are refused", "b200-spot", []string{"gpu.nodes=0"}, "gpu.nodes", "1 to 256"},
+		{"an absurd node count is refused", "b200-spot", []string{"gpu.nodes=100000"}, "gpu.nodes", "1 to 256"},
+		{"a node count that is not a number is refused", "b200-spot", []string{"gpu.nodes=eight"}, "gpu.nodes", "not an integer"},
+		{"a zone outside the region is refused", "b200-spot", []string{"zone=us-west1-a"}, "zone", "us-east1"},
+		{"a zone without its letter is refused", "b200-spot", []string{"zone=us-east1"}, "zone", "us-east1-b"},
+		{"a zone given as the region is refused", "b200-spot", []string{"gcp:region=us-east1-b"}, "gcp:region", "region like"},
+		{"a malformed project ID is refused", "b200-spot", []string{"gcp:project=My_Project"}, "gcp:project", "project ID"},
+		{"a CIDR with host bits is refused", "b200-spot", []string{"network.nodeCidr=10.0.0.1/20"}, "network.nodeCidr", "10.0.0.0"},
+		{"a CIDR that is not one is refused", "b200-spot", []string{"network.gvnicCidr=300.1.1.0/24"}, "network.gvnicCidr", "CIDR"},
+		{"overlapping pod and node ranges are refused", "b200-spot", []string{"network.podCidr=10.0.0.0/14"}, "network.podCidr", "overlaps network.nodeCidr"},
+		{"overlapping gVNIC and RDMA ranges are refused", "b200-spot", []string{"network.gvnicCidr=192.168.8.0/24"}, "network.rdmaCidr", "overlaps network.gvnicCidr"},
+		{"a public range is refused", "b200-spot", []string{"network.rdmaCidr=8.8.8.0/21"}, "network.rdmaCidr", "private"},
+		{"an RDMA range too small to split is refused", "b200-spot", []string{"network.rdmaCidr=192.168.8.0/28"}, "network.rdmaCidr", "/29"},
+		{"RDMA subnets that cannot hold the nodes are refused", "b200-spot", []string{"network.rdmaCidr=192.168.8.0/26"}, "network.rdmaCidr", "fewer than gpu.nodes=8"},
+		{"too few RDMA subnets for the NICs are refused", "b200-spot", []string{"network.rdmaSubnets=4"}, "network.rdmaSubnets", "8 RDMA NICs"},
+		{"too many RDMA subnets for the NICs are refused", "h200-reserved", []string{"network.rdmaSubnets=16"}, "network.rdmaSubnets", "a3-ultragpu-8g"},
+		{"an MTU above the RDMA maximum is refused", "b200-spot", []string{"network.mtu=9000"}, "network.mtu", "8896"},
+		{"a PSA prefix longer than /24 is refused", "b200-spot", []string{"network.psaPrefixLength=28"}, "network.psaPrefixLength", "8 to 24"},
+		{"a cluster name over 40 characters is refused", "b200-spot", []string{"cluster.name=a-very-long-cluster-name-that-is-over-forty-chars"}, "cluster.name", "at most 40"},
+		{"a cluster name that is not a DNS label is refused", "b200-spot", []string{"cluster.name=Ray_Cluster"}, "cluster.name", "DNS label"},
+		{"an unknown cluster mode is refused", "b200-spot", []string{"cluster.mode=serverless"}, "cluster.mode", "standard, autopilot"},
+		{"an unknown release channel is refused", "b200-spot", []string{"cluster.releaseChannel=nightly"}, "cluster.releaseChannel", "REGULAR"},
+		{"an authorized network that is not a CIDR is refused", "b200-spot", []string{"cluster.authorizedNetworks[0]=1.2.3.4"}, "cluster.authorizedNetworks[0]", "CIDR"},
+		{"an unknown provisioning model is refused", "b200-spot", []string{"gpu.provisioning=preemptible"}, "gpu.provisioning", "spot, reservation, flex-start, on-demand"},
+		{"spot with a reservation is refused", "b200-spot", []string{"gpu.reservation=my-res"}, "gpu.reservation", "only with gpu.provisioning=reservation"},
+		{"flex-start with a reservation is refused", "h200-reserved", []string{"gpu.provisioning=flex-start"}, "gpu.reservation", "only with gpu.provisioning=reservation"},
+		{"a reservation model without a name is refused", "b200-spot", []string{"gpu.provisioning=reservation"}, "gpu.reservation", "is required"},
+		{"a malformed reservation name is refused", "h200-reserved", []string{"gpu.reservation=My_Res"}, "gpu.reservation", "reservationBlocks"},
+		{"a Lustre capacity off the tier's step is refused", "b200-spot", []string{"storage.capacityGib=20000"}, "storage.capacityGib", "18000 or 36000"},
+		{"a Lustre capacity under the tier's minimum is refused", "b200-spot", []string{"storage.throughput=250"}, "storage.capacityGib", "36000"},
+		{"a Lustre capacity over the tier's maximum is refused", "b200-spot", []string{"storage.throughput=125", "storage.capacityGib=12312000"}, "storage.capacityGib", "12240000"},
+		{"an unknown throughput tier is refused", "b200-spot", []string{"storage.throughput=600"}, "storage.throughput", "125, 250, 500, 1000"},
+		{"a long filesystem name is refused", "b200-spot", []string{"storage.filesystem=lustrefs1"}, "storage.filesystem", "1 to 8"},
+		{"a filesystem name with symbols is refused", "b200-spot", []string{"storage.filesystem=fs_1"}, "storage.filesystem", "letters or digits"},
+		{"an unknown storage type is refused", "b200-spot", []string{"storage.type=nfs"}, "storage.type", "lustre, gcsfuse"},
+		{"a bucket name with capitals is refused", "h200-reserved", []string{"storage.bucket=My-Bucket"}, "storage.bucket", "bucket name"},
+		{"a bucket name containing google is refused", "h200-reserved", []string{"storage.bucket=my-google-data"}, "storage.bucket", "google"},
+		{"a GKE-support flag that is not a boolean is refused", "b200-spot", []string{"storage.gkeSupport=maybe"}, "storage.gkeSupport", "boolean"},
+		{"an unknown framework is refused", "b200-spot", []string{"framework=trl"}, "framework", "nemo-rl, verl"},
+		{"a relative mount path is refused", "b200-spot", []string{"storage.mountPath=data"}, "storage.mountPath", "absolute"},
+		{"a system mount path is refused", "b200-spot", []string{"storage.mountPath=/dev/shm"}, "storage.mountPath", "system directory"},
+		{"zero steps are refused", "b200-spot", []string{"job.maxSteps=0"}, "job.maxSteps", "greater than 0"},
+		{"zero epochs are refused", "h200-reserved", []string{"job.epochs=0"}, "job.epochs", "greater than 0"},
+		{"negative prompts per step are refused", "b200-spot", []string{"job.promptsPerStep=-1"}, "job.promptsPerStep", "greater than 0"},
+		{"zero generations per prompt are refused", "b200-spot", []string{"job.generationsPerPrompt=0"}, "job.generationsPerPrompt", "greater than 0"},
+		{"a zero checkpoint period is refused", "b200-spot", []string{"job.checkpointPeriod=0"}, "job.checkpointPeriod", "greater than 0"},
+		{"keeping no checkpoints is refused", "b200-spot", []string{"job.keepCheckpoints=0"}, "job.keepCheckpoints", "greater than 0"},
+		{"a framework argument without a value is refused", "b200-spot", []string{"job.args[0]=--verbose"}, "job.args[0]", "key=value"},
+		{"a model that is not a Hub ID is refused", "b200-spot", []string{"job.model=qwen"}, "job.model", "Hugging Face"},
+		{"an unpinned image is refused", "b200-spot", []string{"ray.image=rayproject/ray:latest"}, "ray.image", "moving tag"},
+		{"an untagged image is refused", "b200-spot", []string{"ray.image=rayproject/ray"}, "ray.image", "no tag"},
+		{"a malformed Ray version is refused", "b200-spot", []string{"ray.version=2.x"}, "ray.version", "Ray version"},
+		{"an unknown key inside an object is refused", "b200-spot", []string{"gpu.count=8"}, "gpu.count", "gpu takes nodes, provisioning, reservation, type"},
+		{"an unknown top-level key is refused", "b200-spot", []string{"gpus=8"}, "gpus", "namespace takes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			cfgErr := problems(t, tc.stack, tc.overrides...)
+			var messages []string
+			for _, p := range cfgErr.Problems {
+				messages = append(messages, p.Error())
+				if p.Key == tc.key {
+					assert.Contains(t, p.Message, tc.mentions)
+					return
+				}
+			}
+			t.Fatalf("no error about %s; got:\n%s", tc.key, strings.Join(messages, "\n"))
+		})
+	}
+	assert.GreaterOrEqual(t, len(cases), 30)
+}
+
+func TestEveryProblemIsReportedAtOnce(t *testing.T) {
+	cfgErr := problems(t, "b200-spot", "gpu.type=a100", "storage.capacityGib=20000", "job.maxSteps=0", "cluster.mode=x")
+	for _, key := range []string{"gpu.type", "storage.capacityGib", "job.maxSteps", "cluster.mode"} {
+		assert.True(t, cfgErr.Problems.Has(key), key)
+	}
+}
+
+// writeStack lays out Pulumi.yaml and one stack file in a temporary directory.
+func writeStack(t *testing.T, stackYAML string) string {
+	t.Helper()
+	dir := t.TempDir()
+	project, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "Pulumi.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), project, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi.test.yaml"), []byte(stackYAML), 0o644))
+	return dir
+}
+
+const minimalStack = `config:
+  gcp:project: your-project-id
+  gcp:region: us-east1
+  gke-rl:zone: us-east1-b
+  gke-rl:cluster:
+    authorizedNetworks: ["203.0.113.7/32"]
+`
+
+func planDir(t *testing.T, dir string) (*plan.Result, error) {
+	t.Helper()
+	sc, err := plan.LoadStackConfig(dir, "test", nil)
+	require.NoError(t, err)
+	return plan.Run(sc, "test")
+}
+
+func TestMinimalStackUsesDefaults(t *testing.T) {
+	res, err := planDir(t, writeStack(t, minimalStack))
+	require.NoError(t, err)
+	rdma := res.Find("gcp:compute/network:Network", "rdma")
+	assert.Equal(t, "gke-rl-rdma-net", plantest.Input(t, rdma, "name"))
+	assert.EqualValues(t, 8896, plantest.Input(t, rdma, "mtu"))
+	assert.Len(t, res.OfType("gcp:compute/subnetwork:Subnetwork"), 1+1+8)
+}
+
+func TestBogusFieldInStackFile(t *testing.T) {
+	_, err := planDir(t, writeStack(t, minimalStack+"  gke-rl:gpu:\n    type: b200\n    gpuCount: 8\n"))
+	var cfgErr *plan.ConfigError
+	require.True(t, errors.As(err, &cfgErr), "%v", err)
+	assert.True(t, cfgErr.Problems.Has("gpu.gpuCount"), cfgErr.Error())
+}
+
+func TestRequiredKeysAreReported(t *testing.T) {
+	_, err := planDir(t, writeStack(t, "config:\n  gke-rl:framework: verl\n"))
+	var cfgErr *plan.ConfigError
+	require.True(t, errors.As(err, &cfgErr), "%v", err)
+	for _, key := range []string{"gcp:project", "gcp:region", "zone", "cluster.authorizedNetworks"} {
+		assert.True(t, cfgErr.Problems.Has(key), key)
+	}
+}
+
+func TestPlainTextTokenIsRefusedWithoutEcho(t *testing.T) {
+	_, err := planDir(t, writeStack(t, minimalStack+"  gke-rl:hfToken: hf_plaintext_token_123\n"))
+	var cfgErr *plan.ConfigError
+	require.True(t, errors.As(err, &cfgErr), "%v", err)
+	assert.True(t, cfgErr.Problems.Has("hfToken"))
+	assert.NotContains(t, cfgErr.Error(), "hf_plaintext_token_123")
+}
+
+func TestStructuredKeysAcceptStringNumbers(t *testing.T) {
+	res, err := planDir(t, writeStack(t, minimalStack+"  gke-rl:gpu:\n    nodes: \"4\"\n"))
+	require.NoError(t, err)
+	assert.NotNil(t, res)
+}

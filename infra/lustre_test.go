@@ -1,0 +1,70 @@
+package infra_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra"
+)
+
+func TestLustreTierSizes(t *testing.T) {
+	cases := []struct {
+		sentence   string
+		tier, size int
+		fits       bool
+		below, abv int
+	}{
+		{"the 500 tier's minimum fits", 500, 18000, true, 0, 0},
+		{"a size between steps does not fit and names both neighbours", 500, 20000, false, 18000, 36000},
+		{"a size under the minimum names the minimum", 500, 9000, false, 0, 18000},
+		{"the large step applies above the limit", 500, 3060000 + 144000, true, 0, 0},
+		{"a small step above the limit does not fit", 500, 3060000 + 18000, false, 3060000, 3204000},
+		{"a size over the maximum names the maximum", 125, 12312000, false, 12240000, 0},
+		{"the 1000 tier steps by 9000", 1000, 27000, true, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			tier, ok := infra.LookupLustreTier(tc.tier)
+			require.True(t, ok)
+			assert.Equal(t, tc.fits, tier.Fits(tc.size))
+			if !tc.fits {
+				below, above := tier.Nearest(tc.size)
+				assert.Equal(t, tc.below, below)
+				assert.Equal(t, tc.abv, above)
+			}
+		})
+	}
+}
+
+func TestAggregateThroughput(t *testing.T) {
+	tier, _ := infra.LookupLustreTier(500)
+	// REFERENCE.md: 18,000 GiB at 500 MB/s/TiB is about 8.8 GB/s.
+	assert.InDelta(t, 8789, tier.AggregateMBps(18000), 1)
+}
+
+func TestSplitCIDR(t *testing.T) {
+	subnets, err := infra.SplitCIDR("192.168.8.0/21", 8)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"192.168.8.0/24", "192.168.9.0/24", "192.168.10.0/24", "192.168.11.0/24",
+		"192.168.12.0/24", "192.168.13.0/24", "192.168.14.0/24", "192.168.15.0/24"}, subnets)
+
+	three, err := infra.SplitCIDR("10.0.0.0/22", 3)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.0.0.0/24", "10.0.1.0/24", "10.0.2.0/24"}, three, "rounds up to a power of two")
+
+	_, err = infra.SplitCIDR("10.0.0.0/27", 8)
+	assert.ErrorContains(t, err, "/29")
+	assert.Equal(t, 252, infra.UsableAddresses("192.168.8.0/24"))
+}
+
+func TestHardwareCatalog(t *testing.T) {
+	assert.Equal(t, []string{"b200", "h200"}, infra.GPUTypes())
+	b200, _ := infra.LookupGPU("b200")
+	h200, _ := infra.LookupGPU("h200")
+	assert.Equal(t, "a4-highgpu-8g", b200.MachineType)
+	assert.Equal(t, "a3-ultragpu-8g", h200.MachineType)
+	assert.Contains(t, b200.NCCLTunerConfig, "tuner_config_a4.txtpb")
+	assert.Contains(t, h200.NCCLTunerConfig, "tuner_config_a3u.txtpb")
+}

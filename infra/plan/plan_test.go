@@ -1,0 +1,146 @@
+package plan_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+func TestShippedStacksPlanCleanly(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			res := plantest.Plan(t, stack)
+			assert.NotEmpty(t, res.OfType("gcp:compute/network:Network"))
+		})
+	}
+}
+
+func TestGoldenPlans(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, plan.WriteJSON(&out, plantest.Plan(t, stack)))
+			plantest.Golden(t, stack+".plan.json", out.Bytes())
+		})
+	}
+}
+
+func TestPlanIsDeterministic(t *testing.T) {
+	var first, second bytes.Buffer
+	require.NoError(t, plan.WriteJSON(&first, plantest.Plan(t, "b200-spot")))
+	require.NoError(t, plan.WriteJSON(&second, plantest.Plan(t, "b200-spot")))
+	assert.Equal(t, first.String(), second.String())
+}
+
+func runMain(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := plan.Main(args, plantest.RepoRoot(), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestCLITreeEndsWithCount(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "b200-spot")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Regexp(t, `^\d+ resources to create`, lines[len(lines)-1])
+	assert.Contains(t, out, "gcp:compute/network:Network rdma")
+}
+
+func TestCLIInvalidConfigPrintsOnlyErrors(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--config", "gpu.type=a100", "--config", "gpu.nodes=0")
+	assert.Equal(t, plan.ExitInvalidConfig, code)
+	assert.Empty(t, out, "no resource output on invalid config")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	require.Len(t, lines, 2, errOut)
+	for _, l := range lines {
+		assert.True(t, strings.HasPrefix(l, "error: "), l)
+	}
+	assert.Contains(t, errOut, "error: gpu.type: \"a100\" is not a supported GPU; allowed: b200, h200")
+	assert.Contains(t, errOut, "error: gpu.nodes:")
+}
+
+func TestCLIUsageErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no stack":        {},
+		"unknown stack":   {"--stack", "nope"},
+		"stray argument":  {"--stack", "b200-spot", "extra"},
+		"malformed value": {"--stack", "b200-spot", "--config", "gpu.nodes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, _ := runMain(t, args...)
+			assert.Equal(t, plan.ExitUsage, code)
+			assert.Empty(t, out)
+		})
+	}
+}
+
+func TestCLIJSONShape(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--json")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	var doc struct {
+		Stack     string                       `json:"stack"`
+		Resources []map[string]json.RawMessage `json:"resources"`
+		Outputs   map[string]any               `json:"outputs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, "h200-reserved", doc.Stack)
+	require.NotEmpty(t, doc.Resources)
+	for _, r := range doc.Resources {
+		for _, key := range []string{"urn", "type", "name", "parent", "dependencies", "inputs", "options"} {
+			assert.Contains(t, r, key)
+		}
+		var opts map[string]any
+		require.NoError(t, json.Unmarshal(r["options"], &opts))
+		for _, key := range []string{"protect", "retainOnDelete", "ignoreChanges", "deletedWith", "provider"} {
+			assert.Contains(t, opts, key)
+		}
+	}
+	assert.Equal(t, "us-south1-b", doc.Outputs["zone"])
+}
+
+func TestDependenciesIncludeInputSources(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot")
+	net := res.Find("gcp:compute/network:Network", "rdma")
+	sub := res.Find("gcp:compute/subnetwork:Subnetwork", "rdma-3")
+	require.NotNil(t, sub)
+	assert.Contains(t, sub.Dependencies, net.URN, "a subnet waits for its network")
+}
+
+// The token must never print: not in the tree, the JSON plan or the manifests.
+func TestSecretsNeverPrint(t *testing.T) {
+	const sentinel = "hf_SENTINEL_do_not_print_4242"
+	args := []string{"--stack", "b200-spot", "--config", "hfToken=" + sentinel, "--config", "wandbApiKey=" + sentinel}
+	code, tree, errOut := runMain(t, args...)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.NotContains(t, tree+errOut, sentinel)
+
+	dir := t.TempDir()
+	code, js, errOut := runMain(t, append(args, "--json", "--manifests", dir)...)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.NotContains(t, js+errOut, sentinel)
+	files, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), sentinel, f.Name())
+	}
+}
+
+func TestConfigErrorListsProblems(t *testing.T) {
+	_, err := plantest.TryPlan("b200-spot", "gpu.type=a100")
+	var cfgErr *plan.ConfigError
+	require.True(t, errors.As(err, &cfgErr))
+	assert.True(t, cfgErr.Problems.Has("gpu.type"))
+}
