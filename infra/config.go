@@ -77,6 +77,8 @@ type ClusterConfig struct {
 	Mode               string   `json:"mode"`
 	ReleaseChannel     string   `json:"releaseChannel"`
 	AuthorizedNetworks []string `json:"authorizedNetworks"`
+	// CPUMachineType sizes the Standard cluster's CPU pool (Ray head and system pods).
+	CPUMachineType string `json:"cpuMachineType"`
 }
 
 // NetworkConfig is `network.*`: the address plan of the three VPCs.
@@ -102,6 +104,9 @@ type GPUConfig struct {
 	Nodes        int    `json:"nodes"`
 	Provisioning string `json:"provisioning"`
 	Reservation  string `json:"reservation"`
+	// MinNodes and MaxNodes bound the GPU pool's autoscaler.
+	MinNodes int `json:"minNodes"`
+	MaxNodes int `json:"maxNodes"`
 }
 
 // StorageConfig is `storage.*`.
@@ -252,4 +257,10 @@ func EnvConfigKeys() []string {
 		return nil
 	}
 	return sortedKeys(m)
+}
+
+// LustreUsesGKESupport reports whether the stack's Managed Lustre instance listens on GKE's
+// port (6988), which the cluster's Lustre CSI driver must then use (its legacy port setting).
+func (c *Config) LustreUsesGKESupport() bool {
+	return c.Storage.Type == StorageLustre && c.Storage.GKESupport
 }

@@ -85,7 +85,10 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"an unpinned image is refused", "b200-spot", []string{"ray.image=rayproject/ray:latest"}, "ray.image", "moving tag"},
 		{"an untagged image is refused", "b200-spot", []string{"ray.image=rayproject/ray"}, "ray.image", "no tag"},
 		{"a malformed Ray version is refused", "b200-spot", []string{"ray.version=2.x"}, "ray.version", "Ray version"},
-		{"an unknown key inside an object is refused", "b200-spot", []string{"gpu.count=8"}, "gpu.count", "gpu takes nodes, provisioning, reservation, type"},
+		{"an unknown key inside an object is refused", "b200-spot", []string{"gpu.count=8"}, "gpu.count", "gpu takes maxNodes, minNodes, nodes, provisioning, reservation, type"},
+		{"a minimum above the node count is refused", "b200-spot", []string{"gpu.minNodes=9"}, "gpu.minNodes", "0 to gpu.nodes (8)"},
+		{"a maximum below the node count is refused", "b200-spot", []string{"gpu.maxNodes=4"}, "gpu.maxNodes", "gpu.nodes (8) to 256"},
+		{"a malformed CPU machine type is refused", "b200-spot", []string{"cluster.cpuMachineType=big"}, "cluster.cpuMachineType", "n2-standard-16"},
 		{"an unknown top-level key is refused", "b200-spot", []string{"gpus=8"}, "gpus", "namespace takes"},
 	}
 	for _, tc := range cases {

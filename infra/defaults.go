@@ -14,6 +14,7 @@ type rawConfig struct {
 		Mode               *string  `json:"mode"`
 		ReleaseChannel     *string  `json:"releaseChannel"`
 		AuthorizedNetworks []string `json:"authorizedNetworks"`
+		CPUMachineType     *string  `json:"cpuMachineType"`
 	}
 	Network struct {
 		NodeCIDR        *string `json:"nodeCidr"`
@@ -30,6 +31,8 @@ type rawConfig struct {
 		Nodes        *int    `json:"nodes"`
 		Provisioning *string `json:"provisioning"`
 		Reservation  *string `json:"reservation"`
+		MinNodes     *int    `json:"minNodes"`
+		MaxNodes     *int    `json:"maxNodes"`
 	}
 	Storage struct {
 		Type        *string `json:"type"`
@@ -62,8 +65,11 @@ type rawConfig struct {
 // Defaults of the config keys, as documented in README.md. A default that depends on another
 // key (the dataset on the framework, the bucket on the project) is set in applyDefaults.
 const (
-	DefaultClusterName     = "gke-rl"
-	DefaultReleaseChannel  = "REGULAR"
+	DefaultClusterName    = "gke-rl"
+	DefaultReleaseChannel = "REGULAR"
+	// DefaultCPUMachineType fits the Ray head (8 vCPU, 32 GiB in the seeds' manifests) next to
+	// the system pods.
+	DefaultCPUMachineType  = "n2-standard-16"
 	DefaultNodeCIDR        = "10.0.0.0/20"
 	DefaultPodCIDR         = "10.4.0.0/14"
 	DefaultServiceCIDR     = "10.8.0.0/20"
@@ -97,6 +103,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Mode:               or(r.Cluster.Mode, ModeStandard),
 		ReleaseChannel:     strings.ToUpper(or(r.Cluster.ReleaseChannel, DefaultReleaseChannel)),
 		AuthorizedNetworks: r.Cluster.AuthorizedNetworks,
+		CPUMachineType:     or(r.Cluster.CPUMachineType, DefaultCPUMachineType),
 	}
 	gpuType := or(r.GPU.Type, DefaultGPUType)
 	rdmaSubnets := 8
@@ -118,6 +125,12 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Nodes:        or(r.GPU.Nodes, DefaultGPUNodes),
 		Provisioning: or(r.GPU.Provisioning, ProvisioningOnDemand),
 		Reservation:  or(r.GPU.Reservation, ""),
+	}
+	c.GPU.MinNodes = or(r.GPU.MinNodes, c.GPU.Nodes)
+	c.GPU.MaxNodes = or(r.GPU.MaxNodes, c.GPU.Nodes)
+	if r.GPU.MinNodes == nil && c.GPU.Provisioning == ProvisioningFlexStart {
+		// Flex-start capacity is requested when pods need it: the pool may be empty.
+		c.GPU.MinNodes = 0
 	}
 	c.Storage = StorageConfig{
 		Type:        or(r.Storage.Type, StorageLustre),

@@ -6,6 +6,7 @@ package infra
 import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"gke-rl/cluster"
 	"gke-rl/network"
 )
 
@@ -47,12 +48,64 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (pulumi.Map, error) {
 		return nil, err
 	}
 
+	spec := cfg.GPUSpec()
+	gpuNetworks := []cluster.AdditionalNetwork{{Network: networks.GVNICNetwork.Name, Subnetwork: networks.GVNICSubnet.Name}}
+	for _, s := range networks.RDMASubnets {
+		gpuNetworks = append(gpuNetworks, cluster.AdditionalNetwork{Network: networks.RDMANetwork.Name, Subnetwork: s.Name})
+	}
+	gke, err := cluster.NewCluster(ctx, "cluster", &cluster.ClusterArgs{
+		Project:            project,
+		ProjectID:          cfg.Project,
+		Region:             cfg.Region,
+		Zone:               cfg.Zone,
+		Name:               cfg.Cluster.Name,
+		Mode:               cluster.Mode(cfg.Cluster.Mode),
+		ReleaseChannel:     cfg.Cluster.ReleaseChannel,
+		AuthorizedNetworks: cfg.Cluster.AuthorizedNetworks,
+		Network:            networks.MainNetwork.ID(),
+		Subnetwork:         networks.MainSubnet.ID(),
+		PodRangeName:       networks.PodRangeName,
+		ServiceRangeName:   networks.ServiceRangeName,
+		LustreLegacyPort:   cfg.LustreUsesGKESupport(),
+		CPUMachineType:     cfg.Cluster.CPUMachineType,
+		GPU: cluster.GPUPoolSpec{
+			MachineType:  spec.MachineType,
+			Accelerator:  spec.Accelerator,
+			GPUsPerNode:  spec.GPUsPerNode,
+			Nodes:        cfg.GPU.Nodes,
+			MinNodes:     cfg.GPU.MinNodes,
+			MaxNodes:     cfg.GPU.MaxNodes,
+			Provisioning: cluster.Provisioning(cfg.GPU.Provisioning),
+			Reservation:  cfg.GPU.Reservation,
+		},
+		GPUNetworks: gpuNetworks,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	mapping, err := network.NewMapping(ctx, "network-mapping", &network.MappingArgs{
+		Networks: network.ExtraNetworks(networks),
+	}, gke.InClusterOptions()...)
+	if err != nil {
+		return nil, err
+	}
+
+	networkNames := pulumi.StringArray{}
+	for _, n := range mapping.Names {
+		networkNames = append(networkNames, pulumi.String(n))
+	}
 	return pulumi.Map{
+		"clusterName":     gke.Cluster.Name,
+		"clusterEndpoint": gke.Cluster.Endpoint,
+		"kubeconfigCommand": pulumi.Sprintf("gcloud container clusters get-credentials %s --location %s --project %s",
+			gke.Cluster.Name, cfg.Region, cfg.Project),
+		"podNetworks":  networkNames,
 		"project":      project,
 		"region":       region,
 		"zone":         pulumi.String(cfg.Zone),
 		"gpuType":      pulumi.String(cfg.GPU.Type),
-		"machineType":  pulumi.String(cfg.GPUSpec().MachineType),
+		"machineType":  pulumi.String(spec.MachineType),
 		"gpuNodes":     pulumi.Int(cfg.GPU.Nodes),
 		"mainNetwork":  networks.MainNetwork.SelfLink,
 		"gvnicNetwork": networks.GVNICNetwork.SelfLink,

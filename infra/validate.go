@@ -28,6 +28,7 @@ var (
 	bucketPattern      = regexp.MustCompile(`^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$`)
 	semverPattern      = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	imagePattern       = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
+	machineTypePattern = regexp.MustCompile(`^[a-z][a-z0-9]*-[a-z]+-[0-9]+[a-z0-9-]*$`)
 	modelPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	overridePattern    = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
 	releaseChannels    = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
@@ -85,6 +86,9 @@ func validateCluster(c *Config, errs *Errors) {
 		errs.Add("cluster.name", "%s is not a DNS label: lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", quote(name))
 	}
 	oneOf(errs, "cluster.mode", c.Cluster.Mode, modes)
+	if !machineTypePattern.MatchString(c.Cluster.CPUMachineType) {
+		errs.Add("cluster.cpuMachineType", "%s is not a machine type like n2-standard-16", quote(c.Cluster.CPUMachineType))
+	}
 	oneOf(errs, "cluster.releaseChannel", c.Cluster.ReleaseChannel, releaseChannels)
 	if len(c.Cluster.AuthorizedNetworks) == 0 {
 		errs.Add("cluster.authorizedNetworks", "is required: the CIDRs allowed to reach the control plane, e.g. your workstation's /32 (`curl -s ifconfig.me`)")
@@ -103,6 +107,12 @@ func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
 	}
 	if c.GPU.Nodes < 1 || c.GPU.Nodes > MaxGPUNodes {
 		errs.Add("gpu.nodes", "%d is out of range; allowed: 1 to %d nodes", c.GPU.Nodes, MaxGPUNodes)
+	}
+	if c.GPU.MinNodes < 0 || c.GPU.MinNodes > c.GPU.Nodes {
+		errs.Add("gpu.minNodes", "%d is out of range; allowed: 0 to gpu.nodes (%d)", c.GPU.MinNodes, c.GPU.Nodes)
+	}
+	if c.GPU.MaxNodes < c.GPU.Nodes || c.GPU.MaxNodes > MaxGPUNodes {
+		errs.Add("gpu.maxNodes", "%d is out of range; allowed: gpu.nodes (%d) to %d", c.GPU.MaxNodes, c.GPU.Nodes, MaxGPUNodes)
 	}
 	if oneOf(errs, "gpu.provisioning", c.GPU.Provisioning, provisionings) {
 		validateProvisioning(c, errs)

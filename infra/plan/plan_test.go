@@ -35,6 +35,16 @@ func TestGoldenPlans(t *testing.T) {
 	}
 }
 
+func TestGoldenManifests(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			out, err := plan.ManifestsYAML(plantest.Plan(t, stack))
+			require.NoError(t, err)
+			plantest.Golden(t, stack+".manifests.yaml", out)
+		})
+	}
+}
+
 func TestPlanIsDeterministic(t *testing.T) {
 	var first, second bytes.Buffer
 	require.NoError(t, plan.WriteJSON(&first, plantest.Plan(t, "b200-spot")))

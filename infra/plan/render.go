@@ -282,3 +282,18 @@ func nonEmpty(parts ...string) []string {
 func LookupInput(res *Resource, path string) (any, bool) {
 	return lookupPath(plainMap(res.Inputs), path)
 }
+
+// ManifestsYAML renders every Kubernetes object of the plan as one multi-document YAML stream,
+// each document headed by its file name: the golden form of a stack's manifests.
+func ManifestsYAML(r *Result) ([]byte, error) {
+	var out []byte
+	for _, m := range Manifests(r) {
+		b, err := yaml.Marshal(m.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.File, err)
+		}
+		out = append(out, []byte("---\n# "+m.File+"\n")...)
+		out = append(out, b...)
+	}
+	return out, nil
+}

@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// The gIB NCCL plugin installer, managed here instead of `kubectl apply` of a moving branch.
+// Upstream: GoogleCloudPlatform/container-engine-accelerators, gpudirect-rdma/
+// nccl-rdma-installer.yaml (Standard) and nccl-rdma-installer-autopilot.yaml (Autopilot, which
+// pins nccl-plugin-gib v1.1.1; both variants use that version here).
+const (
+	GIBInstallerImage = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
+	// PauseImage keeps the DaemonSet pod alive after the init containers install the plugin.
+	PauseImage = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
+	// SysctlImage runs the Standard variant's sysctl step (upstream uses alpine:latest).
+	SysctlImage = "alpine:3.20.3"
+	// GIBHostPath is where the plugin lands on each GPU node; Ray workers mount it.
+	GIBHostPath = "/home/kubernetes/bin/gib"
+	// NvidiaHostPath holds the driver libraries that GKE installs.
+	NvidiaHostPath = "/home/kubernetes/bin/nvidia"
+
+	installerName = "nccl-rdma-installer"
+	// autopilotInstallerNamespace is the upstream Autopilot variant's namespace: Autopilot does
+	// not admit privileged workloads into kube-system.
+	autopilotInstallerNamespace = "rdma-system"
+)
+
+// installScript copies the plugin and its NCCL into the host directories the workers mount.
+const installScript = `set -ex
+/scripts/container_entry.sh install --install-nccl
+cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64
+cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib
+echo "installation finishes"
+`
+
+// martianScript silences the kernel's martian-packet logging on the RDMA NICs, as upstream does.
+const martianScript = `for i in 0 1 2 3 4 5 6 7; do sysctl -w net.ipv4.conf.gpu${i}rdma0.log_martians=0 || true; done
+`
+
+// NewRDMAInstaller registers the installer DaemonSet (and, on Autopilot, its namespace), on GPU
+// nodes only. opts carry the cluster's provider.
+func NewRDMAInstaller(ctx *pulumi.Context, name string, mode Mode, accelerator string, opts ...pulumi.ResourceOption) error {
+	namespace := pulumi.String("kube-system").ToStringOutput()
+	if mode == Autopilot {
+		ns, err := corev1.NewNamespace(ctx, name+"-ns", &corev1.NamespaceArgs{
+			Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(autopilotInstallerNamespace)},
+		}, opts...)
+		if err != nil {
+			return err
+		}
+		namespace = ns.Metadata.Name().Elem()
+	}
+	_, err := appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
+		Metadata: &metav1.ObjectMetaArgs{
+			Name:      pulumi.String(installerName),
+			Namespace: namespace,
+			Labels:    pulumi.StringMap{"k8s-app": pulumi.String(installerName)},
+		},
+		Spec: installerSpec(mode, accelerator),
+	}, opts...)
+	return err
+}
+
+func installerSpec(mode Mode, accelerator string) *appsv1.DaemonSetSpecArgs {
+	labels := pulumi.StringMap{"k8s-app": pulumi.String(installerName), "name": pulumi.String(installerName)}
+	hostMounts := corev1.VolumeMountArray{
+		corev1.VolumeMountArgs{Name: pulumi.String("library-dir-host"), MountPath: pulumi.String("/usr/local/home/kubernetes/bin/nvidia/lib64")},
+		corev1.VolumeMountArgs{Name: pulumi.String("gib"), MountPath: pulumi.String("/usr/local/home/kubernetes/bin/gib")},
+	}
+	privileged := &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)}
+	inits := corev1.ContainerArray{}
+	if mode == Standard {
+		inits = append(inits, corev1.ContainerArgs{
+			Name:            pulumi.String("disable-log-martian"),
+			Image:           pulumi.String(SysctlImage),
+			Command:         pulumi.StringArray{pulumi.String("/bin/sh"), pulumi.String("-c")},
+			Args:            pulumi.StringArray{pulumi.String(martianScript)},
+			SecurityContext: privileged,
+		})
+	}
+	inits = append(inits, corev1.ContainerArgs{
+		Name:            pulumi.String(installerName),
+		Image:           pulumi.String(GIBInstallerImage),
+		Command:         pulumi.StringArray{pulumi.String("/bin/sh"), pulumi.String("-c")},
+		Args:            pulumi.StringArray{pulumi.String(installScript)},
+		Resources:       &corev1.ResourceRequirementsArgs{Requests: pulumi.StringMap{"cpu": pulumi.String("150m")}},
+		SecurityContext: privileged,
+		VolumeMounts:    hostMounts,
+	})
+	podSpec := &corev1.PodSpecArgs{
+		Affinity: &corev1.AffinityArgs{NodeAffinity: &corev1.NodeAffinityArgs{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelectorArgs{
+				NodeSelectorTerms: corev1.NodeSelectorTermArray{corev1.NodeSelectorTermArgs{
+					MatchExpressions: corev1.NodeSelectorRequirementArray{corev1.NodeSelectorRequirementArgs{
+						Key: pulumi.String(AcceleratorLabel), Operator: pulumi.String("In"), Values: pulumi.StringArray{pulumi.String(accelerator)},
+					}},
+				}},
+			},
+		}},
+		Tolerations: corev1.TolerationArray{corev1.TolerationArgs{Operator: pulumi.String("Exists")}},
+		HostNetwork: pulumi.Bool(true),
+		HostPID:     pulumi.Bool(true),
+		Volumes: corev1.VolumeArray{
+			corev1.VolumeArgs{Name: pulumi.String("library-dir-host"), HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(NvidiaHostPath + "/lib64"), Type: pulumi.String("DirectoryOrCreate")}},
+			corev1.VolumeArgs{Name: pulumi.String("gib"), HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(GIBHostPath)}},
+		},
+		InitContainers: inits,
+		Containers:     corev1.ContainerArray{corev1.ContainerArgs{Name: pulumi.String("pause"), Image: pulumi.String(PauseImage)}},
+	}
+	if mode == Standard {
+		podSpec.PriorityClassName = pulumi.String("system-node-critical")
+	}
+	return &appsv1.DaemonSetSpecArgs{
+		Selector:       &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{"k8s-app": pulumi.String(installerName)}},
+		UpdateStrategy: &appsv1.DaemonSetUpdateStrategyArgs{Type: pulumi.String("RollingUpdate")},
+		Template: &corev1.PodTemplateSpecArgs{
+			Metadata: &metav1.ObjectMetaArgs{Labels: labels},
+			Spec:     podSpec,
+		},
+	}
+}
