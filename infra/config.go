@@ -2,7 +2,9 @@ package infra
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -256,7 +258,7 @@ func EnvConfigKeys() []string {
 	if json.Unmarshal([]byte(raw), &m) != nil {
 		return nil
 	}
-	return sortedKeys(m)
+	return slices.Sorted(maps.Keys(m))
 }
 
 // LustreUsesGKESupport reports whether the stack's Managed Lustre instance listens on GKE's

@@ -3,7 +3,9 @@ package infra
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,7 +43,7 @@ func decodeObject(prefix, raw string, target any, errs *Errors) {
 		path := prefix + "." + k
 		i, ok := known[k]
 		if !ok {
-			errs.Add(path, "unknown key; %s takes %s", prefix, strings.Join(sortedKeys(known), ", "))
+			errs.Add(path, "unknown key; %s takes %s", prefix, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 			continue
 		}
 		if err := decodeValue(fields[k], v.Field(i)); err != nil {
@@ -131,15 +133,6 @@ func decodeStrings(raw json.RawMessage) ([]string, error) {
 		return list, nil
 	}
 	return nil, fmt.Errorf("is not a list of strings")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // quote renders a config value for an error message, short enough for one line.

@@ -4,6 +4,9 @@
 package infra
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/cluster"
@@ -20,7 +23,7 @@ func Program(ctx *pulumi.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, key := range sortedKeys(outputs) {
+	for _, key := range slices.Sorted(maps.Keys(outputs)) {
 		ctx.Export(key, outputs[key])
 	}
 	return nil

@@ -3,6 +3,8 @@ package plan
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -83,7 +85,7 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 		Parent:       parent,
 		Custom:       args.Custom,
 		ID:           id,
-		Dependencies: sortedSet(deps),
+		Dependencies: slices.Sorted(maps.Keys(deps)),
 		Inputs:       args.Inputs,
 		Options: Options{
 			Protect:        rpc.GetProtect(),
@@ -230,13 +232,4 @@ func stringInput(m resource.PropertyMap, key, fallback string) string {
 		return v.StringValue()
 	}
 	return fallback
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -7,7 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,7 +104,7 @@ func Run(sc *StackConfig, stack string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := infra.LoadConfig(ctx, keysOf(sc.Values))
+	cfg, err := infra.LoadConfig(ctx, slices.Sorted(maps.Keys(sc.Values)))
 	if err != nil {
 		var problems infra.Errors
 		if errors.As(err, &problems) {
@@ -169,15 +170,6 @@ func RunComponent(project, stack string, fn pulumi.RunFunc) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Stack: stack, Project: project, Resources: rec.snapshot(), Outputs: map[string]any{}}, nil
-}
-
-func keysOf(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // shortType is the last part of a type token: `Network` for `gcp:compute/network:Network`.
