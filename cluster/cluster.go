@@ -107,7 +107,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 
 	c.Provider, err = kubernetes.NewProvider(ctx, "gke", &kubernetes.ProviderArgs{
 		Kubeconfig: Kubeconfig(c.Cluster),
-		// Objects are applied as written; the provider never guesses a namespace.
+		// Server-side apply lets the Ray operator and GKE own the fields they manage.
 		EnableServerSideApply: pulumi.Bool(true),
 	}, child)
 	if err != nil {
@@ -222,30 +222,22 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 func (c *Cluster) nodePools(ctx *pulumi.Context, names naming.Namer, args *ClusterArgs, child pulumi.ResourceOption) error {
 	scopes := pulumi.StringArray{pulumi.String("https://www.googleapis.com/auth/cloud-platform")}
 	var err error
-	c.CPUPool, err = container.NewNodePool(ctx, "cpu", &container.NodePoolArgs{
-		Project:          args.Project,
-		Cluster:          c.Cluster.ID(),
-		Location:         pulumi.String(args.Region),
-		Name:             pulumi.String(names.Resource("cpu")),
-		NodeLocations:    pulumi.StringArray{pulumi.String(args.Zone)},
-		InitialNodeCount: pulumi.Int(1),
-		Autoscaling: &container.NodePoolAutoscalingArgs{
-			TotalMinNodeCount: pulumi.Int(1),
-			TotalMaxNodeCount: pulumi.Int(3),
+	cpu := c.poolArgs(names, args, "cpu")
+	cpu.InitialNodeCount = pulumi.Int(1)
+	cpu.Autoscaling = &container.NodePoolAutoscalingArgs{TotalMinNodeCount: pulumi.Int(1), TotalMaxNodeCount: pulumi.Int(3)}
+	cpu.Management = &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)}
+	cpu.NodeConfig = &container.NodePoolNodeConfigArgs{
+		// On-demand, never spot: a preempted head takes the whole Ray cluster with it.
+		MachineType:            pulumi.String(args.CPUMachineType),
+		ServiceAccount:         c.NodeServiceAccount.Email,
+		OauthScopes:            scopes,
+		WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")},
+		Labels:                 pulumi.StringMap{RoleLabel: pulumi.String("cpu")},
+		ShieldedInstanceConfig: &container.NodePoolNodeConfigShieldedInstanceConfigArgs{
+			EnableSecureBoot: pulumi.Bool(true), EnableIntegrityMonitoring: pulumi.Bool(true),
 		},
-		Management: &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)},
-		NodeConfig: &container.NodePoolNodeConfigArgs{
-			// On-demand, never spot: a preempted head takes the whole Ray cluster with it.
-			MachineType:            pulumi.String(args.CPUMachineType),
-			ServiceAccount:         c.NodeServiceAccount.Email,
-			OauthScopes:            scopes,
-			WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")},
-			Labels:                 pulumi.StringMap{RoleLabel: pulumi.String("cpu")},
-			ShieldedInstanceConfig: &container.NodePoolNodeConfigShieldedInstanceConfigArgs{
-				EnableSecureBoot: pulumi.Bool(true), EnableIntegrityMonitoring: pulumi.Bool(true),
-			},
-		},
-	}, child, pulumi.IgnoreChanges([]string{"initialNodeCount", "nodeCount"}))
+	}
+	c.CPUPool, err = container.NewNodePool(ctx, "cpu", cpu, child, ignoreNodeCount)
 	if err != nil {
 		return fmt.Errorf("cpu pool: %w", err)
 	}
@@ -254,26 +246,35 @@ func (c *Cluster) nodePools(ctx *pulumi.Context, names naming.Namer, args *Clust
 	for _, n := range args.GPUNetworks {
 		extra = append(extra, container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs{Network: n.Network, Subnetwork: n.Subnetwork})
 	}
-	c.GPUPool, err = container.NewNodePool(ctx, "gpu", &container.NodePoolArgs{
-		Project:          args.Project,
-		Cluster:          c.Cluster.ID(),
-		Location:         pulumi.String(args.Region),
-		Name:             pulumi.String(names.Resource("gpu")),
-		NodeLocations:    pulumi.StringArray{pulumi.String(args.Zone)},
-		InitialNodeCount: pulumi.Int(initialNodes(args.GPU)),
-		Autoscaling:      gpuAutoscaling(args.GPU),
-		Management: &container.NodePoolManagementArgs{
-			// Flex-start nodes are not repaired: a repaired node would be a new request.
-			AutoRepair:  pulumi.Bool(args.GPU.Provisioning != FlexStart),
-			AutoUpgrade: pulumi.Bool(true),
-		},
-		NodeConfig:    gpuNodeConfig(args.GPU, c.NodeServiceAccount.Email, names.Resource("gpu")),
-		NetworkConfig: &container.NodePoolNetworkConfigArgs{AdditionalNodeNetworkConfigs: extra},
-	}, child, pulumi.IgnoreChanges([]string{"initialNodeCount", "nodeCount"}))
+	gpu := c.poolArgs(names, args, "gpu")
+	gpu.InitialNodeCount = pulumi.Int(initialNodes(args.GPU))
+	gpu.Autoscaling = gpuAutoscaling(args.GPU)
+	gpu.Management = &container.NodePoolManagementArgs{
+		// Flex-start nodes are not repaired: a repaired node would be a new request.
+		AutoRepair:  pulumi.Bool(args.GPU.Provisioning != FlexStart),
+		AutoUpgrade: pulumi.Bool(true),
+	}
+	gpu.NodeConfig = gpuNodeConfig(args.GPU, c.NodeServiceAccount.Email)
+	gpu.NetworkConfig = &container.NodePoolNetworkConfigArgs{AdditionalNodeNetworkConfigs: extra}
+	c.GPUPool, err = container.NewNodePool(ctx, "gpu", gpu, child, ignoreNodeCount)
 	if err != nil {
 		return fmt.Errorf("gpu pool: %w", err)
 	}
 	return nil
+}
+
+// ignoreNodeCount leaves the pools' size to the autoscaler after creation.
+var ignoreNodeCount = pulumi.IgnoreChanges([]string{"initialNodeCount", "nodeCount"})
+
+// poolArgs are the settings every node pool shares: the cluster, region and zone, and its name.
+func (c *Cluster) poolArgs(names naming.Namer, args *ClusterArgs, role string) *container.NodePoolArgs {
+	return &container.NodePoolArgs{
+		Project:       args.Project,
+		Cluster:       c.Cluster.ID(),
+		Location:      pulumi.String(args.Region),
+		Name:          pulumi.String(names.Resource(role)),
+		NodeLocations: pulumi.StringArray{pulumi.String(args.Zone)},
+	}
 }
 
 // Kubeconfig is a kubeconfig for the cluster that authenticates with gke-gcloud-auth-plugin, so

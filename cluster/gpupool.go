@@ -56,7 +56,7 @@ type AdditionalNetwork struct {
 }
 
 // gpuNodeConfig is the node configuration GCP reads for the GPU pool.
-func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput, poolName string) *container.NodePoolNodeConfigArgs {
+func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *container.NodePoolNodeConfigArgs {
 	cfg := &container.NodePoolNodeConfigArgs{
 		MachineType: pulumi.String(spec.MachineType),
 		GuestAccelerators: container.NodePoolNodeConfigGuestAcceleratorArray{

@@ -10,7 +10,7 @@ import (
 // second-to-last and broadcast).
 const gcpReservedAddresses = 4
 
-// minSubnetBits is GCP's smallest IPv4 subnet, a /29.
+// maxSubnetPrefixLen is the prefix of GCP's smallest IPv4 subnet, a /29.
 const maxSubnetPrefixLen = 29
 
 // parseCIDR accepts only an IPv4 prefix in canonical form (`10.0.0.0/20`, not `10.0.0.1/20`),
@@ -63,11 +63,6 @@ func UsableAddresses(cidr string) int {
 		return 0
 	}
 	return 1<<(32-p.Bits()) - gcpReservedAddresses
-}
-
-// overlaps reports whether two prefixes share an address.
-func overlaps(a, b netip.Prefix) bool {
-	return a.Overlaps(b)
 }
 
 // RDMASubnetCIDRs is the address plan of the RDMA VPC's subnets, in NIC order.

@@ -2,6 +2,7 @@ package infra_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/infra"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
@@ -178,4 +180,11 @@ func TestStructuredKeysAcceptStringNumbers(t *testing.T) {
 	res, err := planDir(t, writeStack(t, minimalStack+"  gke-rl:gpu:\n    nodes: \"4\"\n"))
 	require.NoError(t, err)
 	assert.NotNil(t, res)
+}
+
+func TestSecretNeverPrintsItsValue(t *testing.T) {
+	var s infra.Secret
+	assert.Equal(t, "[secret]", fmt.Sprint(s))
+	assert.Equal(t, "[secret]", fmt.Sprintf("%v %s", s, s)[:8])
+	assert.False(t, s.IsSet())
 }

@@ -22,6 +22,7 @@ const (
 
 var (
 	projectIDPattern   = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
+	zonePattern        = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+-[a-z]$`)
 	regionPattern      = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
 	reservationPattern = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$`)
 	filesystemPattern  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]{0,7}$`)
@@ -70,7 +71,7 @@ func validateLocation(c *Config, errs *Errors) {
 	switch {
 	case c.Zone == "":
 		errs.Add(KeyZone, "is required: the zone of the GPU capacity, e.g. `pulumi config set zone us-east1-b`")
-	case !regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+-[a-z]$`).MatchString(c.Zone):
+	case !zonePattern.MatchString(c.Zone):
 		errs.Add(KeyZone, "%s is not a zone like us-east1-b", quote(c.Zone))
 	case regionOK && !strings.HasPrefix(c.Zone, c.Region+"-"):
 		errs.Add(KeyZone, "%s is not in gcp:region %s; allowed: a zone of %s such as %s-b", quote(c.Zone), c.Region, c.Region, c.Region)
@@ -166,7 +167,7 @@ func validateNetwork(c *Config, spec GPUSpec, gpuOK bool, errs *Errors) {
 	// Every node has an interface in each range, so no two may overlap.
 	for i := range ranges {
 		for j := i + 1; j < len(ranges); j++ {
-			if valid[i] && valid[j] && overlaps(parsed[i], parsed[j]) {
+			if valid[i] && valid[j] && parsed[i].Overlaps(parsed[j]) {
 				errs.Add(ranges[j].key, "%s overlaps %s %s; the ranges must be disjoint", quote(ranges[j].value), ranges[i].key, ranges[i].value)
 			}
 		}

@@ -2,6 +2,7 @@ package network
 
 import (
 	"fmt"
+	"strings"
 
 	networkv1 "github.com/GoogleCloudPlatform/gke-networking-api/apis/network/v1"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
@@ -109,23 +110,12 @@ func NewMapping(ctx *pulumi.Context, name string, args *MappingArgs, opts ...pul
 // customResource registers a cluster-scoped networking.gke.io/v1 object.
 func customResource(ctx *pulumi.Context, kind, name string, spec any, opts []pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
 	gv := networkv1.GroupVersion
-	return apiextensions.NewCustomResource(ctx, fmt.Sprintf("%s-%s", lower(kind), name), &apiextensions.CustomResourceArgs{
+	return apiextensions.NewCustomResource(ctx, fmt.Sprintf("%s-%s", strings.ToLower(kind), name), &apiextensions.CustomResourceArgs{
 		ApiVersion:  pulumi.String(k8smeta.GroupVersion(gv).String()),
 		Kind:        pulumi.String(kind),
 		Metadata:    &metav1.ObjectMetaArgs{Name: pulumi.String(name)},
 		OtherFields: kubernetes.UntypedArgs{"spec": spec},
 	}, opts...)
-}
-
-func lower(s string) string {
-	out := []rune{}
-	for _, r := range s {
-		if r >= 'A' && r <= 'Z' {
-			r += 'a' - 'A'
-		}
-		out = append(out, r)
-	}
-	return string(out)
 }
 
 func ptr[T any](v T) *T { return &v }

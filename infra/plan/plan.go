@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -159,20 +158,4 @@ func collectOutputs(outs pulumi.Map, into map[string]any) error {
 	case <-time.After(outputWait):
 		return fmt.Errorf("stack outputs did not resolve within %s", outputWait)
 	}
-}
-
-// RunComponent runs fn, a program fragment, on the recording engine with the given config
-// values; tests use it to plan one component alone.
-func RunComponent(project, stack string, fn pulumi.RunFunc) (*Result, error) {
-	rec := newRecorder(project, stack)
-	err := pulumi.RunErr(fn, pulumi.WithMocks(project, stack, rec))
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Stack: stack, Project: project, Resources: rec.snapshot(), Outputs: map[string]any{}}, nil
-}
-
-// shortType is the last part of a type token: `Network` for `gcp:compute/network:Network`.
-func shortType(typ string) string {
-	return typ[strings.LastIndex(typ, ":")+1:]
 }
