@@ -10,6 +10,8 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/serviceaccount"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/infra/naming"
@@ -57,6 +59,9 @@ type ClusterArgs struct {
 	GPU            GPUPoolSpec
 	// GPUNetworks are the GPU nodes' extra NICs in order: gVNIC, then each RDMA subnet.
 	GPUNetworks []AdditionalNetwork
+	// WorkloadNamespace is the namespace created for the storage claim, the Ray cluster and the
+	// training run.
+	WorkloadNamespace string
 }
 
 // Cluster is the GKE cluster and what runs on it before any workload.
@@ -70,6 +75,9 @@ type Cluster struct {
 	GPUPool *container.NodePool
 	// Provider talks to the cluster's API server; every in-cluster object uses it.
 	Provider *kubernetes.Provider
+	// Namespace is the workload namespace's name, known once the namespace exists, so that
+	// objects placed in it wait for it.
+	Namespace pulumi.StringOutput
 	// GPUNodeSelector and HeadNodeSelector place Ray workers on GPU nodes and the Ray head on
 	// CPU nodes, in either mode.
 	GPUNodeSelector  map[string]string
@@ -116,10 +124,18 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	if err := NewRDMAInstaller(ctx, name+"-rdma", args.Mode, args.GPU.Accelerator, c.InClusterOptions(child)...); err != nil {
 		return nil, fmt.Errorf("rdma installer: %w", err)
 	}
+	ns, err := corev1.NewNamespace(ctx, "workloads", &corev1.NamespaceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.WorkloadNamespace)},
+	}, c.InClusterOptions(child)...)
+	if err != nil {
+		return nil, fmt.Errorf("workload namespace: %w", err)
+	}
+	c.Namespace = ns.Metadata.Name().Elem()
 
 	outputs := pulumi.Map{
-		"name":     c.Cluster.Name,
-		"endpoint": c.Cluster.Endpoint,
+		"name":      c.Cluster.Name,
+		"endpoint":  c.Cluster.Endpoint,
+		"namespace": c.Namespace,
 	}
 	if err := ctx.RegisterResourceOutputs(c, outputs); err != nil {
 		return nil, err

@@ -122,6 +122,8 @@ type StorageConfig struct {
 	Bucket     string `json:"bucket"`
 	MountPath  string `json:"mountPath"`
 	Protect    bool   `json:"protect"`
+	// CheckpointBudgetSeconds is how long one checkpoint may take before the plan warns.
+	CheckpointBudgetSeconds int `json:"checkpointBudgetSeconds"`
 }
 
 // RayConfig is `ray.*`. Empty values mean the framework's pinned defaults.
@@ -132,8 +134,10 @@ type RayConfig struct {
 
 // JobConfig is `job.*`: the GRPO run.
 type JobConfig struct {
-	Enabled              bool     `json:"enabled"`
-	Model                string   `json:"model"`
+	Enabled bool   `json:"enabled"`
+	Model   string `json:"model"`
+	// ModelSize is the parameter count (72B, 1.5B, 500M) when the model ID does not say it.
+	ModelSize            string   `json:"modelSize"`
 	Dataset              string   `json:"dataset"`
 	MaxSteps             int      `json:"maxSteps"`
 	Epochs               int      `json:"epochs"`

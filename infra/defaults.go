@@ -43,6 +43,8 @@ type rawConfig struct {
 		Bucket      *string `json:"bucket"`
 		MountPath   *string `json:"mountPath"`
 		Protect     *bool   `json:"protect"`
+
+		CheckpointBudgetSeconds *int `json:"checkpointBudgetSeconds"`
 	}
 	Ray struct {
 		Version *string `json:"version"`
@@ -51,6 +53,7 @@ type rawConfig struct {
 	Job struct {
 		Enabled              *bool    `json:"enabled"`
 		Model                *string  `json:"model"`
+		ModelSize            *string  `json:"modelSize"`
 		Dataset              *string  `json:"dataset"`
 		MaxSteps             *int     `json:"maxSteps"`
 		Epochs               *int     `json:"epochs"`
@@ -141,6 +144,8 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Bucket:      or(r.Storage.Bucket, defaultBucket(c.Project, c.Cluster.Name)),
 		MountPath:   or(r.Storage.MountPath, DefaultMountPath),
 		Protect:     or(r.Storage.Protect, true),
+
+		CheckpointBudgetSeconds: or(r.Storage.CheckpointBudgetSeconds, DefaultCheckpointBudgetSeconds),
 	}
 	if c.Framework == "" {
 		c.Framework = FrameworkNeMoRL
@@ -149,6 +154,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 	c.Job = JobConfig{
 		Enabled:              or(r.Job.Enabled, true),
 		Model:                or(r.Job.Model, DefaultModel),
+		ModelSize:            or(r.Job.ModelSize, ""),
 		Dataset:              or(r.Job.Dataset, defaultDatasets[c.Framework]),
 		MaxSteps:             or(r.Job.MaxSteps, 0),
 		Epochs:               or(r.Job.Epochs, 0),

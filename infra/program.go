@@ -4,13 +4,16 @@
 package infra
 
 import (
+	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/cluster"
 	"gke-rl/network"
+	"gke-rl/storage"
 )
 
 // Program is the Pulumi program: `pulumi.Run(infra.Program)`.
@@ -18,6 +21,11 @@ func Program(ctx *pulumi.Context) error {
 	cfg, err := LoadConfig(ctx, EnvConfigKeys())
 	if err != nil {
 		return err
+	}
+	for _, w := range Warnings(cfg) {
+		if err := ctx.Log.Warn(w.Error(), nil); err != nil {
+			return err
+		}
 	}
 	outputs, err := Deploy(ctx, cfg)
 	if err != nil {
@@ -81,11 +89,18 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (pulumi.Map, error) {
 			Provisioning: cluster.Provisioning(cfg.GPU.Provisioning),
 			Reservation:  cfg.GPU.Reservation,
 		},
-		GPUNetworks: gpuNetworks,
+		GPUNetworks:       gpuNetworks,
+		WorkloadNamespace: WorkloadNamespace,
 	})
 	if err != nil {
 		return nil, err
 	}
+
+	shared, storageOutputs, err := deployStorage(ctx, cfg, networks, gke)
+	if err != nil {
+		return nil, err
+	}
+	_ = shared
 
 	mapping, err := network.NewMapping(ctx, "network-mapping", &network.MappingArgs{
 		Networks: network.ExtraNetworks(networks),
@@ -98,7 +113,7 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (pulumi.Map, error) {
 	for _, n := range mapping.Names {
 		networkNames = append(networkNames, pulumi.String(n))
 	}
-	return pulumi.Map{
+	outputs := pulumi.Map{
 		"clusterName":     gke.Cluster.Name,
 		"clusterEndpoint": gke.Cluster.Endpoint,
 		"kubeconfigCommand": pulumi.Sprintf("gcloud container clusters get-credentials %s --location %s --project %s",
@@ -113,5 +128,66 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (pulumi.Map, error) {
 		"mainNetwork":  networks.MainNetwork.SelfLink,
 		"gvnicNetwork": networks.GVNICNetwork.SelfLink,
 		"rdmaNetwork":  networks.RDMANetwork.SelfLink,
-	}, nil
+		"namespace":    gke.Namespace,
+	}
+	maps.Copy(outputs, storageOutputs)
+	return outputs, nil
+}
+
+// WorkloadNamespace holds the storage claim, the Ray cluster and the training run.
+const WorkloadNamespace = "gke-rl"
+
+// deployStorage registers the configured storage type and returns it with its stack outputs.
+func deployStorage(ctx *pulumi.Context, cfg *Config, networks *network.Networks, gke *cluster.Cluster) (storage.Shared, pulumi.Map, error) {
+	s := cfg.Storage
+	outputs := pulumi.Map{
+		"storageType":      pulumi.String(s.Type),
+		"storageClaim":     pulumi.String(storage.ClaimName),
+		"storageMountPath": pulumi.String(s.MountPath),
+		"storageWriteMBps": pulumi.Int(int(cfg.StorageWriteMBps())),
+	}
+	if e, ok := cfg.EstimateCheckpoint(); ok {
+		outputs["checkpointEstimate"] = pulumi.String(e.Summary())
+		outputs["checkpointSeconds"] = pulumi.Int(int(math.Ceil(e.Seconds)))
+	}
+	if s.Type == StorageGCSFuse {
+		bucket, err := storage.NewBucket(ctx, "storage", &storage.BucketArgs{
+			ProjectID:  cfg.Project,
+			Region:     cfg.Region,
+			Name:       s.Bucket,
+			NamePrefix: cfg.Cluster.Name,
+			Namespace:  gke.Namespace,
+			MountPath:  s.MountPath,
+			Protect:    s.Protect,
+			InCluster:  gke.InClusterOptions(),
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("storage: %w", err)
+		}
+		outputs["bucket"] = bucket.Bucket.Url
+		outputs["storageServiceAccount"] = pulumi.String(storage.BucketServiceAccount)
+		return bucket, outputs, nil
+	}
+	lustre, err := storage.NewLustre(ctx, "storage", &storage.LustreArgs{
+		Project:              pulumi.String(cfg.Project),
+		Zone:                 cfg.Zone,
+		NamePrefix:           cfg.Cluster.Name,
+		Network:              networks.MainNetwork.ID(),
+		PSAPrefixLength:      cfg.Network.PSAPrefixLength,
+		CapacityGiB:          s.CapacityGiB,
+		ThroughputMBpsPerTiB: s.Throughput,
+		Filesystem:           s.Filesystem,
+		GKESupport:           s.GKESupport,
+		NodeServiceAccount:   gke.NodeServiceAccount.Email,
+		Namespace:            gke.Namespace,
+		MountPath:            s.MountPath,
+		Protect:              s.Protect,
+		InCluster:            gke.InClusterOptions(),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage: %w", err)
+	}
+	outputs["lustreInstance"] = lustre.Instance.Name
+	outputs["lustreMountPoint"] = lustre.Instance.MountPoint
+	return lustre, outputs, nil
 }

@@ -216,6 +216,9 @@ func validateStorage(c *Config, errs *Errors) {
 	case StorageGCSFuse:
 		validateBucket(s.Bucket, errs)
 	}
+	if s.CheckpointBudgetSeconds < 1 {
+		errs.Add("storage.checkpointBudgetSeconds", "%d is not a budget; allowed: seconds, 1 or more", s.CheckpointBudgetSeconds)
+	}
 	clean := path.Clean(s.MountPath)
 	switch {
 	case !path.IsAbs(s.MountPath) || clean != s.MountPath:
@@ -258,6 +261,9 @@ func validateJob(c *Config, errs *Errors) {
 	j := c.Job
 	if !modelPattern.MatchString(j.Model) {
 		errs.Add("job.model", "%s is not a Hugging Face model ID like Qwen/Qwen2.5-32B-Instruct", quote(j.Model))
+	}
+	if _, ok := ParseModelSize(j.ModelSize); j.ModelSize != "" && !ok {
+		errs.Add("job.modelSize", "%s is not a parameter count; allowed: a number with B or M, e.g. 72B, 1.5B, 500M", quote(j.ModelSize))
 	}
 	if strings.TrimSpace(j.Dataset) == "" {
 		errs.Add("job.dataset", "is empty; allowed: a dataset name such as DeepScaler (nemo-rl) or gsm8k (verl)")

@@ -60,6 +60,9 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		return ExitInvalidConfig
 	}
 
+	for _, w := range result.Warnings {
+		fmt.Fprintf(stderr, "warning: %s: %s\n", w.Key, w.Message)
+	}
 	if *manifests != "" {
 		files, err := WriteManifests(*manifests, result)
 		if err != nil {

@@ -24,6 +24,8 @@ type Result struct {
 	Resources []*Resource
 	// Outputs are the stack outputs, resolved; secret ones hold SecretPlaceholder.
 	Outputs map[string]any
+	// Warnings are what `pulumi up` logs as warnings: worth a look, not fatal.
+	Warnings []infra.FieldError
 }
 
 // SecretPlaceholder stands for a secret value wherever the plan prints one.
@@ -123,7 +125,7 @@ func Run(sc *StackConfig, stack string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Stack: stack, Project: sc.Project, Resources: rec.snapshot(), Outputs: outputs}, nil
+	return &Result{Stack: stack, Project: sc.Project, Resources: rec.snapshot(), Outputs: outputs, Warnings: infra.Warnings(cfg)}, nil
 }
 
 // outputWait bounds how long the planner waits for the stack outputs to resolve; on the

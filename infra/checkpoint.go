@@ -1,0 +1,136 @@
+package infra
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// CheckpointBytesPerParameter is what one full training checkpoint holds per model parameter
+// under mixed-precision Adam: 2 bytes of bf16 weights, 2 of bf16 gradients and 12 of optimizer
+// state (fp32 master weights, momentum and variance). This is the 16-byte accounting of
+// Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models"
+// (SC 2020), section 3.1. Frameworks that drop the gradients write 14 bytes; 16 is the bound
+// we plan for.
+const CheckpointBytesPerParameter = 16
+
+// GCSFuseWriteMBpsPerNode is the write throughput assumed for one node writing a checkpoint
+// through GCS FUSE with streaming writes: REFERENCE.md's "hundreds of MB/s per node", taken at
+// 500 MB/s. Nodes write their shards in parallel.
+const GCSFuseWriteMBpsPerNode = 500
+
+// DefaultCheckpointBudgetSeconds is how long one checkpoint may take before the plan warns:
+// training stalls while it is written.
+const DefaultCheckpointBudgetSeconds = 300
+
+// modelSizePattern finds a parameter count such as 72B, 1.5B or 500M in a model ID
+// (`Qwen/Qwen2.5-72B-Instruct`, `google/gemma-3-27b-it`).
+var modelSizePattern = regexp.MustCompile(`(?i)(?:^|[-_/])(\d+(?:\.\d+)?)([bm])(?:$|[-_])`)
+
+// sizePattern is a `job.modelSize` value.
+var sizePattern = regexp.MustCompile(`(?i)^(\d+(?:\.\d+)?)([bm])$`)
+
+// ParseModelSize reads a parameter count written like 72B, 1.5B or 500M.
+func ParseModelSize(s string) (float64, bool) {
+	m := sizePattern.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, false
+	}
+	return sizeValue(m[1], m[2])
+}
+
+func sizeValue(number, unit string) (float64, bool) {
+	n, err := strconv.ParseFloat(number, 64)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	if strings.EqualFold(unit, "b") {
+		return n * 1e9, true
+	}
+	return n * 1e6, true
+}
+
+// ModelParameters is the model's parameter count: `job.modelSize` when set, otherwise read from
+// the model ID. It reports false when neither tells.
+func (c *Config) ModelParameters() (float64, bool) {
+	if c.Job.ModelSize != "" {
+		return ParseModelSize(c.Job.ModelSize)
+	}
+	m := modelSizePattern.FindStringSubmatch(c.Job.Model)
+	if m == nil {
+		return 0, false
+	}
+	return sizeValue(m[1], m[2])
+}
+
+// StorageWriteMBps is the shared storage's aggregate write throughput in MB/s: capacity in TiB
+// times the tier for Lustre, GCSFuseWriteMBpsPerNode per GPU node for GCS FUSE.
+func (c *Config) StorageWriteMBps() float64 {
+	if c.Storage.Type == StorageGCSFuse {
+		return float64(GCSFuseWriteMBpsPerNode * c.GPU.Nodes)
+	}
+	tier, _ := LookupLustreTier(c.Storage.Throughput)
+	return tier.AggregateMBps(c.Storage.CapacityGiB)
+}
+
+// CheckpointEstimate is the time to write one full checkpoint of the configured model.
+type CheckpointEstimate struct {
+	Parameters float64
+	// GB is the checkpoint's size in 10^9 bytes.
+	GB float64
+	// WriteMBps is the storage's aggregate write throughput.
+	WriteMBps float64
+	Seconds   float64
+	// Basis says how the throughput was derived, for the stack output and the warning.
+	Basis string
+}
+
+// EstimateCheckpoint sizes one checkpoint; ok is false when the model's size is unknown.
+func (c *Config) EstimateCheckpoint() (CheckpointEstimate, bool) {
+	params, ok := c.ModelParameters()
+	if !ok {
+		return CheckpointEstimate{}, false
+	}
+	e := CheckpointEstimate{Parameters: params, WriteMBps: c.StorageWriteMBps()}
+	e.GB = params * CheckpointBytesPerParameter / 1e9
+	e.Seconds = e.GB * 1000 / e.WriteMBps
+	if c.Storage.Type == StorageGCSFuse {
+		e.Basis = fmt.Sprintf("GCS FUSE: writes go at FUSE speed, about %d MB/s per node × %d nodes", GCSFuseWriteMBpsPerNode, c.GPU.Nodes)
+	} else {
+		e.Basis = fmt.Sprintf("Managed Lustre: %.1f TiB × %d MB/s per TiB", float64(c.Storage.CapacityGiB)/1024, c.Storage.Throughput)
+	}
+	return e, true
+}
+
+// Summary is the estimate in one line, for the `checkpointEstimate` stack output.
+func (e CheckpointEstimate) Summary() string {
+	return fmt.Sprintf("one checkpoint ≈ %.0f GB (%s parameters × %d bytes) at %.0f MB/s (%s) ≈ %.0f s",
+		e.GB, formatParams(e.Parameters), CheckpointBytesPerParameter, e.WriteMBps, e.Basis, math.Ceil(e.Seconds))
+}
+
+func formatParams(p float64) string {
+	if p >= 1e9 {
+		return strconv.FormatFloat(p/1e9, 'f', -1, 64) + "B"
+	}
+	return strconv.FormatFloat(p/1e6, 'f', -1, 64) + "M"
+}
+
+// Warnings are the problems worth a look that do not stop the plan, `key: message` like errors.
+func Warnings(c *Config) []FieldError {
+	var warns Errors
+	e, ok := c.EstimateCheckpoint()
+	switch {
+	case !ok:
+		warns.Add("job.modelSize", "the parameter count of %s is not in its name; set job.modelSize (e.g. 8B) to get a checkpoint time estimate", quote(c.Job.Model))
+	case e.Seconds > float64(c.Storage.CheckpointBudgetSeconds):
+		advice := "raise storage.throughput or storage.capacityGib, or checkpoint less often (job.checkpointPeriod)"
+		if c.Storage.Type == StorageGCSFuse {
+			advice = "writes go at GCS FUSE speed; storage.type=lustre suits frequent checkpoints, or checkpoint less often (job.checkpointPeriod)"
+		}
+		warns.Add("storage.checkpointBudgetSeconds", "one checkpoint of %s takes about %.0f s (%.0f GB at %.0f MB/s), over the %d s budget; %s",
+			c.Job.Model, math.Ceil(e.Seconds), e.GB, e.WriteMBps, c.Storage.CheckpointBudgetSeconds, advice)
+	}
+	return warns
+}

@@ -1,0 +1,176 @@
+package storage
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/organizations"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/storage"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"gke-rl/infra/naming"
+)
+
+const (
+	// GCSFuseCSIDriver is GKE's Cloud Storage FUSE CSI driver.
+	GCSFuseCSIDriver = "gcsfuse.csi.storage.gke.io"
+	// GCSFuseAnnotation asks GKE to inject the FUSE sidecar into a pod.
+	GCSFuseAnnotation = "gke-gcsfuse/volumes"
+	// BucketServiceAccount is the Kubernetes service account that pods run as to reach the bucket.
+	BucketServiceAccount = "rl-storage"
+	// BucketRole lets the service account read, write and delete objects, on this bucket only.
+	BucketRole = "roles/storage.objectUser"
+	// bucketCapacity is nominal: the FUSE driver ignores it, but a PV and its claim need one.
+	bucketCapacity = "1Ti"
+)
+
+// GCSFuseMountOptions are the verl guide's options for training: file and metadata caches
+// without limits (checkpoints and parquet files are read again and again), parallel downloads,
+// and streaming writes so that a checkpoint does not stage on local disk first.
+var GCSFuseMountOptions = []string{
+	"implicit-dirs",
+	"metadata-cache:negative-ttl-secs:0",
+	"metadata-cache:ttl-secs:0",
+	"metadata-cache:stat-cache-max-size-mb:-1",
+	"metadata-cache:type-cache-max-size-mb:-1",
+	"file-cache:max-size-mb:-1",
+	"file-cache:cache-file-for-range-read:true",
+	"file-cache:enable-parallel-downloads:true",
+	"read_ahead_kb=1024",
+	"write:enable-streaming-writes:true",
+	"write:global-max-blocks:200000",
+}
+
+// WorkloadIdentityPrincipal is the IAM principal of a Kubernetes service account under
+// Workload Identity Federation for GKE: no Google service account and no key take part.
+func WorkloadIdentityPrincipal(projectNumber, projectID, namespace, serviceAccount string) string {
+	return fmt.Sprintf("principal://iam.googleapis.com/projects/%s/locations/global/workloadIdentityPools/%s.svc.id.goog/subject/ns/%s/sa/%s",
+		projectNumber, projectID, namespace, serviceAccount)
+}
+
+// BucketArgs configures the bucket and its claim.
+type BucketArgs struct {
+	// ProjectID is the plain project ID: it names the Workload Identity pool.
+	ProjectID string
+	// Region holds the bucket, next to the cluster.
+	Region string
+	// Name is the globally unique bucket name.
+	Name string
+	// NamePrefix starts the PersistentVolume's name.
+	NamePrefix string
+	// Namespace is the workload namespace, for the service account and the claim.
+	Namespace pulumi.StringInput
+	MountPath string
+	// Protect leaves the bucket and its objects in place on `pulumi destroy`.
+	Protect bool
+	// InCluster are the options of in-cluster objects (the cluster's provider, DeletedWith).
+	InCluster []pulumi.ResourceOption
+}
+
+// Bucket is a Cloud Storage bucket mounted with GCS FUSE, reached through Workload Identity.
+type Bucket struct {
+	pulumi.ResourceState
+
+	Bucket         *storage.Bucket
+	ServiceAccount *corev1.ServiceAccount
+	Binding        *storage.BucketIAMMember
+	PV             *corev1.PersistentVolume
+	Claim          *corev1.PersistentVolumeClaim
+	mountPath      string
+}
+
+// NewBucket registers the bucket, the service account, its binding and the claim.
+func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulumi.ResourceOption) (*Bucket, error) {
+	b := &Bucket{mountPath: args.MountPath}
+	if err := ctx.RegisterComponentResource("gke-rl:storage:Bucket", name, b, opts...); err != nil {
+		return nil, err
+	}
+	child := pulumi.Parent(b)
+	inCluster := append([]pulumi.ResourceOption{child}, args.InCluster...)
+	var err error
+
+	b.Bucket, err = storage.NewBucket(ctx, "bucket", &storage.BucketArgs{
+		Project:  pulumi.String(args.ProjectID),
+		Name:     pulumi.String(args.Name),
+		Location: pulumi.String(strings.ToUpper(args.Region)),
+		// A hierarchical namespace makes directory renames atomic and speeds up listing, which
+		// checkpoint rotation does; it requires uniform access.
+		HierarchicalNamespace:    &storage.BucketHierarchicalNamespaceArgs{Enabled: pulumi.Bool(true)},
+		UniformBucketLevelAccess: pulumi.Bool(true),
+		PublicAccessPrevention:   pulumi.String("enforced"),
+		// Never delete objects with the bucket: a bucket that still holds checkpoints stays.
+		ForceDestroy: pulumi.Bool(false),
+	}, child, pulumi.RetainOnDelete(args.Protect))
+	if err != nil {
+		return nil, fmt.Errorf("bucket: %w", err)
+	}
+
+	b.ServiceAccount, err = corev1.NewServiceAccount(ctx, "storage", &corev1.ServiceAccountArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(BucketServiceAccount), Namespace: args.Namespace},
+	}, inCluster...)
+	if err != nil {
+		return nil, fmt.Errorf("service account: %w", err)
+	}
+
+	project := organizations.LookupProjectOutput(ctx, organizations.LookupProjectOutputArgs{
+		ProjectId: pulumi.String(args.ProjectID),
+	}, pulumi.Parent(b))
+	member := pulumi.All(project.Number(), b.ServiceAccount.Metadata.Namespace().Elem(), b.ServiceAccount.Metadata.Name().Elem()).
+		ApplyT(func(v []any) string {
+			return WorkloadIdentityPrincipal(v[0].(string), args.ProjectID, v[1].(string), v[2].(string))
+		}).(pulumi.StringOutput)
+	b.Binding, err = storage.NewBucketIAMMember(ctx, "storage-object-user", &storage.BucketIAMMemberArgs{
+		Bucket: b.Bucket.Name,
+		Role:   pulumi.String(BucketRole),
+		Member: member,
+	}, child)
+	if err != nil {
+		return nil, fmt.Errorf("bucket binding: %w", err)
+	}
+
+	b.PV, b.Claim, err = newClaim(ctx, "gcsfuse", claimArgs{
+		PVName:       naming.New(args.NamePrefix).Name(63, "gcsfuse"),
+		Namespace:    args.Namespace,
+		Capacity:     bucketCapacity,
+		MountOptions: GCSFuseMountOptions,
+		// Deleting the volume object never touches the bucket; Retain says so to a reader.
+		Reclaim: "Retain",
+		Source: corev1.CSIPersistentVolumeSourceArgs{
+			Driver:       pulumi.String(GCSFuseCSIDriver),
+			VolumeHandle: b.Bucket.Name,
+			VolumeAttributes: pulumi.StringMap{
+				// The driver's own access check at mount time slows pod start; the binding
+				// above grants the access.
+				"skipCSIBucketAccessCheck":       pulumi.String("true"),
+				"gcsfuseMetadataPrefetchOnMount": pulumi.String("true"),
+			},
+		},
+	}, inCluster...)
+	if err != nil {
+		return nil, fmt.Errorf("gcsfuse claim: %w", err)
+	}
+
+	if err := ctx.RegisterResourceOutputs(b, pulumi.Map{
+		"bucket":         b.Bucket.Name,
+		"url":            b.Bucket.Url,
+		"serviceAccount": b.ServiceAccount.Metadata.Name().Elem(),
+		"member":         member,
+		"claim":          pulumi.String(ClaimName),
+	}); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Volume implements Shared.
+func (b *Bucket) Volume() Volume {
+	return Volume{
+		ClaimName:          ClaimName,
+		MountPath:          b.mountPath,
+		ServiceAccountName: BucketServiceAccount,
+		PodAnnotations:     map[string]string{GCSFuseAnnotation: "true"},
+		Ready:              []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding},
+	}
+}

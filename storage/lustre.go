@@ -1,0 +1,191 @@
+package storage
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/compute"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/lustre"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/servicenetworking"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"gke-rl/infra/naming"
+)
+
+// Lustre ports: an instance with GKE support listens on the legacy port, which the cluster's
+// Lustre CSI driver must then use (`enableLegacyLustrePort`); without it, on the standard port.
+const (
+	LustrePortGKE      = 6988
+	LustrePortStandard = 988
+
+	// LustreCSIDriver is the GKE Managed Lustre CSI driver.
+	LustreCSIDriver = "lustre.csi.storage.gke.io"
+)
+
+// LustrePort is the port an instance listens on.
+func LustrePort(gkeSupport bool) int {
+	if gkeSupport {
+		return LustrePortGKE
+	}
+	return LustrePortStandard
+}
+
+// LustreArgs configures a Managed Lustre instance and its claim.
+type LustreArgs struct {
+	Project pulumi.StringInput
+	// Zone holds the instance, next to the GPU nodes.
+	Zone string
+	// NamePrefix starts the names of the instance, the PSA range and the firewall.
+	NamePrefix string
+	// Network is the main VPC's ID (`projects/<p>/global/networks/<n>`): the instance and the
+	// PSA peering live there.
+	Network pulumi.StringInput
+	// PSAPrefixLength sizes the Private Service Access range.
+	PSAPrefixLength int
+	CapacityGiB     int
+	// ThroughputMBpsPerTiB is the throughput tier.
+	ThroughputMBpsPerTiB int
+	Filesystem           string
+	// GKESupport makes the instance listen on LustrePortGKE.
+	GKESupport bool
+	// NodeServiceAccount is the email of the nodes' service account: the firewall admits Lustre
+	// traffic to those nodes only.
+	NodeServiceAccount pulumi.StringInput
+	// Namespace is the workload namespace, for the claim.
+	Namespace pulumi.StringInput
+	MountPath string
+	// Protect makes `pulumi destroy` refuse to start while the instance exists.
+	Protect bool
+	// InCluster are the options of in-cluster objects (the cluster's provider, DeletedWith).
+	InCluster []pulumi.ResourceOption
+}
+
+// Lustre is a Managed Lustre instance reached over Private Service Access, with a claim on it.
+type Lustre struct {
+	pulumi.ResourceState
+
+	PSARange  *compute.GlobalAddress
+	Peering   *servicenetworking.Connection
+	Instance  *lustre.Instance
+	Firewall  *compute.Firewall
+	PV        *corev1.PersistentVolume
+	Claim     *corev1.PersistentVolumeClaim
+	mountPath string
+}
+
+// NewLustre registers the instance. It waits only for the peering connection (and so the VPC),
+// never for the cluster: at tens of minutes it is the slowest resource, and starts first.
+func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulumi.ResourceOption) (*Lustre, error) {
+	l := &Lustre{mountPath: args.MountPath}
+	if err := ctx.RegisterComponentResource("gke-rl:storage:Lustre", name, l, opts...); err != nil {
+		return nil, err
+	}
+	names := naming.New(args.NamePrefix)
+	child := pulumi.Parent(l)
+	var err error
+
+	l.PSARange, err = compute.NewGlobalAddress(ctx, "psa", &compute.GlobalAddressArgs{
+		Project:      args.Project,
+		Name:         pulumi.String(names.Resource("psa")),
+		Purpose:      pulumi.String("VPC_PEERING"),
+		AddressType:  pulumi.String("INTERNAL"),
+		PrefixLength: pulumi.Int(args.PSAPrefixLength),
+		Network:      args.Network,
+		Description:  pulumi.String("Private Service Access range for Managed Lustre"),
+	}, child)
+	if err != nil {
+		return nil, fmt.Errorf("psa range: %w", err)
+	}
+	l.Peering, err = servicenetworking.NewConnection(ctx, "psa", &servicenetworking.ConnectionArgs{
+		Network:               args.Network,
+		Service:               pulumi.String("servicenetworking.googleapis.com"),
+		ReservedPeeringRanges: pulumi.StringArray{l.PSARange.Name},
+	}, child)
+	if err != nil {
+		return nil, fmt.Errorf("psa connection: %w", err)
+	}
+
+	instanceOpts := []pulumi.ResourceOption{child,
+		// No data flows from the connection to the instance, but the instance needs the peering.
+		pulumi.DependsOn([]pulumi.Resource{l.Peering}),
+		pulumi.Protect(args.Protect),
+	}
+	l.Instance, err = lustre.NewInstance(ctx, "lustre", &lustre.InstanceArgs{
+		Project:                  args.Project,
+		InstanceId:               pulumi.String(names.Name(63, "lustre")),
+		Location:                 pulumi.String(args.Zone),
+		CapacityGib:              pulumi.String(strconv.Itoa(args.CapacityGiB)),
+		PerUnitStorageThroughput: pulumi.String(strconv.Itoa(args.ThroughputMBpsPerTiB)),
+		Filesystem:               pulumi.String(args.Filesystem),
+		Network:                  args.Network,
+		GkeSupportEnabled:        pulumi.Bool(args.GKESupport),
+		Description:              pulumi.String("Data, models and checkpoints of " + args.NamePrefix),
+	}, instanceOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("lustre instance: %w", err)
+	}
+
+	psaCIDR := pulumi.Sprintf("%s/%d", l.PSARange.Address, args.PSAPrefixLength)
+	l.Firewall, err = compute.NewFirewall(ctx, "lustre", &compute.FirewallArgs{
+		Project:     args.Project,
+		Name:        pulumi.String(names.Resource("allow-lustre")),
+		Network:     args.Network,
+		Direction:   pulumi.String("INGRESS"),
+		Description: pulumi.String("Managed Lustre traffic from the Private Service Access range to the GKE nodes"),
+		Allows: compute.FirewallAllowArray{compute.FirewallAllowArgs{
+			Protocol: pulumi.String("tcp"),
+			Ports:    pulumi.StringArray{pulumi.String(strconv.Itoa(LustrePort(args.GKESupport)))},
+		}},
+		SourceRanges:          pulumi.StringArray{psaCIDR},
+		TargetServiceAccounts: pulumi.StringArray{args.NodeServiceAccount},
+	}, child)
+	if err != nil {
+		return nil, fmt.Errorf("lustre firewall: %w", err)
+	}
+
+	ip := l.Instance.MountPoint.ApplyT(MountPointIP).(pulumi.StringOutput)
+	l.PV, l.Claim, err = newClaim(ctx, "lustre", claimArgs{
+		PVName:    names.Name(63, "lustre"),
+		Namespace: args.Namespace,
+		Capacity:  fmt.Sprintf("%dGi", args.CapacityGiB),
+		Reclaim:   "Retain",
+		Source: corev1.CSIPersistentVolumeSourceArgs{
+			Driver:       pulumi.String(LustreCSIDriver),
+			VolumeHandle: pulumi.Sprintf("%s/%s/%s", l.Instance.Project, l.Instance.Location, l.Instance.InstanceId),
+			VolumeAttributes: pulumi.StringMap{
+				"ip":         ip,
+				"filesystem": l.Instance.Filesystem,
+			},
+		},
+	}, append([]pulumi.ResourceOption{child}, args.InCluster...)...)
+	if err != nil {
+		return nil, fmt.Errorf("lustre claim: %w", err)
+	}
+
+	if err := ctx.RegisterResourceOutputs(l, pulumi.Map{
+		"instance":   l.Instance.Name,
+		"mountPoint": l.Instance.MountPoint,
+		"claim":      pulumi.String(ClaimName),
+	}); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Volume implements Shared.
+func (l *Lustre) Volume() Volume {
+	return Volume{ClaimName: ClaimName, MountPath: l.mountPath, Ready: []pulumi.Resource{l.Claim}}
+}
+
+// MountPointIP is the server address in a Lustre mount point such as `10.90.1.4@tcp:/lustrefs`,
+// which the CSI driver takes as the volume's `ip` attribute.
+func MountPointIP(mountPoint string) (string, error) {
+	nid, _, ok := strings.Cut(mountPoint, ":/")
+	ip, proto, hasProto := strings.Cut(nid, "@")
+	if !ok || !hasProto || ip == "" || !strings.HasPrefix(proto, "tcp") {
+		return "", fmt.Errorf("lustre mount point %q is not of the form <ip>@tcp:/<filesystem>", mountPoint)
+	}
+	return ip, nil
+}
