@@ -91,6 +91,8 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"a minimum above the node count is refused", "b200-spot", []string{"gpu.minNodes=9"}, "gpu.minNodes", "0 to gpu.nodes (8)"},
 		{"a maximum below the node count is refused", "b200-spot", []string{"gpu.maxNodes=4"}, "gpu.maxNodes", "gpu.nodes (8) to 256"},
 		{"a malformed CPU machine type is refused", "b200-spot", []string{"cluster.cpuMachineType=big"}, "cluster.cpuMachineType", "n2-standard-16"},
+		{"a zero checkpoint budget is refused", "b200-spot", []string{"storage.checkpointBudgetSeconds=0"}, "storage.checkpointBudgetSeconds", "1 or more"},
+		{"a model size without a unit is refused", "b200-spot", []string{"job.modelSize=72"}, "job.modelSize", "72B, 1.5B, 500M"},
 		{"an unknown top-level key is refused", "b200-spot", []string{"gpus=8"}, "gpus", "namespace takes"},
 	}
 	for _, tc := range cases {

@@ -67,6 +67,17 @@ func TestCLITreeEndsWithCount(t *testing.T) {
 	assert.Contains(t, out, "gcp:compute/network:Network rdma")
 }
 
+func TestCLIPrintsWarningsOnStderrAndStillPlans(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--config", "storage.checkpointBudgetSeconds=60")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Regexp(t, `resources to create`, out)
+	assert.Equal(t, "warning: storage.checkpointBudgetSeconds: ", errOut[:len("warning: storage.checkpointBudgetSeconds: ")])
+	assert.Contains(t, errOut, "over the 60 s budget")
+
+	_, _, quiet := runMain(t, "--stack", "b200-spot")
+	assert.Empty(t, quiet, "no warning within the default budget")
+}
+
 func TestCLIInvalidConfigPrintsOnlyErrors(t *testing.T) {
 	code, out, errOut := runMain(t, "--stack", "b200-spot", "--config", "gpu.type=a100", "--config", "gpu.nodes=0")
 	assert.Equal(t, plan.ExitInvalidConfig, code)

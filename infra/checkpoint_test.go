@@ -1,0 +1,75 @@
+package infra_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra"
+	"gke-rl/infra/plan/plantest"
+)
+
+func TestParseModelSize(t *testing.T) {
+	for in, want := range map[string]float64{"72B": 72e9, "1.5b": 1.5e9, "500M": 500e6, " 8B ": 8e9} {
+		got, ok := infra.ParseModelSize(in)
+		assert.True(t, ok, in)
+		assert.InDelta(t, want, got, 1, in)
+	}
+	for _, bad := range []string{"", "72", "B", "0B", "-1B", "72 GB", "7.B"} {
+		_, ok := infra.ParseModelSize(bad)
+		assert.False(t, ok, "%q", bad)
+	}
+}
+
+func TestCheckpointEstimates(t *testing.T) {
+	cases := []struct {
+		sentence  string
+		stack     string
+		overrides []string
+		seconds   int
+		writeMBps int
+		warns     bool
+	}{
+		// 72e9 × 16 B = 1152 GB; 18000 GiB = 17.58 TiB × 500 MB/s = 8789 MB/s; 131.1 s.
+		{"72B on 18000 GiB of Lustre at 500 fits the budget", "b200-spot", nil, 132, 8789, false},
+		// 32e9 × 16 B = 512 GB; 2 nodes × 500 MB/s = 1000 MB/s; 512 s.
+		{"32B through GCS FUSE on 2 nodes is over the budget", "h200-reserved", nil, 512, 1000, true},
+		{"a larger budget silences the warning", "h200-reserved", []string{"storage.checkpointBudgetSeconds=600"}, 512, 1000, false},
+		// 36000 GiB at 1000 MB/s per TiB = 35156 MB/s; 1152 GB / 35156 MB/s = 32.8 s.
+		{"a faster tier shortens the write", "b200-spot", []string{"storage.throughput=1000", "storage.capacityGib=36000"}, 33, 35156, false},
+		{"a tight budget warns on Lustre too", "b200-spot", []string{"storage.checkpointBudgetSeconds=60"}, 132, 8789, true},
+		{"the model size can be given when the name lacks it", "b200-spot", []string{"job.model=acme/custom-model", "job.modelSize=8B"}, 15, 8789, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			res := plantest.Plan(t, tc.stack, tc.overrides...)
+			assert.Equal(t, tc.seconds, res.Outputs["checkpointSeconds"])
+			assert.Equal(t, tc.writeMBps, res.Outputs["storageWriteMBps"])
+			var keys []string
+			for _, w := range res.Warnings {
+				keys = append(keys, w.Key)
+			}
+			if tc.warns {
+				assert.Equal(t, []string{"storage.checkpointBudgetSeconds"}, keys)
+			} else {
+				assert.Empty(t, keys)
+			}
+		})
+	}
+}
+
+func TestFUSEWarningSaysWritesGoAtFUSESpeed(t *testing.T) {
+	res := plantest.Plan(t, "h200-reserved")
+	require.Len(t, res.Warnings, 1)
+	assert.Contains(t, res.Warnings[0].Message, "GCS FUSE speed")
+	assert.Contains(t, res.Warnings[0].Message, "512 s")
+	assert.Contains(t, res.Outputs["checkpointEstimate"], "FUSE speed")
+}
+
+func TestUnknownModelSizeWarnsInsteadOfGuessing(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot", "job.model=acme/custom-model")
+	require.Len(t, res.Warnings, 1)
+	assert.Equal(t, "job.modelSize", res.Warnings[0].Key)
+	assert.NotContains(t, res.Outputs, "checkpointSeconds")
+}
