@@ -146,6 +146,13 @@ type JobConfig struct {
 	CheckpointPeriod     int      `json:"checkpointPeriod"`
 	KeepCheckpoints      int      `json:"keepCheckpoints"`
 	Args                 []string `json:"args"`
+	// Recipe is NeMo RL's config file, relative to its source directory.
+	Recipe string `json:"recipe"`
+	// BackoffLimit is how many times a RayJob with its own cluster (spot, flex-start) is retried
+	// on a new cluster after a failure such as a preemption.
+	BackoffLimit int `json:"backoffLimit"`
+	// ActiveDeadlineSeconds bounds the whole run, retries included; 0 means no bound.
+	ActiveDeadlineSeconds int `json:"activeDeadlineSeconds"`
 }
 
 // Secret is an optional secret config value. It prints as "[secret]" so that it cannot leak

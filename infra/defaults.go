@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"gke-rl/infra/naming"
+	"gke-rl/workloads"
 )
 
 // rawConfig is the stack configuration as decoded, before defaults: a nil pointer is a key the
@@ -62,6 +63,10 @@ type rawConfig struct {
 		CheckpointPeriod     *int     `json:"checkpointPeriod"`
 		KeepCheckpoints      *int     `json:"keepCheckpoints"`
 		Args                 []string `json:"args"`
+
+		Recipe                *string `json:"recipe"`
+		BackoffLimit          *int    `json:"backoffLimit"`
+		ActiveDeadlineSeconds *int    `json:"activeDeadlineSeconds"`
 	}
 }
 
@@ -92,6 +97,8 @@ const (
 	DefaultGenerations     = 8
 	DefaultCheckpointEvery = 10
 	DefaultKeepCheckpoints = 2
+	// DefaultBackoffLimit retries a spot run on ten fresh clusters before giving up.
+	DefaultBackoffLimit = 10
 )
 
 // defaultDatasets is the dataset each framework's GRPO example trains on.
@@ -163,6 +170,10 @@ func applyDefaults(c *Config, r *rawConfig) {
 		CheckpointPeriod:     or(r.Job.CheckpointPeriod, DefaultCheckpointEvery),
 		KeepCheckpoints:      or(r.Job.KeepCheckpoints, DefaultKeepCheckpoints),
 		Args:                 r.Job.Args,
+
+		Recipe:                or(r.Job.Recipe, workloads.DefaultNeMoRLRecipe),
+		BackoffLimit:          or(r.Job.BackoffLimit, DefaultBackoffLimit),
+		ActiveDeadlineSeconds: or(r.Job.ActiveDeadlineSeconds, 0),
 	}
 	// A run bounded by neither steps nor epochs would train until its deadline: default to steps.
 	if r.Job.MaxSteps == nil && r.Job.Epochs == nil {

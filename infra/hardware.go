@@ -22,7 +22,16 @@ type GPUSpec struct {
 	NodeMemoryGiB int
 	// NCCLTunerConfig is the gIB tuner file for this machine family.
 	NCCLTunerConfig string
+	// RayWorkerCPUs and RayWorkerMemoryGiB are what one Ray worker requests: the node minus
+	// GKE's reservation (about 2% of memory above 128 GiB) and room for the system DaemonSets
+	// (RDMA installer, GCS FUSE and Lustre drivers, logging, DCGM).
+	RayWorkerCPUs      int
+	RayWorkerMemoryGiB int
 }
+
+// SharedMemoryGiB sizes a GPU worker's /dev/shm (REFERENCE.md: 240 to 250 GiB); it counts
+// against the worker's memory.
+const SharedMemoryGiB = 240
 
 // gpuCatalog is the one hardware table of the program: add a row to support a new GPU.
 var gpuCatalog = map[string]GPUSpec{
@@ -35,6 +44,9 @@ var gpuCatalog = map[string]GPUSpec{
 		NodeCPUs:        224,
 		NodeMemoryGiB:   3968,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a4.txtpb",
+		// 3968 GiB less ~86 GiB reserved leaves ~3880 allocatable; 3600 keeps 280 for the rest.
+		RayWorkerCPUs:      208,
+		RayWorkerMemoryGiB: 3600,
 	},
 	"h200": {
 		Type:            "h200",
@@ -45,6 +57,9 @@ var gpuCatalog = map[string]GPUSpec{
 		NodeCPUs:        224,
 		NodeMemoryGiB:   2952,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a3u.txtpb",
+		// 2952 GiB less ~66 GiB reserved leaves ~2885 allocatable; 2700 keeps 185 for the rest.
+		RayWorkerCPUs:      208,
+		RayWorkerMemoryGiB: 2700,
 	},
 }
 

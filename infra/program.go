@@ -100,7 +100,6 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = shared
 
 	mapping, err := network.NewMapping(ctx, "network-mapping", &network.MappingArgs{
 		Networks: network.ExtraNetworks(networks),
@@ -131,6 +130,12 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (pulumi.Map, error) {
 		"namespace":    gke.Namespace,
 	}
 	maps.Copy(outputs, storageOutputs)
+
+	training, err := deployTraining(ctx, cfg, gke, mapping, shared)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(outputs, training)
 	return outputs, nil
 }
 

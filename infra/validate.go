@@ -2,12 +2,15 @@ package infra
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gke-rl/infra/naming"
+	"gke-rl/workloads"
 )
 
 // Limits that validation enforces.
@@ -31,12 +34,14 @@ var (
 	imagePattern       = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
 	machineTypePattern = regexp.MustCompile(`^[a-z][a-z0-9]*-[a-z]+-[0-9]+[a-z0-9-]*$`)
 	modelPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	overridePattern    = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
-	releaseChannels    = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
-	modes              = []string{ModeStandard, ModeAutopilot}
-	provisionings      = []string{ProvisioningSpot, ProvisioningReservation, ProvisioningFlexStart, ProvisioningOnDemand}
-	storageTypes       = []string{StorageLustre, StorageGCSFuse}
-	frameworks         = []string{FrameworkNeMoRL, FrameworkVerl}
+	// recipePattern is a relative path to a YAML file inside NeMo RL's source tree.
+	recipePattern   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*\.ya?ml$`)
+	overridePattern = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
+	releaseChannels = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
+	modes           = []string{ModeStandard, ModeAutopilot}
+	provisionings   = []string{ProvisioningSpot, ProvisioningReservation, ProvisioningFlexStart, ProvisioningOnDemand}
+	storageTypes    = []string{StorageLustre, StorageGCSFuse}
+	frameworks      = []string{FrameworkNeMoRL, FrameworkVerl}
 	// reservedMountPaths are directories a container image needs for itself.
 	reservedMountPaths = []string{"/", "/bin", "/dev", "/dev/shm", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/tmp", "/usr", "/usr/local/nvidia", "/usr/local/gib", "/var"}
 )
@@ -285,10 +290,29 @@ func validateJob(c *Config, errs *Errors) {
 			errs.Add(p.key, "%d is not allowed; allowed: a whole number greater than 0", p.value)
 		}
 	}
+	managed := workloads.ManagedKeys(workloads.Framework(c.Framework))
 	for i, arg := range j.Args {
-		if !overridePattern.MatchString(arg) {
-			errs.Add(fmt.Sprintf("job.args[%d]", i), "%s is not a framework override; allowed: key=value, e.g. policy.max_total_sequence_length=4096", quote(arg))
+		key := fmt.Sprintf("job.args[%d]", i)
+		switch {
+		case !overridePattern.MatchString(arg):
+			errs.Add(key, "%s is not a framework override; allowed: key=value, e.g. policy.max_total_sequence_length=4096", quote(arg))
+		case contains(managed, workloads.OverrideKey(arg)):
+			errs.Add(key, "%s sets %s, which the program already sets from the job.* and gpu.* keys; change those instead", quote(arg), workloads.OverrideKey(arg))
 		}
+	}
+	if c.Framework == FrameworkVerl {
+		if _, ok := workloads.VerlDatasets[j.Dataset]; !ok {
+			errs.Add("job.dataset", "%s has no verl preparation script; allowed with framework verl: %s", quote(j.Dataset), strings.Join(slices.Sorted(maps.Keys(workloads.VerlDatasets)), ", "))
+		}
+	}
+	if !recipePattern.MatchString(j.Recipe) || strings.Contains(j.Recipe, "..") {
+		errs.Add("job.recipe", "%s is not a NeMo RL recipe path; allowed: a relative .yaml path such as %s", quote(j.Recipe), workloads.DefaultNeMoRLRecipe)
+	}
+	if j.BackoffLimit < 0 {
+		errs.Add("job.backoffLimit", "%d is not allowed; allowed: 0 or more retries", j.BackoffLimit)
+	}
+	if j.ActiveDeadlineSeconds < 0 {
+		errs.Add("job.activeDeadlineSeconds", "%d is not allowed; allowed: 0 (no deadline) or more seconds", j.ActiveDeadlineSeconds)
 	}
 }
 

@@ -1,0 +1,130 @@
+// Package crdschema checks objects against the OpenAPI schemas of CustomResourceDefinitions,
+// with the API server's own code (k8s.io/apiextensions-apiserver): unknown fields, which the
+// API server would silently prune, are reported as errors. Tests use it on every rendered
+// custom resource, with the CRDs that ship inside the upstream Go modules.
+package crdschema
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	k8sjson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+// ModuleDir is the directory of a Go module of this build, from the module cache.
+func ModuleDir(module string) (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("module %s is not downloaded; run `go mod download %s`", module, module)
+	}
+	return dir, nil
+}
+
+type versionSchema struct {
+	structural *structuralschema.Structural
+	validator  validation.SchemaValidator
+}
+
+// Schemas are CRD schemas by `apiVersion/kind`.
+type Schemas struct {
+	byKind map[string]versionSchema
+}
+
+// Load reads every CRD file matching the glob patterns.
+func Load(patterns ...string) (*Schemas, error) {
+	s := &Schemas{byKind: map[string]versionSchema{}}
+	for _, pattern := range patterns {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("no CRD file matches %s", pattern)
+		}
+		for _, f := range files {
+			if err := s.add(f); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *Schemas) add(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		return err
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		internal := &apiextensions.JSONSchemaProps{}
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+			return err
+		}
+		structural, err := structuralschema.NewStructural(internal)
+		if err != nil {
+			return fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		validator, _, err := validation.NewSchemaValidator(internal)
+		if err != nil {
+			return fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		s.byKind[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = versionSchema{structural, validator}
+	}
+	return nil
+}
+
+// Has reports whether a schema for apiVersion and kind is loaded.
+func (s *Schemas) Has(apiVersion, kind string) bool {
+	_, ok := s.byKind[apiVersion+"/"+kind]
+	return ok
+}
+
+// Validate returns every problem of obj: fields the schema does not know, then schema
+// violations. obj is not modified.
+func (s *Schemas) Validate(obj map[string]any) []string {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	vs, ok := s.byKind[apiVersion+"/"+kind]
+	if !ok {
+		return []string{fmt.Sprintf("no schema loaded for %s %s", apiVersion, kind)}
+	}
+	// A JSON round trip gives the API server's own view: integers as int64, a private copy.
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var copied map[string]any
+	if err := k8sjson.Unmarshal(raw, &copied); err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	unknown := pruning.PruneWithOptions(copied, vs.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	for _, p := range unknown {
+		problems = append(problems, "unknown field "+p)
+	}
+	for _, e := range validation.ValidateCustomResource(nil, copied, vs.validator) {
+		problems = append(problems, e.Error())
+	}
+	return problems
+}

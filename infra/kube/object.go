@@ -1,0 +1,69 @@
+package kube
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	k8smeta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Object is a typed Kubernetes object from its project's Go types (a RayCluster, a Job).
+type Object interface {
+	runtime.Object
+	k8smeta.Object
+}
+
+// NewObject registers obj as it would be applied. Its TypeMeta must be set. The namespace input
+// replaces metadata.namespace, so that the object waits for the namespace that holds it.
+//
+// Pulumi's Kubernetes provider picks its behaviour (await logic included) from the type token
+// `kubernetes:<apiVersion>:<kind>`, which this registration shares with the typed resources.
+func NewObject(ctx *pulumi.Context, name string, obj Object, namespace pulumi.StringInput, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("%s: %T has no apiVersion and kind", name, obj)
+	}
+	fields, err := ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	delete(fields, "apiVersion")
+	delete(fields, "kind")
+	delete(fields, "metadata")
+	meta := &metav1.ObjectMetaArgs{
+		Name:        pulumi.String(obj.GetName()),
+		Labels:      stringMap(obj.GetLabels()),
+		Annotations: stringMap(obj.GetAnnotations()),
+	}
+	if namespace != nil {
+		meta.Namespace = namespace
+	}
+	other := kubernetes.UntypedArgs{}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		other[k] = fields[k]
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	return apiextensions.NewCustomResource(ctx, name, &apiextensions.CustomResourceArgs{
+		ApiVersion:  pulumi.String(apiVersion),
+		Kind:        pulumi.String(kind),
+		Metadata:    meta,
+		OtherFields: other,
+	}, opts...)
+}
+
+func stringMap(m map[string]string) pulumi.StringMap {
+	if len(m) == 0 {
+		return nil
+	}
+	out := pulumi.StringMap{}
+	for k, v := range m {
+		out[k] = pulumi.String(v)
+	}
+	return out
+}

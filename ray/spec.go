@@ -1,0 +1,263 @@
+// Package ray builds KubeRay RayCluster specs for GPU training on GKE as pure functions over
+// KubeRay's and Kubernetes' own Go types, checks them with KubeRay's validation, and registers a
+// long-lived RayCluster for interactive work.
+package ray
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Paths on GPU nodes and in the worker containers.
+const (
+	// NvidiaHostPath holds the driver libraries GKE installs; GIBHostPath the gIB NCCL plugin the
+	// RDMA installer copies. Workers mount them at NvidiaPath and GIBPath.
+	NvidiaHostPath = "/home/kubernetes/bin/nvidia"
+	GIBHostPath    = "/home/kubernetes/bin/gib"
+	NvidiaPath     = "/usr/local/nvidia"
+	GIBPath        = "/usr/local/gib"
+	// NCCLEnvScript sets the gIB plugin's NCCL environment; workers source it before `ray start`.
+	NCCLEnvScript = GIBPath + "/scripts/set_nccl_env.sh"
+
+	// GPUResource is the extended resource of NVIDIA GPUs.
+	GPUResource = corev1.ResourceName("nvidia.com/gpu")
+
+	// DashboardPort is the Ray dashboard (and job API) port of the head.
+	DashboardPort = 8265
+
+	// Annotations that attach a pod's interfaces to the node's extra networks.
+	DefaultInterfaceAnnotation = "networking.gke.io/default-interface"
+	InterfacesAnnotation       = "networking.gke.io/interfaces"
+
+	headContainer   = "ray-head"
+	workerContainer = "ray-worker"
+	// WorkerGroup is the name of the GPU worker group.
+	WorkerGroup = "gpu-workers"
+)
+
+// GPU describes the worker nodes' hardware.
+type GPU struct {
+	// Accelerator is the GKE accelerator name, for the node affinity of Autopilot and readers.
+	Accelerator string
+	GPUsPerNode int
+	// CPUs and MemoryGiB are what one worker requests: the node minus room for system pods.
+	CPUs      int
+	MemoryGiB int
+	// SharedMemoryGiB sizes /dev/shm (NCCL and vLLM use it between processes on a node).
+	SharedMemoryGiB int
+	// NCCLTunerConfig is the gIB tuner file of the machine family.
+	NCCLTunerConfig string
+}
+
+// Storage is the shared volume as pods mount it.
+type Storage struct {
+	ClaimName string
+	MountPath string
+	// ServiceAccountName is the account pods run as ("" for the namespace's default).
+	ServiceAccountName string
+	PodAnnotations     map[string]string
+}
+
+// ClusterArgs are the inputs of a RayCluster spec. They are plain values: the spec is built
+// before any resource is registered, so that KubeRay's validation runs at plan time.
+type ClusterArgs struct {
+	Image      string
+	RayVersion string
+	Workers    int
+	GPU        GPU
+	// WorkerNodeSelector places workers on GPU nodes; HeadNodeSelector places the head on CPU
+	// nodes that are neither spot nor GPU.
+	WorkerNodeSelector map[string]string
+	HeadNodeSelector   map[string]string
+	// PodNetworks are the Network CR names in NIC order (eth1, eth2, ...).
+	PodNetworks []string
+	Storage     Storage
+	// Env is added to every Ray container, after the program's own variables (tokens by
+	// secretKeyRef, HF_HOME).
+	Env []corev1.EnvVar
+}
+
+// Interface is one entry of the `networking.gke.io/interfaces` annotation.
+type Interface struct {
+	InterfaceName string `json:"interfaceName"`
+	Network       string `json:"network"`
+}
+
+// Interfaces maps eth0 to the pod network and eth1... to the extra networks in order.
+func Interfaces(networks []string) []Interface {
+	out := []Interface{{InterfaceName: "eth0", Network: "default"}}
+	for i, n := range networks {
+		out = append(out, Interface{InterfaceName: "eth" + strconv.Itoa(i+1), Network: n})
+	}
+	return out
+}
+
+// InterfacesJSON is the annotation value for networks.
+func InterfacesJSON(networks []string) string {
+	b, _ := json.Marshal(Interfaces(networks))
+	return string(b)
+}
+
+// ClusterSpec is the RayCluster spec: a CPU head and one fixed-size GPU worker group.
+func ClusterSpec(a ClusterArgs) rayv1.RayClusterSpec {
+	workers := int32(a.Workers)
+	return rayv1.RayClusterSpec{
+		RayVersion:              a.RayVersion,
+		EnableInTreeAutoscaling: ptr.To(false),
+		HeadGroupSpec: rayv1.HeadGroupSpec{
+			// Reachable from inside the cluster only: users port-forward to it.
+			ServiceType: corev1.ServiceTypeClusterIP,
+			RayStartParams: map[string]string{
+				// The dashboard listens on the pod IP so that the KubeRay operator and the job
+				// submitter reach it through the ClusterIP service; nothing exposes it further.
+				"dashboard-host": "0.0.0.0",
+				// No task or actor lands on the head: it has no GPU and little memory.
+				"num-cpus": "0",
+			},
+			Template: HeadTemplate(a),
+		},
+		WorkerGroupSpecs: []rayv1.WorkerGroupSpec{{
+			GroupName:   WorkerGroup,
+			Replicas:    ptr.To(workers),
+			MinReplicas: ptr.To(workers),
+			MaxReplicas: ptr.To(workers),
+			// KubeRay derives num-cpus, num-gpus and memory from the container's limits.
+			RayStartParams: map[string]string{},
+			Template:       WorkerTemplate(a),
+		}},
+	}
+}
+
+// HeadTemplate is the head pod: on the CPU pool, no GPU, the shared volume mounted.
+func HeadTemplate(a ClusterArgs) corev1.PodTemplateSpec {
+	res := resources(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi"})
+	c := corev1.Container{
+		Name:      headContainer,
+		Image:     a.Image,
+		Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
+		Ports: []corev1.ContainerPort{
+			{Name: "gcs-server", ContainerPort: 6379},
+			{Name: "dashboard", ContainerPort: DashboardPort},
+			{Name: "client", ContainerPort: 10001},
+		},
+		Env:          append(slices.Clone(a.Env), rayEnv()...),
+		VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: a.Storage.MountPath}},
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: objectMeta(a.Storage.PodAnnotations),
+		Spec: corev1.PodSpec{
+			ServiceAccountName: a.Storage.ServiceAccountName,
+			NodeSelector:       cloneOrNil(a.HeadNodeSelector),
+			Containers:         []corev1.Container{c},
+			Volumes:            []corev1.Volume{sharedVolume(a.Storage)},
+		},
+	}
+}
+
+// WorkerTemplate is a GPU worker pod: the whole node's GPUs, its RDMA NICs attached by the
+// interfaces annotation, the gIB plugin and driver libraries from the host, /dev/shm in memory.
+func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
+	annotations := maps.Clone(a.Storage.PodAnnotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[DefaultInterfaceAnnotation] = "eth0"
+	annotations[InterfacesAnnotation] = InterfacesJSON(a.PodNetworks)
+
+	res := resources(map[corev1.ResourceName]string{
+		corev1.ResourceCPU:    strconv.Itoa(a.GPU.CPUs),
+		corev1.ResourceMemory: fmt.Sprintf("%dGi", a.GPU.MemoryGiB),
+		GPUResource:           strconv.Itoa(a.GPU.GPUsPerNode),
+	})
+	shm := resource.MustParse(fmt.Sprintf("%dGi", a.GPU.SharedMemoryGiB))
+	c := corev1.Container{
+		Name:  workerContainer,
+		Image: a.Image,
+		// KubeRay appends its generated `ulimit -n 65536; ray start ...` to this command
+		// (`<command> && <ray start>`), so NCCL's environment is set before Ray starts.
+		Command:   []string{"source", NCCLEnvScript},
+		Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
+		Env:       append(append(slices.Clone(a.Env), rayEnv()...), NCCLEnv(a.GPU.NCCLTunerConfig)...),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "shared", MountPath: a.Storage.MountPath},
+			{Name: "dshm", MountPath: "/dev/shm"},
+			{Name: "nvidia", MountPath: NvidiaPath},
+			{Name: "gib", MountPath: GIBPath},
+		},
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: objectMeta(annotations),
+		Spec: corev1.PodSpec{
+			ServiceAccountName: a.Storage.ServiceAccountName,
+			NodeSelector:       cloneOrNil(a.WorkerNodeSelector),
+			Tolerations: []corev1.Toleration{{
+				Key: string(GPUResource), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
+			}},
+			Containers: []corev1.Container{c},
+			Volumes: []corev1.Volume{
+				sharedVolume(a.Storage),
+				{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
+				hostPath("nvidia", NvidiaHostPath),
+				hostPath("gib", GIBHostPath),
+			},
+		},
+	}
+}
+
+// NCCLEnv is the NCCL environment of a GPU worker: libraries from the host, the tuner file of
+// the machine family, and bootstrap sockets on eth0 (the RDMA NICs carry the collectives).
+func NCCLEnv(tunerConfig string) []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "LD_LIBRARY_PATH", Value: NvidiaPath + "/lib64:" + GIBPath + "/lib64"},
+		{Name: "NCCL_TUNER_CONFIG_PATH", Value: tunerConfig},
+		{Name: "NCCL_SOCKET_IFNAME", Value: "eth0"},
+		{Name: "GLOO_SOCKET_IFNAME", Value: "eth0"},
+	}
+}
+
+// rayEnv keeps Ray's own logs unbuffered so that Cloud Logging sees them as they happen.
+func rayEnv() []corev1.EnvVar {
+	return []corev1.EnvVar{{Name: "PYTHONUNBUFFERED", Value: "1"}}
+}
+
+func sharedVolume(s Storage) corev1.Volume {
+	return corev1.Volume{Name: "shared", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: s.ClaimName},
+	}}
+}
+
+// hostPath mounts a node directory that must exist: until the RDMA installer has copied the
+// plugin, the kubelet retries the mount instead of starting a worker without it.
+func hostPath(name, path string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: path, Type: ptr.To(corev1.HostPathDirectory)},
+	}}
+}
+
+func resources(m map[corev1.ResourceName]string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for k, v := range m {
+		out[k] = resource.MustParse(v)
+	}
+	return out
+}
+
+func objectMeta(annotations map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Annotations: cloneOrNil(annotations)}
+}
+
+func cloneOrNil(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}

@@ -1,0 +1,82 @@
+// Package workloads builds the GRPO training run: the framework's command line from typed
+// options (NeMo RL or verl), verl's one-time data preparation, the Secret that carries the
+// Hugging Face and Weights & Biases tokens, and the KubeRay RayJob that runs it all.
+package workloads
+
+import (
+	"path"
+	"strings"
+)
+
+// Framework is a GRPO training framework.
+type Framework string
+
+// The supported frameworks.
+const (
+	NeMoRL Framework = "nemo-rl"
+	Verl   Framework = "verl"
+)
+
+// Release pins what a framework runs: every node of a run must use the same code.
+type Release struct {
+	// Image is the container image of the head, the workers and the data preparation.
+	Image string
+	// RayVersion is the Ray inside Image; KubeRay reads it to gate features.
+	RayVersion string
+}
+
+// Releases are the pinned defaults of `ray.image` and `ray.version`.
+var Releases = map[Framework]Release{
+	// NeMo RL v0.5.0 (January 2026) is the release the NeMo RL guide targets; its pyproject pins
+	// ray[default]==2.49.2.
+	NeMoRL: {Image: "nvcr.io/nvidia/nemo-rl:v0.5.0", RayVersion: "2.49.2"},
+	// The verl guide uses verlai/verl:vllm011.latest, a moving tag. vllm011.dev7 is the fixed
+	// build of that line (vLLM 0.11.0, Megatron core 0.14) that verl's own docs name as a
+	// runtime image. It ships verl's dependencies but not verl (its Dockerfile uninstalls it),
+	// so the data preparation clones verl at VerlSourceTag onto the shared volume. vLLM 0.11.0
+	// requires ray>=2.48; the image resolves 2.49.x.
+	Verl: {Image: "verlai/verl:vllm011.dev7", RayVersion: "2.49.2"},
+}
+
+// VerlSourceTag is the verl release whose code runs on the vllm011 image (the image's
+// Dockerfile builds against it).
+const VerlSourceTag = "v0.6.0"
+
+// VerlRepository is where the verl source comes from.
+const VerlRepository = "https://github.com/volcengine/verl.git"
+
+// VerlDatasets maps the `job.dataset` values verl can prepare to their preprocessing script in
+// verl's examples.
+var VerlDatasets = map[string]string{
+	"gsm8k": "examples/data_preprocess/gsm8k.py",
+	"math":  "examples/data_preprocess/math_dataset.py",
+}
+
+// DefaultNeMoRLRecipe is the NeMo RL GRPO recipe used when `job.recipe` is not set: the math
+// recipe that NeMo RL's README scales to Qwen2.5-32B.
+const DefaultNeMoRLRecipe = "examples/configs/grpo_math_8B.yaml"
+
+// Layout is where a run keeps its files on the shared volume.
+type Layout struct {
+	Root string
+	// Run names the run's checkpoint directory: the same name on every retry, so that a
+	// re-created cluster resumes from the newest checkpoint.
+	Run string
+}
+
+// HFHome is the Hugging Face cache: models download once for every node and retry.
+func (l Layout) HFHome() string { return path.Join(l.Root, "huggingface") }
+
+// Checkpoints is the run's checkpoint directory.
+func (l Layout) Checkpoints() string { return path.Join(l.Root, "checkpoints", l.Run) }
+
+// VerlSource is the verl checkout.
+func (l Layout) VerlSource() string { return path.Join(l.Root, "verl", VerlSourceTag) }
+
+// Dataset is a prepared dataset's directory.
+func (l Layout) Dataset(name string) string { return path.Join(l.Root, "datasets", name) }
+
+// Model is a model's local copy (`Qwen/Qwen2.5-32B-Instruct` → models/Qwen/Qwen2.5-32B-Instruct).
+func (l Layout) Model(id string) string {
+	return path.Join(l.Root, "models", strings.TrimPrefix(path.Clean("/"+id), "/"))
+}
