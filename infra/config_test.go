@@ -93,6 +93,13 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"a malformed CPU machine type is refused", "b200-spot", []string{"cluster.cpuMachineType=big"}, "cluster.cpuMachineType", "n2-standard-16"},
 		{"a zero checkpoint budget is refused", "b200-spot", []string{"storage.checkpointBudgetSeconds=0"}, "storage.checkpointBudgetSeconds", "1 or more"},
 		{"a model size without a unit is refused", "b200-spot", []string{"job.modelSize=72"}, "job.modelSize", "72B, 1.5B, 500M"},
+		{"an override of a key the program sets is refused (NeMo RL)", "b200-spot", []string{"job.args[1]=cluster.num_nodes=4"}, "job.args[1]", "change those instead"},
+		{"an override of a key the program sets is refused (verl)", "h200-reserved", []string{"job.args[0]=++trainer.nnodes=4"}, "job.args[0]", "trainer.nnodes"},
+		{"a dataset verl cannot prepare is refused", "h200-reserved", []string{"job.dataset=DeepScaler"}, "job.dataset", "gsm8k, math"},
+		{"a recipe outside the source tree is refused", "b200-spot", []string{"job.recipe=../../etc/x.yaml"}, "job.recipe", "relative .yaml path"},
+		{"a recipe that is not YAML is refused", "b200-spot", []string{"job.recipe=examples/run.py"}, "job.recipe", "relative .yaml path"},
+		{"a negative retry count is refused", "b200-spot", []string{"job.backoffLimit=-1"}, "job.backoffLimit", "0 or more"},
+		{"a negative deadline is refused", "b200-spot", []string{"job.activeDeadlineSeconds=-5"}, "job.activeDeadlineSeconds", "0 (no deadline)"},
 		{"an unknown top-level key is refused", "b200-spot", []string{"gpus=8"}, "gpus", "namespace takes"},
 	}
 	for _, tc := range cases {

@@ -138,24 +138,36 @@ func TestDependenciesIncludeInputSources(t *testing.T) {
 	assert.Contains(t, sub.Dependencies, net.URN, "a subnet waits for its network")
 }
 
-// The token must never print: not in the tree, the JSON plan or the manifests.
+// The tokens must never print: not in the tree, the JSON plan or the manifests, on either stack
+// (NeMo RL with its own cluster, verl with a RayCluster and the data preparation Job).
 func TestSecretsNeverPrint(t *testing.T) {
 	const sentinel = "hf_SENTINEL_do_not_print_4242"
-	args := []string{"--stack", "b200-spot", "--config", "hfToken=" + sentinel, "--config", "wandbApiKey=" + sentinel}
-	code, tree, errOut := runMain(t, args...)
-	require.Equal(t, plan.ExitOK, code, errOut)
-	assert.NotContains(t, tree+errOut, sentinel)
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			args := []string{"--stack", stack, "--config", "hfToken=" + sentinel, "--config", "wandbApiKey=" + sentinel}
+			code, tree, errOut := runMain(t, args...)
+			require.Equal(t, plan.ExitOK, code, errOut)
+			assert.NotContains(t, tree+errOut, sentinel)
 
-	dir := t.TempDir()
-	code, js, errOut := runMain(t, append(args, "--json", "--manifests", dir)...)
-	require.Equal(t, plan.ExitOK, code, errOut)
-	assert.NotContains(t, js+errOut, sentinel)
-	files, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
-		require.NoError(t, err)
-		assert.NotContains(t, string(b), sentinel, f.Name())
+			dir := t.TempDir()
+			code, js, errOut := runMain(t, append(args, "--json", "--manifests", dir)...)
+			require.Equal(t, plan.ExitOK, code, errOut)
+			assert.NotContains(t, js+errOut, sentinel)
+			files, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var secrets int
+			for _, f := range files {
+				b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+				require.NoError(t, err)
+				assert.NotContains(t, string(b), sentinel, f.Name())
+				if strings.HasPrefix(f.Name(), "secret-") {
+					secrets++
+					assert.Contains(t, string(b), "HF_TOKEN: '[redacted]'")
+					assert.Contains(t, string(b), "WANDB_API_KEY: '[redacted]'")
+				}
+			}
+			assert.Equal(t, 1, secrets, "the tokens are in exactly one Secret")
+		})
 	}
 }
 

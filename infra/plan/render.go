@@ -226,10 +226,8 @@ func Manifests(r *Result) []Manifest {
 		obj := plainMap(res.Inputs)
 		if obj["kind"] == "Secret" {
 			for _, field := range []string{"data", "stringData"} {
-				if data, ok := obj[field].(map[string]any); ok {
-					for k := range data {
-						data[k] = Redacted
-					}
+				if keys := secretKeys(res.Inputs[resource.PropertyKey(field)]); keys != nil {
+					obj[field] = keys
 				}
 			}
 		}
@@ -245,6 +243,26 @@ func Manifests(r *Result) []Manifest {
 		out = append(out, Manifest{File: file, Object: obj})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// secretKeys shows a Secret's data as its keys, each value Redacted: a reader sees which tokens
+// the Secret carries, never what they are. The map may itself be a secret as a whole.
+func secretKeys(v resource.PropertyValue) map[string]any {
+	for v.IsSecret() || v.IsOutput() {
+		if v.IsSecret() {
+			v = v.SecretValue().Element
+		} else {
+			v = v.OutputValue().Element
+		}
+	}
+	if !v.IsObject() {
+		return nil
+	}
+	out := map[string]any{}
+	for k := range v.ObjectValue() {
+		out[string(k)] = Redacted
+	}
 	return out
 }
 

@@ -1,0 +1,79 @@
+package plan_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/kube/crdschema"
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+// upstreamSchemas loads the CRDs that ship inside the KubeRay and gke-networking-api modules.
+func upstreamSchemas(t *testing.T) *crdschema.Schemas {
+	t.Helper()
+	kuberay, err := crdschema.ModuleDir("github.com/ray-project/kuberay/ray-operator")
+	require.NoError(t, err)
+	networking, err := crdschema.ModuleDir("github.com/GoogleCloudPlatform/gke-networking-api")
+	require.NoError(t, err)
+	s, err := crdschema.Load(
+		filepath.Join(kuberay, "config", "crd", "bases", "ray.io_*.yaml"),
+		filepath.Join(networking, "config", "crds", "networking.gke.io_*.yaml"),
+	)
+	require.NoError(t, err)
+	return s
+}
+
+func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
+	schemas := upstreamSchemas(t)
+	variants := map[string][]string{
+		"b200-spot":                        nil,
+		"h200-reserved":                    nil,
+		"b200-spot with verl":              {"framework=verl", "job.dataset=gsm8k"},
+		"h200-reserved with nemo-rl":       {"framework=nemo-rl", "job.dataset=DeepScaler"},
+		"b200-spot on Autopilot":           {"cluster.mode=autopilot"},
+		"h200-reserved without a job":      {"job.enabled=false"},
+		"b200-spot with a token and limit": {"hfToken=hf_sentinel", "job.activeDeadlineSeconds=86400"},
+	}
+	kinds := map[string]int{}
+	for name, overrides := range variants {
+		stack := strings.Fields(name)[0]
+		t.Run(name, func(t *testing.T) {
+			res := plantest.Plan(t, stack, overrides...)
+			for _, m := range plan.Manifests(res) {
+				apiVersion, _ := m.Object["apiVersion"].(string)
+				kind, _ := m.Object["kind"].(string)
+				if !strings.Contains(apiVersion, ".") || apiVersion == "batch/v1" {
+					continue // built-in kinds: typed by k8s.io/api or pulumi-kubernetes
+				}
+				kinds[kind]++
+				assert.Empty(t, schemas.Validate(m.Object), "%s against the upstream CRD", m.File)
+			}
+		})
+	}
+	for _, kind := range []string{"RayCluster", "RayJob", "Network", "GKENetworkParamSet"} {
+		assert.Positive(t, kinds[kind], "no %s was checked", kind)
+	}
+}
+
+func TestSchemaCheckCatchesUnknownAndWrongFields(t *testing.T) {
+	schemas := upstreamSchemas(t)
+	res := plantest.Plan(t, "h200-reserved")
+	var rc map[string]any
+	for _, m := range plan.Manifests(res) {
+		if m.Object["kind"] == "RayCluster" {
+			rc = m.Object
+		}
+	}
+	require.NotNil(t, rc)
+	spec := rc["spec"].(map[string]any)
+	spec["workerGroupSpec"] = []any{} // a typo of workerGroupSpecs
+	spec["enableInTreeAutoscaling"] = "no"
+	problems := strings.Join(schemas.Validate(rc), "\n")
+	assert.Contains(t, problems, "unknown field spec.workerGroupSpec")
+	assert.Contains(t, problems, "enableInTreeAutoscaling")
+}

@@ -1,0 +1,252 @@
+package infra_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+const (
+	rayJobType     = "kubernetes:ray.io/v1:RayJob"
+	rayClusterType = "kubernetes:ray.io/v1:RayCluster"
+	jobType        = "kubernetes:batch/v1:Job"
+	secretType     = "kubernetes:core/v1:Secret"
+	pvcType        = "kubernetes:core/v1:PersistentVolumeClaim"
+	nodePoolType   = "gcp:container/nodePool:NodePool"
+)
+
+// get walks a rendered object by a dotted path; numbers index lists.
+func get(t *testing.T, v any, path string) any {
+	t.Helper()
+	for _, part := range strings.Split(path, ".") {
+		switch cur := v.(type) {
+		case map[string]any:
+			v = cur[part]
+		case []any:
+			i, err := strconv.Atoi(part)
+			require.NoError(t, err, "%s: %s indexes a list", path, part)
+			require.Less(t, i, len(cur), path)
+			v = cur[i]
+		default:
+			t.Fatalf("%s: cannot descend into %T at %s", path, v, part)
+		}
+	}
+	return v
+}
+
+func manifestsOf(res *plan.Result, kind string) []map[string]any {
+	var out []map[string]any
+	for _, m := range plan.Manifests(res) {
+		if m.Object["kind"] == kind {
+			out = append(out, m.Object)
+		}
+	}
+	return out
+}
+
+func one(t *testing.T, res *plan.Result, kind string) map[string]any {
+	t.Helper()
+	objs := manifestsOf(res, kind)
+	require.Len(t, objs, 1, "want exactly one %s", kind)
+	return objs[0]
+}
+
+// clusterSpecOf is the RayCluster spec the run uses: the RayJob's own, or the long-lived one's.
+func clusterSpecOf(t *testing.T, res *plan.Result) map[string]any {
+	t.Helper()
+	if jobs := manifestsOf(res, "RayJob"); len(jobs) == 1 {
+		if spec, ok := jobs[0]["spec"].(map[string]any)["rayClusterSpec"]; ok {
+			return spec.(map[string]any)
+		}
+	}
+	return one(t, res, "RayCluster")["spec"].(map[string]any)
+}
+
+func envOf(t *testing.T, container any) map[string]any {
+	out := map[string]any{}
+	for _, e := range get(t, container, "env").([]any) {
+		e := e.(map[string]any)
+		if v, ok := e["value"]; ok {
+			out[e["name"].(string)] = v
+		} else {
+			out[e["name"].(string)] = e["valueFrom"]
+		}
+	}
+	return out
+}
+
+func TestB200SpotRunsARayJobWithItsOwnCluster(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot")
+	job := one(t, res, "RayJob")
+	assert.Empty(t, manifestsOf(res, "RayCluster"), "never two Ray clusters on the same GPU nodes")
+	assert.Empty(t, manifestsOf(res, "Secret"), "no token, no Secret")
+	assert.Nil(t, get(t, job, "spec.clusterSelector"))
+	assert.EqualValues(t, 10, get(t, job, "spec.backoffLimit"))
+	workers := get(t, job, "spec.rayClusterSpec.workerGroupSpecs.0")
+	assert.EqualValues(t, 8, get(t, workers, "replicas"))
+	assert.Equal(t, "8", get(t, workers, "template.spec.containers.0.resources.limits").(map[string]any)["nvidia.com/gpu"])
+	assert.Equal(t, map[string]any{"cloud.google.com/gke-nodepool": "ray-a4-gpu-spot-gpu"}, get(t, workers, "template.spec.nodeSelector"))
+	assert.Equal(t, "/lustre/checkpoints/ray-a4-gpu-spot-grpo", res.Outputs["checkpointDir"])
+	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo")
+	assert.Equal(t, "kubectl -n gke-rl get rayjob ray-a4-gpu-spot-grpo -w", res.Outputs["rayJobStatus"])
+	assert.Contains(t, res.Outputs["rayDashboard"], "port-forward")
+}
+
+func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
+	res := plantest.Plan(t, "h200-reserved")
+	rc := one(t, res, "RayCluster")
+	job := one(t, res, "RayJob")
+	assert.Equal(t, map[string]any{"ray.io/cluster": get(t, rc, "metadata.name")}, get(t, job, "spec.clusterSelector"))
+	assert.Nil(t, get(t, job, "spec.rayClusterSpec"))
+	assert.Nil(t, get(t, job, "spec.backoffLimit"), "clusterSelector excludes backoffLimit")
+	assert.Equal(t, "kubectl -n gke-rl port-forward service/verl-h200-head-svc 8265:8265  # then open http://localhost:8265", res.Outputs["rayDashboard"])
+
+	prep := one(t, res, "Job")
+	script := get(t, prep, "spec.template.spec.containers.0.command.2").(string)
+	assert.Contains(t, script, "git clone --depth 1 --branch v0.6.0")
+	assert.Contains(t, script, "gsm8k.py --local_save_dir /data/datasets/gsm8k")
+	assert.Equal(t, "rl-storage", get(t, prep, "spec.template.spec.serviceAccountName"))
+	assert.Equal(t, "true", get(t, prep, "spec.template.metadata.annotations.gke-gcsfuse/volumes"))
+	assert.Equal(t, map[string]any{"cloud.google.com/gke-nodepool": "verl-h200-cpu"}, get(t, prep, "spec.template.spec.nodeSelector"))
+
+	rayJob, prepJob, rayCluster := res.OfType(rayJobType)[0], res.OfType(jobType)[0], res.OfType(rayClusterType)[0]
+	deps := res.DependencyClosure(rayJob)
+	assert.True(t, deps[prepJob.URN], "training starts after the data preparation")
+	assert.True(t, deps[rayCluster.URN], "and after its cluster")
+	assert.Contains(t, get(t, job, "spec.runtimeEnvYAML"), "PYTHONPATH: /data/verl/v0.6.0")
+}
+
+func TestFrameworksSwapOnEitherStack(t *testing.T) {
+	verl := plantest.Plan(t, "b200-spot", "framework=verl", "job.dataset=gsm8k")
+	assert.Contains(t, get(t, one(t, verl, "RayJob"), "spec.entrypoint"), "verl.trainer.main_ppo")
+	assert.Equal(t, "verlai/verl:vllm011.dev7", get(t, clusterSpecOf(t, verl), "workerGroupSpecs.0.template.spec.containers.0.image"))
+	assert.Len(t, manifestsOf(verl, "Job"), 1, "verl prepares its data")
+
+	nemo := plantest.Plan(t, "h200-reserved", "framework=nemo-rl", "job.dataset=DeepScaler")
+	assert.Contains(t, get(t, one(t, nemo, "RayJob"), "spec.entrypoint"), "examples/run_grpo_math.py")
+	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, clusterSpecOf(t, nemo), "headGroupSpec.template.spec.containers.0.image"))
+	assert.Empty(t, manifestsOf(nemo, "Job"), "NeMo RL downloads what it needs itself")
+}
+
+func TestInterfaceAnnotationNamesTheNetworkObjects(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack)
+		var networks []string
+		for _, n := range manifestsOf(res, "Network") {
+			networks = append(networks, get(t, n, "metadata.name").(string))
+		}
+		ann := get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.metadata.annotations").(map[string]any)
+		var ifaces []struct{ InterfaceName, Network string }
+		require.NoError(t, json.Unmarshal([]byte(ann["networking.gke.io/interfaces"].(string)), &ifaces))
+		var named []string
+		for _, i := range ifaces[1:] {
+			named = append(named, i.Network)
+		}
+		assert.ElementsMatch(t, networks, named, stack)
+		assert.EqualValues(t, res.Outputs["podNetworks"], named, "%s: in NIC order", stack)
+	}
+}
+
+func TestTunerFileMatchesTheGPU(t *testing.T) {
+	for gpu, tuner := range map[string]string{"b200": "tuner_config_a4.txtpb", "h200": "tuner_config_a3u.txtpb"} {
+		res := plantest.Plan(t, "b200-spot", "gpu.type="+gpu)
+		worker := get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.spec.containers.0")
+		assert.Equal(t, "/usr/local/gib/configs/"+tuner, envOf(t, worker)["NCCL_TUNER_CONFIG_PATH"], gpu)
+	}
+}
+
+func TestTokensReachPodsOnlyThroughTheSecret(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot", "hfToken=hf_x", "wandbApiKey=wb_x")
+	one(t, res, "Secret")
+	spec := clusterSpecOf(t, res)
+	for _, path := range []string{"headGroupSpec.template.spec.containers.0", "workerGroupSpecs.0.template.spec.containers.0"} {
+		env := envOf(t, get(t, spec, path))
+		for _, key := range []string{"HF_TOKEN", "WANDB_API_KEY"} {
+			assert.Equal(t, map[string]any{"secretKeyRef": map[string]any{"name": "rl-tokens", "key": key}}, env[key], "%s %s", path, key)
+		}
+	}
+	assert.Contains(t, get(t, one(t, res, "RayJob"), "spec.entrypoint"), "logger.wandb_enabled=True", "W&B is on with a key")
+	rayJob := res.OfType(rayJobType)[0]
+	assert.True(t, res.DependencyClosure(rayJob)[res.OfType(secretType)[0].URN], "pods start after the Secret exists")
+}
+
+func TestRayObjectsWaitForWhatTheyUseOnly(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack)
+		for _, typ := range []string{rayJobType, rayClusterType} {
+			for _, r := range res.OfType(typ) {
+				deps := res.DependencyClosure(r)
+				assert.True(t, deps[res.OfType(pvcType)[0].URN], "%s %s waits for the claim", stack, typ)
+				for _, cr := range append(res.OfType("kubernetes:networking.gke.io/v1:Network"), res.OfType("kubernetes:networking.gke.io/v1:GKENetworkParamSet")...) {
+					assert.True(t, deps[cr.URN], "%s %s waits for %s", stack, typ, cr.Name)
+				}
+				for _, pool := range res.OfType(nodePoolType) {
+					assert.False(t, deps[pool.URN], "%s %s does not wait for node pool %s: KubeRay waits for nodes", stack, typ, pool.Name)
+				}
+			}
+		}
+	}
+}
+
+func TestJobDisabledLeavesAnInteractiveCluster(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot", "job.enabled=false")
+	one(t, res, "RayCluster")
+	assert.Empty(t, manifestsOf(res, "RayJob"))
+	assert.NotContains(t, res.Outputs, "rayJob")
+	assert.Contains(t, res.Outputs, "rayJobSubmit")
+}
+
+// TestRunMatrix plans every combination and checks the rules that hold across components.
+func TestRunMatrix(t *testing.T) {
+	for _, gpu := range []string{"b200", "h200"} {
+		for _, prov := range []string{"spot", "reservation", "flex-start", "on-demand"} {
+			for _, st := range []string{"lustre", "gcsfuse"} {
+				for _, fw := range []string{"nemo-rl", "verl"} {
+					for _, mode := range []string{"standard", "autopilot"} {
+						name := fmt.Sprintf("%s %s %s %s %s", gpu, prov, st, fw, mode)
+						t.Run(name, func(t *testing.T) {
+							o := []string{"gpu.type=" + gpu, "gpu.provisioning=" + prov, "storage.type=" + st, "framework=" + fw, "cluster.mode=" + mode}
+							if prov == "reservation" {
+								o = append(o, "gpu.reservation=res-1")
+							}
+							if fw == "verl" {
+								o = append(o, "job.dataset=gsm8k")
+							}
+							res := plantest.Plan(t, "b200-spot", o...)
+							owns := prov == "spot" || prov == "flex-start"
+							assert.Len(t, manifestsOf(res, "RayJob"), 1)
+							if owns {
+								assert.Empty(t, manifestsOf(res, "RayCluster"))
+							} else {
+								assert.Len(t, manifestsOf(res, "RayCluster"), 1)
+							}
+							spec := clusterSpecOf(t, res)
+							head := get(t, spec, "headGroupSpec.template.spec").(map[string]any)
+							assert.Nil(t, head["tolerations"], "the head never tolerates the GPU taint")
+							if sel, ok := head["nodeSelector"].(map[string]any); ok {
+								assert.NotContains(t, sel, "cloud.google.com/gke-spot")
+								assert.NotContains(t, sel, "cloud.google.com/gke-accelerator")
+							}
+							worker := get(t, spec, "workerGroupSpecs.0.template.spec").(map[string]any)
+							assert.Equal(t, "nvidia.com/gpu", get(t, worker, "tolerations.0.key"))
+							if mode == "autopilot" {
+								assert.Equal(t, "8", worker["nodeSelector"].(map[string]any)["cloud.google.com/gke-accelerator-count"], "a string")
+							}
+							if st == "gcsfuse" {
+								assert.Equal(t, "rl-storage", worker["serviceAccountName"])
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package workloads_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/shlex"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	_ "gke-rl/infra/plan/plantest" // every test binary accepts -update
+	"gke-rl/workloads"
+)
+
+func run() workloads.Run {
+	return workloads.Run{
+		Model: "Qwen/Qwen2.5-72B-Instruct", Dataset: "DeepScaler", Recipe: "examples/configs/grpo_math_70B_megatron.yaml",
+		Nodes: 8, GPUsPerNode: 8, MaxSteps: 20, PromptsPerStep: 32, GenerationsPerPrompt: 8,
+		CheckpointPeriod: 2, KeepCheckpoints: 2,
+		Layout: workloads.Layout{Root: "/lustre", Run: "ray-a4-grpo"},
+	}
+}
+
+// words splits a shell command line the way a POSIX shell would.
+func words(t *testing.T, cmd string) []string {
+	t.Helper()
+	w, err := shlex.Split(cmd)
+	require.NoError(t, err)
+	return w
+}
+
+func overrides(ws []string) map[string]string {
+	out := map[string]string{}
+	for _, w := range ws {
+		if k, v, ok := strings.Cut(w, "="); ok && !strings.HasPrefix(k, "-") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestNeMoRLEntrypoint(t *testing.T) {
+	r := run()
+	r.Extra = []string{"policy.megatron_cfg.converter_type=Qwen2ForCausalLM"}
+	ws := words(t, workloads.NeMoRLEntrypoint(r))
+	assert.Equal(t, []string{"cd", "/opt/nemo-rl", "&&", "RAY_OVERRIDE_JOB_RUNTIME_ENV=1", "uv", "run", "python", "examples/run_grpo_math.py", "--config", "examples/configs/grpo_math_70B_megatron.yaml"}, ws[:10])
+	o := overrides(ws[10:])
+	assert.Equal(t, map[string]string{
+		"policy.model_name":                  "Qwen/Qwen2.5-72B-Instruct",
+		"cluster.num_nodes":                  "8",
+		"cluster.gpus_per_node":              "8",
+		"grpo.max_num_steps":                 "20",
+		"grpo.num_prompts_per_step":          "32",
+		"grpo.num_generations_per_prompt":    "8",
+		"policy.train_global_batch_size":     "256",
+		"data.dataset_name":                  "DeepScaler",
+		"checkpointing.enabled":              "True",
+		"checkpointing.checkpoint_dir":       "/lustre/checkpoints/ray-a4-grpo",
+		"checkpointing.save_period":          "2",
+		"checkpointing.keep_top_k":           "2",
+		"checkpointing.metric_name":          "null",
+		"logger.wandb_enabled":               "False",
+		"policy.megatron_cfg.converter_type": "Qwen2ForCausalLM",
+	}, o)
+	assert.Equal(t, "policy.megatron_cfg.converter_type=Qwen2ForCausalLM", ws[len(ws)-1], "job.args come last")
+}
+
+func TestWandBOnlyWithAKey(t *testing.T) {
+	r := run()
+	r.WandB = true
+	o := overrides(words(t, workloads.NeMoRLEntrypoint(r)))
+	assert.Equal(t, "True", o["logger.wandb_enabled"])
+	assert.Equal(t, "gke-rl", o["logger.wandb.project"])
+	v := overrides(words(t, workloads.VerlEntrypoint(r)))
+	assert.Equal(t, `["console","wandb"]`, v["trainer.logger"])
+	r.WandB = false
+	assert.Equal(t, `["console"]`, overrides(words(t, workloads.VerlEntrypoint(r)))["trainer.logger"])
+}
+
+func TestVerlEntrypoint(t *testing.T) {
+	r := run()
+	r.Model, r.Dataset, r.Nodes, r.MaxSteps, r.Epochs, r.PromptsPerStep = "Qwen/Qwen2.5-32B-Instruct", "gsm8k", 2, 0, 2, 256
+	r.Layout.Root = "/data"
+	ws := words(t, workloads.VerlEntrypoint(r))
+	assert.Equal(t, []string{"cd", "/data/verl/v0.6.0", "&&", "python3", "-m", "verl.trainer.main_ppo"}, ws[:6])
+	o := overrides(ws[6:])
+	assert.Equal(t, "grpo", o["algorithm.adv_estimator"])
+	assert.Equal(t, "/data/datasets/gsm8k/train.parquet", o["data.train_files"])
+	assert.Equal(t, "/data/datasets/gsm8k/test.parquet", o["data.val_files"])
+	assert.Equal(t, "/data/models/Qwen/Qwen2.5-32B-Instruct", o["actor_rollout_ref.model.path"], "the copy the data preparation downloaded")
+	assert.Equal(t, "8", o["actor_rollout_ref.rollout.n"])
+	assert.Equal(t, "2", o["trainer.nnodes"])
+	assert.Equal(t, "8", o["trainer.n_gpus_per_node"])
+	assert.Equal(t, "2", o["trainer.total_epochs"])
+	assert.NotContains(t, o, "trainer.total_training_steps", "bounded by epochs only")
+	assert.Equal(t, "2", o["trainer.save_freq"])
+	assert.Equal(t, "/data/checkpoints/ray-a4-grpo", o["trainer.default_local_dir"])
+	assert.Equal(t, "auto", o["trainer.resume_mode"])
+	assert.Equal(t, "256", o["data.train_batch_size"])
+}
+
+func TestEntrypointsQuoteWhatTheyPass(t *testing.T) {
+	r := run()
+	r.Extra = []string{"logger.wandb.name=run; rm -rf /", `policy.x=$(whoami)`}
+	for _, cmd := range []string{workloads.NeMoRLEntrypoint(r), workloads.VerlEntrypoint(r)} {
+		ws := words(t, cmd)
+		assert.Equal(t, r.Extra, ws[len(ws)-2:], "each job.args value stays one word, unexpanded")
+	}
+}
+
+func TestManagedKeys(t *testing.T) {
+	assert.Contains(t, workloads.ManagedKeys(workloads.Verl), "trainer.nnodes")
+	assert.Contains(t, workloads.ManagedKeys(workloads.NeMoRL), "cluster.num_nodes")
+	assert.Equal(t, "trainer.nnodes", workloads.OverrideKey("++trainer.nnodes=4"))
+}
+
+func TestRayJobRules(t *testing.T) {
+	spec := &rayv1.RayClusterSpec{RayVersion: "2.49.2"}
+	own, err := workloads.RayJob(workloads.JobArgs{Name: "x-grpo", Namespace: "gke-rl", Entrypoint: "true", OwnCluster: spec, BackoffLimit: 10, ActiveDeadlineSeconds: 86400})
+	require.NoError(t, err)
+	assert.NotNil(t, own.Spec.RayClusterSpec)
+	assert.Empty(t, own.Spec.ClusterSelector, "exactly one of rayClusterSpec and clusterSelector")
+	assert.EqualValues(t, 10, *own.Spec.BackoffLimit, "a preempted attempt is retried on a new cluster")
+	assert.True(t, own.Spec.ShutdownAfterJobFinishes, "ttlSecondsAfterFinished needs it")
+	assert.EqualValues(t, workloads.FinishedClusterTTLSeconds, own.Spec.TTLSecondsAfterFinished)
+	assert.EqualValues(t, 86400, *own.Spec.ActiveDeadlineSeconds)
+
+	shared, err := workloads.RayJob(workloads.JobArgs{Name: "x-grpo", Namespace: "gke-rl", Entrypoint: "true", ClusterName: "x", BackoffLimit: 10})
+	require.NoError(t, err)
+	assert.Nil(t, shared.Spec.RayClusterSpec)
+	assert.Equal(t, map[string]string{"ray.io/cluster": "x"}, shared.Spec.ClusterSelector)
+	assert.Nil(t, shared.Spec.BackoffLimit, "clusterSelector excludes backoffLimit")
+	assert.False(t, shared.Spec.ShutdownAfterJobFinishes, "the long-lived cluster stays")
+	assert.Zero(t, shared.Spec.TTLSecondsAfterFinished)
+	assert.Nil(t, shared.Spec.ActiveDeadlineSeconds, "no deadline unless configured")
+}
+
+func TestRuntimeEnvHoldsOnlyWhatItIsGiven(t *testing.T) {
+	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", ClusterName: "x", Env: map[string]string{"PYTHONPATH": "/data/verl/v0.6.0"}})
+	require.NoError(t, err)
+	var env map[string]map[string]string
+	require.NoError(t, yaml.Unmarshal([]byte(job.Spec.RuntimeEnvYAML), &env))
+	assert.Equal(t, map[string]map[string]string{"env_vars": {"PYTHONPATH": "/data/verl/v0.6.0"}}, env)
+}
+
+func TestTokensReachPodsBySecretReference(t *testing.T) {
+	env := workloads.Tokens{HasHF: true, HasWandB: true}.Env()
+	require.Len(t, env, 2)
+	for _, e := range env {
+		assert.Empty(t, e.Value, "never by value")
+		require.NotNil(t, e.ValueFrom.SecretKeyRef)
+		assert.Equal(t, workloads.TokensSecret, e.ValueFrom.SecretKeyRef.Name)
+		assert.Equal(t, e.Name, e.ValueFrom.SecretKeyRef.Key)
+	}
+	assert.Empty(t, workloads.Tokens{}.Env())
+	assert.Len(t, workloads.Tokens{HasWandB: true}.Env(), 1)
+}
+
+func TestVerlPrepSteps(t *testing.T) {
+	r := run()
+	r.Model, r.Dataset, r.Layout.Root = "Qwen/Qwen2.5-32B-Instruct", "gsm8k", "/data"
+	steps := workloads.VerlPrepSteps(r)
+	require.Len(t, steps, 3)
+	assert.Equal(t, []string{"git", "clone", "--depth", "1", "--branch", "v0.6.0", "https://github.com/volcengine/verl.git", "/data/verl/v0.6.0"}, steps[0].Command)
+	assert.Equal(t, []string{"python3", "/data/verl/v0.6.0/examples/data_preprocess/gsm8k.py", "--local_save_dir", "/data/datasets/gsm8k"}, steps[1].Command)
+	assert.Equal(t, "/data/models/Qwen/Qwen2.5-32B-Instruct", steps[2].Dir)
+	assert.Equal(t, []string{"Qwen/Qwen2.5-32B-Instruct", "/data/models/Qwen/Qwen2.5-32B-Instruct"}, steps[2].Command[3:])
+}
+
+// TestPrepScriptRunsOnceAndRedoesAnInterruptedStep runs the generated script with bash.
+func TestPrepScriptRunsOnceAndRedoesAnInterruptedStep(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	root := t.TempDir()
+	counter := filepath.Join(root, "runs")
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b dir")
+	steps := []workloads.PrepStep{
+		{Name: "a", Dir: a, Command: []string{"sh", "-c", `echo a >> "$0"; echo ok > "$1/file"`, counter, a}},
+		{Name: "b", Dir: b, Command: []string{"sh", "-c", `echo b >> "$0"; echo ok > "$1/file"`, counter, b}},
+	}
+	script := workloads.PrepScript(steps)
+	runScript := func() string {
+		out, err := exec.Command(bash, "-c", script).CombinedOutput()
+		require.NoError(t, err, string(out))
+		return string(out)
+	}
+	runScript()
+	assert.Contains(t, runScript(), "a: ready, skipped")
+	runs, _ := os.ReadFile(counter)
+	assert.Equal(t, "a\nb\n", string(runs), "each step ran once over two runs")
+
+	// An interrupted step leaves no marker: the next run starts it again, from an empty directory.
+	require.NoError(t, os.Remove(filepath.Join(b, workloads.CompleteMarker)))
+	require.NoError(t, os.WriteFile(filepath.Join(b, "partial"), []byte("x"), 0o644))
+	runScript()
+	runs, _ = os.ReadFile(counter)
+	assert.Equal(t, "a\nb\nb\n", string(runs))
+	assert.NoFileExists(t, filepath.Join(b, "partial"))
+
+	// A failing step stops the script and is not marked complete.
+	failing := workloads.PrepScript([]workloads.PrepStep{{Name: "c", Dir: filepath.Join(root, "c"), Command: []string{"false"}}})
+	assert.Error(t, exec.Command(bash, "-c", failing).Run())
+	assert.NoFileExists(t, filepath.Join(root, "c", workloads.CompleteMarker))
+}
