@@ -1,0 +1,31 @@
+package kube_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"gke-rl/infra/kube"
+	_ "gke-rl/infra/plan/plantest" // every test binary accepts -update
+)
+
+func TestToUnstructuredDropsWhatTheServerOwns(t *testing.T) {
+	job := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "prep"},
+		Status:     batchv1.JobStatus{Active: 1},
+	}
+	m, err := kube.ToUnstructured(job)
+	require.NoError(t, err)
+	assert.NotContains(t, m, "status")
+	assert.Equal(t, map[string]any{"name": "prep"}, m["metadata"], "no creationTimestamp")
+	assert.Equal(t, "Job", m["kind"])
+}
+
+func TestNewObjectNeedsTypeMeta(t *testing.T) {
+	_, err := kube.NewObject(nil, "prep", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "prep"}}, nil)
+	assert.ErrorContains(t, err, "has no apiVersion and kind")
+}
