@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"gke-rl/cluster"
@@ -133,22 +134,12 @@ func deployTraining(ctx *pulumi.Context, cfg *Config, gke *cluster.Cluster, mapp
 		BackoffLimit:          cfg.Job.BackoffLimit,
 		ActiveDeadlineSeconds: cfg.Job.ActiveDeadlineSeconds,
 	}
-	var prep *workloads.PrepJobArgs
+	var prep *batchv1.Job
 	switch workloads.Framework(cfg.Framework) {
 	case workloads.Verl:
 		jobArgs.Entrypoint = workloads.VerlEntrypoint(run)
 		jobArgs.Env = map[string]string{"PYTHONPATH": run.Layout.VerlSource()}
-		prep = &workloads.PrepJobArgs{
-			Name: cfg.Cluster.Name + "-data-prep", Namespace: ns,
-			Image:              clusterArgs.Image,
-			Script:             workloads.PrepScript(workloads.VerlPrepSteps(run)),
-			NodeSelector:       gke.HeadNodeSelector,
-			ClaimName:          vol.ClaimName,
-			MountPath:          vol.MountPath,
-			ServiceAccountName: vol.ServiceAccountName,
-			PodAnnotations:     vol.PodAnnotations,
-			Env:                env,
-		}
+		prep = verlPrepJob(cfg, run, clusterArgs, env)
 	default:
 		jobArgs.Entrypoint = workloads.NeMoRLEntrypoint(run)
 	}
@@ -167,10 +158,7 @@ func deployTraining(ctx *pulumi.Context, cfg *Config, gke *cluster.Cluster, mapp
 	if err := ray.ValidateJob(job); err != nil {
 		return nil, err
 	}
-	grpoArgs := &workloads.GRPOArgs{Job: job, NamespaceInput: gke.Namespace, InCluster: inCluster}
-	if prep != nil {
-		grpoArgs.Prep = workloads.PrepJob(*prep)
-	}
+	grpoArgs := &workloads.GRPOArgs{Job: job, Prep: prep, NamespaceInput: gke.Namespace, InCluster: inCluster}
 	if _, err := workloads.NewGRPO(ctx, "grpo", grpoArgs); err != nil {
 		return nil, fmt.Errorf("grpo: %w", err)
 	}
@@ -185,4 +173,20 @@ func deployTraining(ctx *pulumi.Context, cfg *Config, gke *cluster.Cluster, mapp
 			ns, ns, job.Name, ray.DashboardPort, ray.DashboardPort, ray.DashboardPort))
 	}
 	return outputs, nil
+}
+
+// verlPrepJob is verl's one-time data preparation, on the head's CPU nodes with the Ray pods'
+// storage, service account and environment.
+func verlPrepJob(cfg *Config, run workloads.Run, pods ray.ClusterArgs, env []corev1.EnvVar) *batchv1.Job {
+	return workloads.PrepJob(workloads.PrepJobArgs{
+		Name: cfg.Cluster.Name + "-data-prep", Namespace: WorkloadNamespace,
+		Image:              pods.Image,
+		Script:             workloads.PrepScript(workloads.VerlPrepSteps(run)),
+		NodeSelector:       pods.HeadNodeSelector,
+		ClaimName:          pods.Storage.ClaimName,
+		MountPath:          pods.Storage.MountPath,
+		ServiceAccountName: pods.Storage.ServiceAccountName,
+		PodAnnotations:     pods.Storage.PodAnnotations,
+		Env:                env,
+	})
 }

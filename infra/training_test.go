@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cluster"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
+	"gke-rl/ray"
 )
 
 const (
@@ -153,6 +155,13 @@ func TestInterfaceAnnotationNamesTheNetworkObjects(t *testing.T) {
 		assert.ElementsMatch(t, networks, named, stack)
 		assert.EqualValues(t, res.Outputs["podNetworks"], named, "%s: in NIC order", stack)
 	}
+}
+
+// The Ray workers mount what the RDMA installer writes and GKE installs: the two packages name
+// the same host directories.
+func TestWorkersMountTheInstallersDirectories(t *testing.T) {
+	assert.Equal(t, cluster.GIBHostPath, ray.GIBHostPath)
+	assert.Equal(t, cluster.NvidiaHostPath, ray.NvidiaHostPath)
 }
 
 func TestTunerFileMatchesTheGPU(t *testing.T) {
