@@ -77,13 +77,8 @@ func (c *Config) rayClusterArgs(gke *cluster.Cluster, podNetworks []string, vol 
 		WorkerNodeSelector: gke.GPUNodeSelector,
 		HeadNodeSelector:   gke.HeadNodeSelector,
 		PodNetworks:        podNetworks,
-		Storage: ray.Storage{
-			ClaimName:          vol.ClaimName,
-			MountPath:          vol.MountPath,
-			ServiceAccountName: vol.ServiceAccountName,
-			PodAnnotations:     vol.PodAnnotations,
-		},
-		Env: env,
+		Storage:            vol.SharedVolume,
+		Env:                env,
 	}
 }
 
@@ -180,13 +175,10 @@ func deployTraining(ctx *pulumi.Context, cfg *Config, gke *cluster.Cluster, mapp
 func verlPrepJob(cfg *Config, run workloads.Run, pods ray.ClusterArgs, env []corev1.EnvVar) *batchv1.Job {
 	return workloads.PrepJob(workloads.PrepJobArgs{
 		Name: cfg.Cluster.Name + "-data-prep", Namespace: WorkloadNamespace,
-		Image:              pods.Image,
-		Script:             workloads.PrepScript(workloads.VerlPrepSteps(run)),
-		NodeSelector:       pods.HeadNodeSelector,
-		ClaimName:          pods.Storage.ClaimName,
-		MountPath:          pods.Storage.MountPath,
-		ServiceAccountName: pods.Storage.ServiceAccountName,
-		PodAnnotations:     pods.Storage.PodAnnotations,
-		Env:                env,
+		Image:        pods.Image,
+		Script:       workloads.PrepScript(workloads.VerlPrepSteps(run)),
+		NodeSelector: pods.HeadNodeSelector,
+		Storage:      pods.Storage,
+		Env:          env,
 	})
 }

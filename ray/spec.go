@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"gke-rl/infra/kube"
 )
 
 // Paths on GPU nodes and in the worker containers.
@@ -58,15 +60,6 @@ type GPU struct {
 	NCCLTunerConfig string
 }
 
-// Storage is the shared volume as pods mount it.
-type Storage struct {
-	ClaimName string
-	MountPath string
-	// ServiceAccountName is the account pods run as ("" for the namespace's default).
-	ServiceAccountName string
-	PodAnnotations     map[string]string
-}
-
 // ClusterArgs are the inputs of a RayCluster spec. They are plain values: the spec is built
 // before any resource is registered, so that KubeRay's validation runs at plan time.
 type ClusterArgs struct {
@@ -80,7 +73,7 @@ type ClusterArgs struct {
 	HeadNodeSelector   map[string]string
 	// PodNetworks are the Network CR names in NIC order (eth1, eth2, ...).
 	PodNetworks []string
-	Storage     Storage
+	Storage     kube.SharedVolume
 	// Env is added to every Ray container, after the program's own variables (tokens by
 	// secretKeyRef, HF_HOME).
 	Env []corev1.EnvVar
@@ -150,15 +143,15 @@ func HeadTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 			{Name: "client", ContainerPort: 10001},
 		},
 		Env:          append(slices.Clone(a.Env), rayEnv()...),
-		VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: a.Storage.MountPath}},
+		VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
 	}
 	return corev1.PodTemplateSpec{
-		ObjectMeta: objectMeta(a.Storage.PodAnnotations),
+		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
 			NodeSelector:       cloneOrNil(a.HeadNodeSelector),
 			Containers:         []corev1.Container{c},
-			Volumes:            []corev1.Volume{sharedVolume(a.Storage)},
+			Volumes:            []corev1.Volume{a.Storage.Volume()},
 		},
 	}
 }
@@ -166,7 +159,7 @@ func HeadTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 // WorkerTemplate is a GPU worker pod: the whole node's GPUs, its RDMA NICs attached by the
 // interfaces annotation, the gIB plugin and driver libraries from the host, /dev/shm in memory.
 func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
-	annotations := maps.Clone(a.Storage.PodAnnotations)
+	annotations := a.Storage.Annotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
@@ -188,14 +181,14 @@ func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 		Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
 		Env:       append(append(slices.Clone(a.Env), rayEnv()...), NCCLEnv(a.GPU.NCCLTunerConfig)...),
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: "shared", MountPath: a.Storage.MountPath},
+			a.Storage.Mount(),
 			{Name: "dshm", MountPath: "/dev/shm"},
 			{Name: "nvidia", MountPath: NvidiaPath},
 			{Name: "gib", MountPath: GIBPath},
 		},
 	}
 	return corev1.PodTemplateSpec{
-		ObjectMeta: objectMeta(annotations),
+		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
 			NodeSelector:       cloneOrNil(a.WorkerNodeSelector),
@@ -204,7 +197,7 @@ func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 			}},
 			Containers: []corev1.Container{c},
 			Volumes: []corev1.Volume{
-				sharedVolume(a.Storage),
+				a.Storage.Volume(),
 				{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
 				hostPath("nvidia", NvidiaHostPath),
 				hostPath("gib", GIBHostPath),
@@ -229,12 +222,6 @@ func rayEnv() []corev1.EnvVar {
 	return []corev1.EnvVar{{Name: "PYTHONUNBUFFERED", Value: "1"}}
 }
 
-func sharedVolume(s Storage) corev1.Volume {
-	return corev1.Volume{Name: "shared", VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: s.ClaimName},
-	}}
-}
-
 // hostPath mounts a node directory that must exist: until the RDMA installer has copied the
 // plugin, the kubelet retries the mount instead of starting a worker without it.
 func hostPath(name, path string) corev1.Volume {
@@ -249,10 +236,6 @@ func resources(m map[corev1.ResourceName]string) corev1.ResourceList {
 		out[k] = resource.MustParse(v)
 	}
 	return out
-}
-
-func objectMeta(annotations map[string]string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Annotations: cloneOrNil(annotations)}
 }
 
 func cloneOrNil(m map[string]string) map[string]string {

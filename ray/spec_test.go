@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"gke-rl/infra/kube"
 	_ "gke-rl/infra/plan/plantest" // every test binary accepts -update
 	"gke-rl/ray"
 )
@@ -26,7 +27,7 @@ func fixture() ray.ClusterArgs {
 		WorkerNodeSelector: map[string]string{"cloud.google.com/gke-nodepool": "x-gpu"},
 		HeadNodeSelector:   map[string]string{"cloud.google.com/gke-nodepool": "x-cpu"},
 		PodNetworks:        []string{"gvnic-1", "rdma-0", "rdma-1", "rdma-2", "rdma-3", "rdma-4", "rdma-5", "rdma-6", "rdma-7"},
-		Storage:            ray.Storage{ClaimName: "rl-shared", MountPath: "/lustre"},
+		Storage:            kube.SharedVolume{ClaimName: "rl-shared", MountPath: "/lustre"},
 		Env:                []corev1.EnvVar{{Name: "HF_HOME", Value: "/lustre/huggingface"}},
 	}
 }
@@ -127,7 +128,7 @@ func TestClusterSpecs(t *testing.T) {
 			assert.Equal(t, "/home/kubernetes/bin/gib", vols["gib"].HostPath.Path)
 		}},
 		{"GCS FUSE storage adds its annotation and service account to every pod", func(a *ray.ClusterArgs) {
-			a.Storage = ray.Storage{ClaimName: "rl-shared", MountPath: "/data", ServiceAccountName: "rl-storage", PodAnnotations: map[string]string{"gke-gcsfuse/volumes": "true"}}
+			a.Storage = kube.SharedVolume{ClaimName: "rl-shared", MountPath: "/data", ServiceAccountName: "rl-storage", PodAnnotations: map[string]string{"gke-gcsfuse/volumes": "true"}}
 		}, func(t *testing.T, a ray.ClusterArgs) {
 			for _, pod := range []corev1.PodTemplateSpec{ray.HeadTemplate(a), ray.WorkerTemplate(a)} {
 				assert.Equal(t, "rl-storage", pod.Spec.ServiceAccountName)

@@ -10,6 +10,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"gke-rl/infra/kube"
 	"gke-rl/infra/naming"
 )
 
@@ -167,10 +168,12 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 // Volume implements Shared.
 func (b *Bucket) Volume() Volume {
 	return Volume{
-		ClaimName:          ClaimName,
-		MountPath:          b.mountPath,
-		ServiceAccountName: BucketServiceAccount,
-		PodAnnotations:     map[string]string{GCSFuseAnnotation: "true"},
-		Ready:              []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding},
+		SharedVolume: kube.SharedVolume{
+			ClaimName:          ClaimName,
+			MountPath:          b.mountPath,
+			ServiceAccountName: BucketServiceAccount,
+			PodAnnotations:     map[string]string{GCSFuseAnnotation: "true"},
+		},
+		Ready: []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"gke-rl/infra/kube"
 	"gke-rl/infra/naming"
 )
 
@@ -176,7 +177,10 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 
 // Volume implements Shared.
 func (l *Lustre) Volume() Volume {
-	return Volume{ClaimName: ClaimName, MountPath: l.mountPath, Ready: []pulumi.Resource{l.Claim}}
+	return Volume{
+		SharedVolume: kube.SharedVolume{ClaimName: ClaimName, MountPath: l.mountPath},
+		Ready:        []pulumi.Resource{l.Claim},
+	}
 }
 
 // MountPointIP is the server address in a Lustre mount point such as `10.90.1.4@tcp:/lustrefs`,

@@ -8,6 +8,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"gke-rl/infra/kube"
 )
 
 // ClaimName is the PersistentVolumeClaim that every Ray pod mounts, whichever the storage type.
@@ -15,15 +17,9 @@ const ClaimName = "rl-shared"
 
 // Volume is how pods use the shared storage.
 type Volume struct {
-	// ClaimName is the claim in the workload namespace; MountPath is where pods mount it.
-	ClaimName string
-	MountPath string
-	// ServiceAccountName is the Kubernetes service account pods must run as to reach the
-	// storage ("" when any account will do).
-	ServiceAccountName string
-	// PodAnnotations are the annotations pods need, sorted by key when rendered.
-	PodAnnotations map[string]string
-	// Ready are the objects pods wait for: the claim and, for GCS FUSE, the service account.
+	kube.SharedVolume
+	// Ready are the objects pods wait for: the claim and, for GCS FUSE, the service account and
+	// its bucket binding.
 	Ready []pulumi.Resource
 }
 

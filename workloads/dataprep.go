@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"gke-rl/infra/kube"
 )
 
 // CompleteMarker is written into a prepared directory as the last step: a directory without it
@@ -67,12 +69,9 @@ type PrepJobArgs struct {
 	Image           string
 	Script          string
 	// NodeSelector keeps the Job on CPU nodes.
-	NodeSelector       map[string]string
-	ClaimName          string
-	MountPath          string
-	ServiceAccountName string
-	PodAnnotations     map[string]string
-	Env                []corev1.EnvVar
+	NodeSelector map[string]string
+	Storage      kube.SharedVolume
+	Env          []corev1.EnvVar
 }
 
 // PrepJob is the Job that runs the preparation script once, on a CPU node.
@@ -81,20 +80,16 @@ func PrepJob(a PrepJobArgs) *batchv1.Job {
 		corev1.ResourceCPU:    resource.MustParse("4"),
 		corev1.ResourceMemory: resource.MustParse("16Gi"),
 	}
-	annotations := a.PodAnnotations
-	if len(annotations) == 0 {
-		annotations = nil
-	}
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To(int32(3)),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+				ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 				Spec: corev1.PodSpec{
 					RestartPolicy:      corev1.RestartPolicyNever,
-					ServiceAccountName: a.ServiceAccountName,
+					ServiceAccountName: a.Storage.ServiceAccountName,
 					NodeSelector:       a.NodeSelector,
 					Containers: []corev1.Container{{
 						Name:         "prepare",
@@ -102,11 +97,9 @@ func PrepJob(a PrepJobArgs) *batchv1.Job {
 						Command:      []string{"/bin/bash", "-c", a.Script},
 						Env:          a.Env,
 						Resources:    corev1.ResourceRequirements{Requests: res, Limits: res},
-						VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: a.MountPath}},
+						VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
 					}},
-					Volumes: []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: a.ClaimName},
-					}}},
+					Volumes: []corev1.Volume{a.Storage.Volume()},
 				},
 			},
 		},

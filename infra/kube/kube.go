@@ -1,5 +1,5 @@
-// Package kube converts upstream Kubernetes Go types into the unstructured maps that Pulumi's
-// CustomResource takes, so that custom resources are built from their projects' own types.
+// Package kube holds the Kubernetes helpers the components share: converting and registering
+// objects built from their projects' own Go types, and the shared volume every run pod mounts.
 package kube
 
 import (

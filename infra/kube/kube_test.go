@@ -29,3 +29,15 @@ func TestNewObjectNeedsTypeMeta(t *testing.T) {
 	_, err := kube.NewObject(nil, "prep", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "prep"}}, nil)
 	assert.ErrorContains(t, err, "has no apiVersion and kind")
 }
+
+func TestSharedVolume(t *testing.T) {
+	v := kube.SharedVolume{ClaimName: "rl-shared", MountPath: "/data", PodAnnotations: map[string]string{"gke-gcsfuse/volumes": "true"}}
+	assert.Equal(t, "rl-shared", v.Volume().PersistentVolumeClaim.ClaimName)
+	assert.Equal(t, v.Volume().Name, v.Mount().Name, "the mount names the volume")
+	assert.Equal(t, "/data", v.Mount().MountPath)
+
+	ann := v.Annotations()
+	ann["networking.gke.io/default-interface"] = "eth0"
+	assert.Len(t, v.PodAnnotations, 1, "callers get a copy")
+	assert.Nil(t, kube.SharedVolume{PodAnnotations: map[string]string{}}.Annotations(), "an empty map never renders")
+}
