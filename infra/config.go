@@ -10,6 +10,9 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
+
+	"gke-rl/cluster"
+	"gke-rl/workloads"
 )
 
 // ProjectName is the Pulumi project name and so the namespace of the program's config keys.
@@ -36,19 +39,19 @@ const (
 
 // Allowed values of the selector keys.
 const (
-	ModeStandard  = "standard"
-	ModeAutopilot = "autopilot"
+	ModeStandard  = string(cluster.Standard)
+	ModeAutopilot = string(cluster.Autopilot)
 
-	ProvisioningSpot        = "spot"
-	ProvisioningReservation = "reservation"
-	ProvisioningFlexStart   = "flex-start"
-	ProvisioningOnDemand    = "on-demand"
+	ProvisioningSpot        = string(cluster.Spot)
+	ProvisioningReservation = string(cluster.Reservation)
+	ProvisioningFlexStart   = string(cluster.FlexStart)
+	ProvisioningOnDemand    = string(cluster.OnDemand)
 
 	StorageLustre  = "lustre"
 	StorageGCSFuse = "gcsfuse"
 
-	FrameworkNeMoRL = "nemo-rl"
-	FrameworkVerl   = "verl"
+	FrameworkNeMoRL = string(workloads.NeMoRL)
+	FrameworkVerl   = string(workloads.Verl)
 )
 
 // Config is the typed, defaulted and validated stack configuration.

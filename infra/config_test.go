@@ -97,6 +97,7 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"an override of a key the program sets is refused (verl)", "h200-reserved", []string{"job.args[0]=++trainer.nnodes=4"}, "job.args[0]", "trainer.nnodes"},
 		{"a dataset verl cannot prepare is refused", "h200-reserved", []string{"job.dataset=DeepScaler"}, "job.dataset", "gsm8k, math"},
 		{"a recipe outside the source tree is refused", "b200-spot", []string{"job.recipe=../../etc/x.yaml"}, "job.recipe", "relative .yaml path"},
+		{"a recipe that climbs out of the source tree is refused", "b200-spot", []string{"job.recipe=examples/../../etc/x.yaml"}, "job.recipe", "relative .yaml path"},
 		{"a recipe that is not YAML is refused", "b200-spot", []string{"job.recipe=examples/run.py"}, "job.recipe", "relative .yaml path"},
 		{"a negative retry count is refused", "b200-spot", []string{"job.backoffLimit=-1"}, "job.backoffLimit", "0 or more"},
 		{"a negative deadline is refused", "b200-spot", []string{"job.activeDeadlineSeconds=-5"}, "job.activeDeadlineSeconds", "0 (no deadline)"},

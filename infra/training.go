@@ -117,7 +117,7 @@ func deployTraining(ctx *pulumi.Context, cfg *Config, gke *cluster.Cluster, mapp
 			return nil, fmt.Errorf("ray cluster: %w", err)
 		}
 		outputs["rayCluster"] = pulumi.String(longLived.Name)
-		outputs["rayDashboard"] = pulumi.String(longLived.Dashboard + "  # then open http://localhost:8265")
+		outputs["rayDashboard"] = dashboardOutput(longLived.Dashboard)
 		outputs["rayJobSubmit"] = pulumi.String("ray job submit --address http://localhost:8265 -- python -c 'import ray; ray.init(); print(ray.cluster_resources())'")
 	}
 	if !cfg.Job.Enabled {
@@ -163,11 +163,16 @@ func deployTraining(ctx *pulumi.Context, cfg *Config, gke *cluster.Cluster, mapp
 	outputs["rayJobStatus"] = pulumi.String(follow)
 	outputs["rayJobLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f job/%s", ns, job.Name))
 	if cfg.JobOwnsCluster() {
-		outputs["rayDashboard"] = pulumi.String(fmt.Sprintf(
-			"kubectl -n %s port-forward service/$(kubectl -n %s get rayjob %s -o jsonpath='{.status.rayClusterName}')-head-svc %d:%d  # then open http://localhost:%d",
-			ns, ns, job.Name, ray.DashboardPort, ray.DashboardPort, ray.DashboardPort))
+		// KubeRay names the job's own cluster at run time; the command looks the name up.
+		ownCluster := fmt.Sprintf("$(kubectl -n %s get rayjob %s -o jsonpath='{.status.rayClusterName}')", ns, job.Name)
+		outputs["rayDashboard"] = dashboardOutput(ray.PortForward(ns, ownCluster))
 	}
 	return outputs, nil
+}
+
+// dashboardOutput is the `rayDashboard` stack output: the port-forward and where to look next.
+func dashboardOutput(portForward string) pulumi.String {
+	return pulumi.String(fmt.Sprintf("%s  # then open http://localhost:%d", portForward, ray.DashboardPort))
 }
 
 // verlPrepJob is verl's one-time data preparation, on the head's CPU nodes with the Ray pods'

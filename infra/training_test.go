@@ -3,8 +3,6 @@ package infra_test
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,23 +23,11 @@ const (
 	nodePoolType   = "gcp:container/nodePool:NodePool"
 )
 
-// get walks a rendered object by a dotted path; numbers index lists.
+// get walks a rendered object by a dotted path; numbers index lists. A missing field is nil.
 func get(t *testing.T, v any, path string) any {
 	t.Helper()
-	for _, part := range strings.Split(path, ".") {
-		switch cur := v.(type) {
-		case map[string]any:
-			v = cur[part]
-		case []any:
-			i, err := strconv.Atoi(part)
-			require.NoError(t, err, "%s: %s indexes a list", path, part)
-			require.Less(t, i, len(cur), path)
-			v = cur[i]
-		default:
-			t.Fatalf("%s: cannot descend into %T at %s", path, v, part)
-		}
-	}
-	return v
+	got, _ := plan.Lookup(v, path)
+	return got
 }
 
 func manifestsOf(res *plan.Result, kind string) []map[string]any {
@@ -99,7 +85,17 @@ func TestB200SpotRunsARayJobWithItsOwnCluster(t *testing.T) {
 	assert.Equal(t, "/lustre/checkpoints/ray-a4-gpu-spot-grpo", res.Outputs["checkpointDir"])
 	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo")
 	assert.Equal(t, "kubectl -n gke-rl get rayjob ray-a4-gpu-spot-grpo -w", res.Outputs["rayJobStatus"])
-	assert.Contains(t, res.Outputs["rayDashboard"], "port-forward")
+	assert.Equal(t, "kubectl -n gke-rl port-forward service/$(kubectl -n gke-rl get rayjob ray-a4-gpu-spot-grpo -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then open http://localhost:8265", res.Outputs["rayDashboard"])
+}
+
+func TestRayImageAndVersionOverrideTheFrameworkRelease(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0-patched", "ray.version=2.50.1")
+	spec := clusterSpecOf(t, res)
+	assert.Equal(t, "2.50.1", spec["rayVersion"])
+	for _, path := range []string{"headGroupSpec.template.spec.containers.0.image", "workerGroupSpecs.0.template.spec.containers.0.image"} {
+		assert.Equal(t, "us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0-patched", get(t, spec, path), path)
+	}
+	assert.Equal(t, "2.49.2", clusterSpecOf(t, plantest.Plan(t, "b200-spot"))["rayVersion"], "the pinned release otherwise")
 }
 
 func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
@@ -157,11 +153,12 @@ func TestInterfaceAnnotationNamesTheNetworkObjects(t *testing.T) {
 	}
 }
 
-// The Ray workers mount what the RDMA installer writes and GKE installs: the two packages name
-// the same host directories.
+// The Ray workers mount what the RDMA installer writes and GKE installs, and tolerate the GPU
+// pool's taint: the two packages name the same directories and taint.
 func TestWorkersMountTheInstallersDirectories(t *testing.T) {
 	assert.Equal(t, cluster.GIBHostPath, ray.GIBHostPath)
 	assert.Equal(t, cluster.NvidiaHostPath, ray.NvidiaHostPath)
+	assert.Equal(t, cluster.GPUTaintKey, ray.GPUTaintKey, "workers tolerate the taint the GPU pool sets")
 }
 
 func TestTunerFileMatchesTheGPU(t *testing.T) {
@@ -194,6 +191,10 @@ func TestRayObjectsWaitForWhatTheyUseOnly(t *testing.T) {
 			for _, r := range res.OfType(typ) {
 				deps := res.DependencyClosure(r)
 				assert.True(t, deps[res.OfType(pvcType)[0].URN], "%s %s waits for the claim", stack, typ)
+				assert.True(t, deps[res.Find("kubernetes:core/v1:Namespace", "workloads").URN], "%s %s waits for its namespace", stack, typ)
+				for _, access := range append(res.OfType("kubernetes:core/v1:ServiceAccount"), res.OfType("gcp:storage/bucketIAMMember:BucketIAMMember")...) {
+					assert.True(t, deps[access.URN], "%s %s waits for the storage access %s", stack, typ, access.Name)
+				}
 				for _, cr := range append(res.OfType("kubernetes:networking.gke.io/v1:Network"), res.OfType("kubernetes:networking.gke.io/v1:GKENetworkParamSet")...) {
 					assert.True(t, deps[cr.URN], "%s %s waits for %s", stack, typ, cr.Name)
 				}

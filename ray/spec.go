@@ -32,6 +32,8 @@ const (
 
 	// GPUResource is the extended resource of NVIDIA GPUs.
 	GPUResource = corev1.ResourceName("nvidia.com/gpu")
+	// GPUTaintKey is the taint GPU nodes carry; workers tolerate it, the head does not.
+	GPUTaintKey = "nvidia.com/gpu"
 
 	// DashboardPort is the Ray dashboard (and job API) port of the head.
 	DashboardPort = 8265
@@ -193,7 +195,7 @@ func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 			ServiceAccountName: a.Storage.ServiceAccountName,
 			NodeSelector:       cloneOrNil(a.WorkerNodeSelector),
 			Tolerations: []corev1.Toleration{{
-				Key: string(GPUResource), Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
+				Key: GPUTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
 			}},
 			Containers: []corev1.Container{c},
 			Volumes: []corev1.Volume{

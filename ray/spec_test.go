@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gke-rl/infra/kube"
 	_ "gke-rl/infra/plan/plantest" // every test binary accepts -update
@@ -126,6 +128,7 @@ func TestClusterSpecs(t *testing.T) {
 			assert.Equal(t, "240Gi", vols["dshm"].EmptyDir.SizeLimit.String())
 			assert.Equal(t, "/home/kubernetes/bin/nvidia", vols["nvidia"].HostPath.Path)
 			assert.Equal(t, "/home/kubernetes/bin/gib", vols["gib"].HostPath.Path)
+			assert.Equal(t, corev1.HostPathDirectory, *vols["gib"].HostPath.Type, "no worker starts before the installer has run")
 		}},
 		{"GCS FUSE storage adds its annotation and service account to every pod", func(a *ray.ClusterArgs) {
 			a.Storage = kube.SharedVolume{ClaimName: "rl-shared", MountPath: "/data", ServiceAccountName: "rl-storage", PodAnnotations: map[string]string{"gke-gcsfuse/volumes": "true"}}
@@ -168,6 +171,15 @@ func TestKubeRayValidationRejects(t *testing.T) {
 	spec.WorkerGroupSpecs[0].RayStartParams = map[string]string{"num-gpus": "8"}
 	spec.WorkerGroupSpecs[0].Resources = map[string]string{"GPU": "8"}
 	assert.ErrorContains(t, ray.ValidateCluster(ray.NewRayCluster("ray-a4", "gke-rl", spec)), "should not be set in both")
+}
+
+func TestValidateJobRunsKubeRaysRayJobChecks(t *testing.T) {
+	job := &rayv1.RayJob{ObjectMeta: metav1.ObjectMeta{Name: "x-grpo"}, Spec: rayv1.RayJobSpec{Entrypoint: "true"}}
+	assert.ErrorContains(t, ray.ValidateJob(job), "one of RayClusterSpec or ClusterSelector must be set")
+	job.Spec.ClusterSelector = map[string]string{"ray.io/cluster": "x"}
+	assert.NoError(t, ray.ValidateJob(job))
+	job.Name = "X_grpo"
+	assert.ErrorContains(t, ray.ValidateJob(job), "DNS1035")
 }
 
 func TestPortForward(t *testing.T) {

@@ -130,6 +130,17 @@ func TestCLIJSONShape(t *testing.T) {
 	assert.Equal(t, "us-south1-b", doc.Outputs["zone"])
 }
 
+func TestLookupWalksMapsAndLists(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "a:1"}}}}
+	v, ok := plan.Lookup(obj, "spec.containers.0.image")
+	assert.True(t, ok)
+	assert.Equal(t, "a:1", v)
+	for _, missing := range []string{"spec.containers.1.image", "spec.containers.x", "spec.volumes", "spec.containers.0.image.tag"} {
+		_, ok := plan.Lookup(obj, missing)
+		assert.False(t, ok, missing)
+	}
+}
+
 func TestDependenciesIncludeInputSources(t *testing.T) {
 	res := plantest.Plan(t, "b200-spot")
 	net := res.Find("gcp:compute/network:Network", "rdma")

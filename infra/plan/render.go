@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
@@ -160,7 +161,7 @@ func summary(res *Resource) string {
 	inputs := plainMap(res.Inputs)
 	var parts []string
 	for _, key := range summaryKeys {
-		v, ok := lookupPath(inputs, key)
+		v, ok := Lookup(inputs, key)
 		if !ok || v == nil {
 			continue
 		}
@@ -179,18 +180,27 @@ func summary(res *Resource) string {
 	return strings.Join(parts, " ")
 }
 
-func lookupPath(m map[string]any, path string) (any, bool) {
-	var cur any = m
+// Lookup walks plain data (a rendered manifest, resource inputs) by a dotted path; a number
+// indexes a list (`spec.containers.0.image`).
+func Lookup(v any, path string) (any, bool) {
 	for _, part := range strings.Split(path, ".") {
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = obj[part]; !ok {
+		switch cur := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = cur[part]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(cur) {
+				return nil, false
+			}
+			v = cur[i]
+		default:
 			return nil, false
 		}
 	}
-	return cur, true
+	return v, true
 }
 
 func compact(v any) string {
@@ -298,7 +308,7 @@ func nonEmpty(parts ...string) []string {
 
 // LookupInput returns a resource input by dotted path, secrets hidden, and whether it is set.
 func LookupInput(res *Resource, path string) (any, bool) {
-	return lookupPath(plainMap(res.Inputs), path)
+	return Lookup(plainMap(res.Inputs), path)
 }
 
 // ManifestsYAML renders every Kubernetes object of the plan as one multi-document YAML stream,

@@ -94,12 +94,6 @@ func (s *Schemas) add(file string) error {
 	return nil
 }
 
-// Has reports whether a schema for apiVersion and kind is loaded.
-func (s *Schemas) Has(apiVersion, kind string) bool {
-	_, ok := s.byKind[apiVersion+"/"+kind]
-	return ok
-}
-
 // Validate returns every problem of obj: fields the schema does not know, then schema
 // violations. obj is not modified.
 func (s *Schemas) Validate(obj map[string]any) []string {
