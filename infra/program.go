@@ -155,16 +155,19 @@ func deployStorage(ctx *pulumi.Context, cfg *Config, networks *network.Networks,
 		outputs["checkpointEstimate"] = pulumi.String(e.Summary())
 		outputs["checkpointSeconds"] = pulumi.Int(int(math.Ceil(e.Seconds)))
 	}
+	common := storage.Common{
+		NamePrefix: cfg.Cluster.Name,
+		Namespace:  gke.Namespace,
+		MountPath:  s.MountPath,
+		Protect:    s.Protect,
+		InCluster:  gke.InClusterOptions(),
+	}
 	if s.Type == StorageGCSFuse {
 		bucket, err := storage.NewBucket(ctx, "storage", &storage.BucketArgs{
-			ProjectID:  cfg.Project,
-			Region:     cfg.Region,
-			Name:       s.Bucket,
-			NamePrefix: cfg.Cluster.Name,
-			Namespace:  gke.Namespace,
-			MountPath:  s.MountPath,
-			Protect:    s.Protect,
-			InCluster:  gke.InClusterOptions(),
+			Common:    common,
+			ProjectID: cfg.Project,
+			Region:    cfg.Region,
+			Name:      s.Bucket,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("storage: %w", err)
@@ -174,9 +177,9 @@ func deployStorage(ctx *pulumi.Context, cfg *Config, networks *network.Networks,
 		return bucket, outputs, nil
 	}
 	lustre, err := storage.NewLustre(ctx, "storage", &storage.LustreArgs{
+		Common:               common,
 		Project:              pulumi.String(cfg.Project),
 		Zone:                 cfg.Zone,
-		NamePrefix:           cfg.Cluster.Name,
 		Network:              networks.MainNetwork.ID(),
 		PSAPrefixLength:      cfg.Network.PSAPrefixLength,
 		CapacityGiB:          s.CapacityGiB,
@@ -184,10 +187,6 @@ func deployStorage(ctx *pulumi.Context, cfg *Config, networks *network.Networks,
 		Filesystem:           s.Filesystem,
 		GKESupport:           s.GKESupport,
 		NodeServiceAccount:   gke.NodeServiceAccount.Email,
-		Namespace:            gke.Namespace,
-		MountPath:            s.MountPath,
-		Protect:              s.Protect,
-		InCluster:            gke.InClusterOptions(),
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("storage: %w", err)

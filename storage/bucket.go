@@ -59,15 +59,7 @@ type BucketArgs struct {
 	Region string
 	// Name is the globally unique bucket name.
 	Name string
-	// NamePrefix starts the PersistentVolume's name.
-	NamePrefix string
-	// Namespace is the workload namespace, for the service account and the claim.
-	Namespace pulumi.StringInput
-	MountPath string
-	// Protect leaves the bucket and its objects in place on `pulumi destroy`.
-	Protect bool
-	// InCluster are the options of in-cluster objects (the cluster's provider, DeletedWith).
-	InCluster []pulumi.ResourceOption
+	Common
 }
 
 // Bucket is a Cloud Storage bucket mounted with GCS FUSE, reached through Workload Identity.

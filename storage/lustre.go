@@ -38,8 +38,7 @@ type LustreArgs struct {
 	Project pulumi.StringInput
 	// Zone holds the instance, next to the GPU nodes.
 	Zone string
-	// NamePrefix starts the names of the instance, the PSA range and the firewall.
-	NamePrefix string
+	Common
 	// Network is the main VPC's ID (`projects/<p>/global/networks/<n>`): the instance and the
 	// PSA peering live there.
 	Network pulumi.StringInput
@@ -54,13 +53,6 @@ type LustreArgs struct {
 	// NodeServiceAccount is the email of the nodes' service account: the firewall admits Lustre
 	// traffic to those nodes only.
 	NodeServiceAccount pulumi.StringInput
-	// Namespace is the workload namespace, for the claim.
-	Namespace pulumi.StringInput
-	MountPath string
-	// Protect makes `pulumi destroy` refuse to start while the instance exists.
-	Protect bool
-	// InCluster are the options of in-cluster objects (the cluster's provider, DeletedWith).
-	InCluster []pulumi.ResourceOption
 }
 
 // Lustre is a Managed Lustre instance reached over Private Service Access, with a claim on it.

@@ -30,6 +30,20 @@ type Shared interface {
 	Volume() Volume
 }
 
+// Common are the settings both storage types take.
+type Common struct {
+	// NamePrefix starts the names of what the storage creates.
+	NamePrefix string
+	// Namespace is the workload namespace, for the claim (and the bucket's service account).
+	Namespace pulumi.StringInput
+	MountPath string
+	// Protect keeps the data through `pulumi destroy`: a Lustre instance is protected (destroy
+	// refuses to start), a bucket is retained (destroy leaves it and its objects in place).
+	Protect bool
+	// InCluster are the options of in-cluster objects (the cluster's provider, DeletedWith).
+	InCluster []pulumi.ResourceOption
+}
+
 // claimArgs are the settings a PersistentVolume and its claim share.
 type claimArgs struct {
 	// PVName is the cluster-scoped PersistentVolume's name.
