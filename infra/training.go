@@ -95,7 +95,7 @@ func deployTraining(ctx *pulumi.Context, cfg *Config, gke *cluster.Cluster, mapp
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
 	vol := shared.Volume()
-	ready := append(slices.Clone(vol.Ready), mapping)
+	ready := append(slices.Clone(vol.Ready), mapping.Objects...)
 	if secret != nil {
 		ready = append(ready, secret)
 	}
@@ -144,7 +144,7 @@ func deployTraining(ctx *pulumi.Context, cfg *Config, gke *cluster.Cluster, mapp
 	} else {
 		jobArgs.ClusterName = longLived.Name
 		// The job must not start before its cluster exists.
-		inCluster = append(slices.Clone(inCluster), pulumi.DependsOn([]pulumi.Resource{longLived}))
+		inCluster = append(slices.Clone(inCluster), pulumi.DependsOn([]pulumi.Resource{longLived.RayCluster}))
 	}
 	job, err := workloads.RayJob(jobArgs)
 	if err != nil {

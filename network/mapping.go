@@ -42,6 +42,10 @@ type Mapping struct {
 	// Names are the Network CR names in NIC order: the single source of the pods' interface
 	// annotation.
 	Names []string
+	// Objects are the CRs, for the pods that use the networks to wait for. Depend on these,
+	// not on the component: the Go SDK records a component's children while they register, so
+	// a DependsOn on the component can miss the last ones.
+	Objects []pulumi.Resource
 }
 
 // ExtraNetworks is the standard layout of a GPU node: `gvnic-1` on the gVNIC subnet, then
@@ -85,17 +89,20 @@ func NewMapping(ctx *pulumi.Context, name string, args *MappingArgs, opts ...pul
 			spec := ParamSetSpec(v[0].(string), v[1].(string), deviceMode)
 			return kube.ToUnstructured(&spec)
 		})
-		if _, err := customResource(ctx, "GKENetworkParamSet", n.Name, paramSpec, child); err != nil {
+		paramSet, err := customResource(ctx, "GKENetworkParamSet", n.Name, paramSpec, child)
+		if err != nil {
 			return nil, err
 		}
 		netSpec, err := kube.ToUnstructured(ptr(NetworkSpec(n.Name)))
 		if err != nil {
 			return nil, err
 		}
-		if _, err := customResource(ctx, "Network", n.Name, netSpec, child); err != nil {
+		net, err := customResource(ctx, "Network", n.Name, netSpec, child)
+		if err != nil {
 			return nil, err
 		}
 		m.Names = append(m.Names, n.Name)
+		m.Objects = append(m.Objects, paramSet, net)
 	}
 	names := pulumi.StringArray{}
 	for _, n := range m.Names {
