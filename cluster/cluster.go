@@ -1,10 +1,11 @@
 // Package cluster builds the GKE cluster (Standard or Autopilot), its node service account, the
-// CPU pool for the Ray head and system pods, the GPU pool, the RDMA/NCCL installer and the
-// Kubernetes provider that every in-cluster object uses.
+// CPU pool for the Ray head and system pods, the GPU pool, the RDMA/NCCL installer, the
+// workload namespace and the Kubernetes provider that every in-cluster object uses.
 package cluster
 
 import (
 	"fmt"
+	"net/netip"
 
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/container"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
@@ -14,16 +15,9 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"gke-rl/infra/kinds"
+	"gke-rl/infra/kube"
 	"gke-rl/infra/naming"
-)
-
-// Mode is the GKE mode of operation.
-type Mode string
-
-// The cluster modes.
-const (
-	Standard  Mode = "standard"
-	Autopilot Mode = "autopilot"
 )
 
 // NodeRoles are the only project roles the node service account gets: write logs and metrics,
@@ -36,32 +30,49 @@ var NodeRoles = []string{
 	"roles/stackdriver.resourceMetadata.writer",
 }
 
-// ClusterArgs configures the cluster.
-type ClusterArgs struct {
-	Project pulumi.StringInput
-	// ProjectID is the plain project ID, for the Workload Identity pool name.
-	ProjectID string
+// cloudPlatformScope is the only OAuth scope nodes get: IAM decides what they may do.
+const cloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform"
+
+// Spec is the cluster as the config decides it: plain values, all known before anything exists.
+type Spec struct {
+	Project string
 	// Region is the control plane's location; Zone holds every node.
 	Region, Zone string
-	// Name is the GKE cluster name (at most 40 characters) and the prefix of child names.
+	// Name is the GKE cluster name (at most 40 characters) and the prefix of GCP resource names.
 	Name               string
-	Mode               Mode
+	Mode               kinds.Mode
 	ReleaseChannel     string
-	AuthorizedNetworks []string
-	// Network and Subnetwork are the main VPC and subnet; the ranges are its secondary ranges.
-	Network, Subnetwork            pulumi.StringInput
+	AuthorizedNetworks []netip.Prefix
+	// PodRangeName and ServiceRangeName are the main subnet's secondary ranges.
 	PodRangeName, ServiceRangeName string
 	// LustreLegacyPort must be true exactly when the Managed Lustre instance has GKE support
 	// (it then listens on 6988).
 	LustreLegacyPort bool
-	// CPUMachineType sizes the CPU pool that runs the Ray head and system pods.
-	CPUMachineType string
-	GPU            GPUPoolSpec
-	// GPUNetworks are the GPU nodes' extra NICs in order: gVNIC, then each RDMA subnet.
+	// CPUPool runs the Ray head and system pods; GPUPool the Ray workers. Standard mode only.
+	CPUPool CPUPoolSpec
+	GPUPool GPUPoolSpec
+	// Namespace is created for the storage claim, the Ray cluster and the training run.
+	Namespace string
+}
+
+// CPUPoolSpec describes the CPU node pool.
+type CPUPoolSpec struct {
+	Name        string
+	MachineType string
+}
+
+// ClusterArgs are the Spec and the networks it attaches to, known once they exist.
+type ClusterArgs struct {
+	Spec
+	// Network and Subnetwork are the main VPC and subnet.
+	Network, Subnetwork pulumi.StringInput
+	// GPUNetworks are the GPU nodes' extra NICs in NIC order.
 	GPUNetworks []AdditionalNetwork
-	// WorkloadNamespace is the namespace created for the storage claim, the Ray cluster and the
-	// training run.
-	WorkloadNamespace string
+}
+
+// AdditionalNetwork is one extra node NIC: a VPC and subnet.
+type AdditionalNetwork struct {
+	Network, Subnetwork pulumi.StringInput
 }
 
 // Cluster is the GKE cluster and what runs on it before any workload.
@@ -74,98 +85,107 @@ type Cluster struct {
 	CPUPool *container.NodePool
 	GPUPool *container.NodePool
 	// Provider talks to the cluster's API server; every in-cluster object uses it.
-	Provider *kubernetes.Provider
-	// Namespace is the workload namespace's name, known once the namespace exists, so that
-	// objects placed in it wait for it.
-	Namespace pulumi.StringOutput
-	// GPUNodeSelector and HeadNodeSelector place Ray workers on GPU nodes and the Ray head on
-	// CPU nodes, in either mode.
-	GPUNodeSelector  map[string]string
-	HeadNodeSelector map[string]string
+	Provider  *kubernetes.Provider
+	Namespace *corev1.Namespace
+	spec      Spec
+}
+
+// PoolNames are the node pools' GKE names; pods select them through the node pool label.
+func PoolNames(clusterName string) (cpu, gpu string) {
+	names := naming.New(clusterName)
+	return names.Resource("cpu"), names.Resource("gpu")
 }
 
 // NewCluster registers the cluster. Node pools wait only for the cluster and their subnets.
 func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pulumi.ResourceOption) (*Cluster, error) {
-	c := &Cluster{}
+	c := &Cluster{spec: args.Spec}
 	if err := ctx.RegisterComponentResource("gke-rl:cluster:Cluster", name, c, opts...); err != nil {
 		return nil, err
 	}
-	names := naming.New(args.Name)
-	child := pulumi.Parent(c)
+	b := builder{ctx: ctx, kids: naming.Children{Component: name, Parent: c}}
 
-	if err := c.nodeServiceAccount(ctx, names, args, child); err != nil {
+	if err := c.nodeServiceAccount(b, args); err != nil {
 		return nil, fmt.Errorf("node service account: %w", err)
 	}
 	var err error
-	c.Cluster, err = container.NewCluster(ctx, "gke", clusterArgs(args, c.NodeServiceAccount.Email), child)
+	gkeName, gkeOpts := b.child("gke", "gke")
+	c.Cluster, err = container.NewCluster(ctx, gkeName, clusterArgs(args, c.NodeServiceAccount.Email), gkeOpts...)
 	if err != nil {
 		return nil, err
 	}
-	if args.Mode == Standard {
-		if err := c.nodePools(ctx, names, args, child); err != nil {
+	if args.Mode == kinds.Standard {
+		if err := c.nodePools(b, args); err != nil {
 			return nil, err
 		}
-		c.GPUNodeSelector = map[string]string{NodePoolLabel: names.Resource("gpu")}
-		c.HeadNodeSelector = map[string]string{NodePoolLabel: names.Resource("cpu")}
-	} else {
-		c.GPUNodeSelector = AutopilotSelectors(args.GPU)
-		// Autopilot places a pod without GPU requests on general-purpose, on-demand nodes.
-		c.HeadNodeSelector = map[string]string{}
 	}
-
-	c.Provider, err = kubernetes.NewProvider(ctx, "gke", &kubernetes.ProviderArgs{
+	c.Provider, err = kubernetes.NewProvider(ctx, gkeName, &kubernetes.ProviderArgs{
 		Kubeconfig: Kubeconfig(c.Cluster),
 		// Server-side apply lets the Ray operator and GKE own the fields they manage.
 		EnableServerSideApply: pulumi.Bool(true),
-	}, child)
+	}, gkeOpts...)
 	if err != nil {
 		return nil, err
 	}
-	if err := NewRDMAInstaller(ctx, name+"-rdma", args.Mode, args.GPU.Accelerator, c.InClusterOptions(child)...); err != nil {
+	inCluster := kube.Placement{Provider: c.Provider, Cluster: c.Cluster}
+	if err := newRDMAInstaller(ctx, naming.Child(name, "rdma"), args.Mode, args.GPUPool.Accelerator, inCluster, pulumi.Parent(c)); err != nil {
 		return nil, fmt.Errorf("rdma installer: %w", err)
 	}
-	ns, err := corev1.NewNamespace(ctx, "workloads", &corev1.NamespaceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.WorkloadNamespace)},
-	}, c.InClusterOptions(child)...)
+	nsName, nsOpts := b.child("workloads", "workloads")
+	c.Namespace, err = corev1.NewNamespace(ctx, nsName, &corev1.NamespaceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Namespace)},
+	}, inCluster.ClusterScoped(nsOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("workload namespace: %w", err)
 	}
-	c.Namespace = ns.Metadata.Name().Elem()
 
-	outputs := pulumi.Map{
+	if err := ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"name":      c.Cluster.Name,
 		"endpoint":  c.Cluster.Endpoint,
-		"namespace": c.Namespace,
-	}
-	if err := ctx.RegisterResourceOutputs(c, outputs); err != nil {
+		"namespace": c.Namespace.Metadata.Name().Elem(),
+	}); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// InClusterOptions are the options of an in-cluster object: the cluster's provider, and deletion
-// with the cluster so that `pulumi destroy` does not wait on an API server that is going away.
-func (c *Cluster) InClusterOptions(extra ...pulumi.ResourceOption) []pulumi.ResourceOption {
-	return append([]pulumi.ResourceOption{pulumi.Provider(c.Provider), pulumi.DeletedWith(c.Cluster)}, extra...)
+// Placement is where in-cluster objects go: through the cluster's provider, deleted with the
+// cluster, in the workload namespace once it exists.
+func (c *Cluster) Placement() kube.Placement {
+	return kube.Placement{Provider: c.Provider, Cluster: c.Cluster, Namespace: c.spec.Namespace, NamespaceObject: c.Namespace}
 }
 
-func (c *Cluster) nodeServiceAccount(ctx *pulumi.Context, names naming.Namer, args *ClusterArgs, child pulumi.ResourceOption) error {
+// builder holds what every child of the component is registered with.
+type builder struct {
+	ctx  *pulumi.Context
+	kids naming.Children
+}
+
+// child is the logical name and options of the child with a role; formerly is its name before
+// names were derived from the component's.
+func (b builder) child(role, formerly string) (string, []pulumi.ResourceOption) {
+	return b.kids.Of(role, formerly)
+}
+
+func (c *Cluster) nodeServiceAccount(b builder, args *ClusterArgs) error {
+	saName, saOpts := b.child("nodes", "nodes")
 	var err error
 	// Service account IDs are at most 30 characters.
-	c.NodeServiceAccount, err = serviceaccount.NewAccount(ctx, "nodes", &serviceaccount.AccountArgs{
-		Project:     args.Project,
-		AccountId:   pulumi.String(names.Name(30, "nodes")),
+	c.NodeServiceAccount, err = serviceaccount.NewAccount(b.ctx, saName, &serviceaccount.AccountArgs{
+		Project:     pulumi.String(args.Project),
+		AccountId:   pulumi.String(naming.New(args.Name).Name(30, "nodes")),
 		DisplayName: pulumi.String(fmt.Sprintf("GKE nodes of %s", args.Name)),
-	}, child)
+	}, saOpts...)
 	if err != nil {
 		return err
 	}
 	for _, role := range NodeRoles {
-		if _, err := projects.NewIAMMember(ctx, "nodes-"+role[len("roles/"):], &projects.IAMMemberArgs{
-			Project: args.Project,
+		short := "nodes-" + role[len("roles/"):]
+		name, opts := b.child(short, short)
+		if _, err := projects.NewIAMMember(b.ctx, name, &projects.IAMMemberArgs{
+			Project: pulumi.String(args.Project),
 			Role:    pulumi.String(role),
 			Member:  c.NodeServiceAccount.Member,
-		}, child); err != nil {
+		}, opts...); err != nil {
 			return err
 		}
 	}
@@ -177,11 +197,11 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 	authorized := container.ClusterMasterAuthorizedNetworksConfigCidrBlockArray{}
 	for _, cidr := range args.AuthorizedNetworks {
 		authorized = append(authorized, container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs{
-			CidrBlock: pulumi.String(cidr), DisplayName: pulumi.String("authorized " + cidr),
+			CidrBlock: pulumi.String(cidr.String()), DisplayName: pulumi.String("authorized " + cidr.String()),
 		})
 	}
 	ca := &container.ClusterArgs{
-		Project:               args.Project,
+		Project:               pulumi.String(args.Project),
 		Name:                  pulumi.String(args.Name),
 		Location:              pulumi.String(args.Region),
 		Network:               args.Network,
@@ -199,7 +219,7 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 			EnablePrivateEndpoint: pulumi.Bool(false),
 		},
 		MasterAuthorizedNetworksConfig: &container.ClusterMasterAuthorizedNetworksConfigArgs{CidrBlocks: authorized},
-		WorkloadIdentityConfig:         &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: pulumi.String(args.ProjectID + ".svc.id.goog")},
+		WorkloadIdentityConfig:         &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: pulumi.String(args.Project + ".svc.id.goog")},
 		AddonsConfig: &container.ClusterAddonsConfigArgs{
 			RayOperatorConfigs: container.ClusterAddonsConfigRayOperatorConfigArray{
 				container.ClusterAddonsConfigRayOperatorConfigArgs{
@@ -215,7 +235,7 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 			GcsFuseCsiDriverConfig: &container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs{Enabled: pulumi.Bool(true)},
 		},
 	}
-	if args.Mode == Autopilot {
+	if args.Mode == kinds.Autopilot {
 		ca.EnableAutopilot = pulumi.Bool(true)
 		ca.ClusterAutoscaling = &container.ClusterClusterAutoscalingArgs{
 			AutoProvisioningDefaults: &container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs{ServiceAccount: nodeSA},
@@ -231,29 +251,19 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 		EnableComponents:  pulumi.StringArray{pulumi.String("SYSTEM_COMPONENTS"), pulumi.String("DCGM")},
 		ManagedPrometheus: &container.ClusterMonitoringConfigManagedPrometheusArgs{Enabled: pulumi.Bool(true)},
 	}
-	ca.NodeConfig = &container.ClusterNodeConfigArgs{ServiceAccount: nodeSA, OauthScopes: pulumi.StringArray{pulumi.String("https://www.googleapis.com/auth/cloud-platform")}}
+	ca.NodeConfig = &container.ClusterNodeConfigArgs{ServiceAccount: nodeSA, OauthScopes: pulumi.StringArray{pulumi.String(cloudPlatformScope)}}
 	return ca
 }
 
-func (c *Cluster) nodePools(ctx *pulumi.Context, names naming.Namer, args *ClusterArgs, child pulumi.ResourceOption) error {
-	scopes := pulumi.StringArray{pulumi.String("https://www.googleapis.com/auth/cloud-platform")}
+func (c *Cluster) nodePools(b builder, args *ClusterArgs) error {
 	var err error
-	cpu := c.poolArgs(names, args, "cpu")
+	cpu := c.poolArgs(args, args.CPUPool.Name)
 	cpu.InitialNodeCount = pulumi.Int(1)
 	cpu.Autoscaling = &container.NodePoolAutoscalingArgs{TotalMinNodeCount: pulumi.Int(1), TotalMaxNodeCount: pulumi.Int(3)}
 	cpu.Management = &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)}
-	cpu.NodeConfig = &container.NodePoolNodeConfigArgs{
-		// On-demand, never spot: a preempted head takes the whole Ray cluster with it.
-		MachineType:            pulumi.String(args.CPUMachineType),
-		ServiceAccount:         c.NodeServiceAccount.Email,
-		OauthScopes:            scopes,
-		WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")},
-		Labels:                 pulumi.StringMap{RoleLabel: pulumi.String("cpu")},
-		ShieldedInstanceConfig: &container.NodePoolNodeConfigShieldedInstanceConfigArgs{
-			EnableSecureBoot: pulumi.Bool(true), EnableIntegrityMonitoring: pulumi.Bool(true),
-		},
-	}
-	c.CPUPool, err = container.NewNodePool(ctx, "cpu", cpu, child, ignoreNodeCount)
+	cpu.NodeConfig = cpuNodeConfig(args.CPUPool, c.NodeServiceAccount.Email)
+	cpuName, cpuOpts := b.child("cpu", "cpu")
+	c.CPUPool, err = container.NewNodePool(b.ctx, cpuName, cpu, append(cpuOpts, ignoreNodeCount)...)
 	if err != nil {
 		return fmt.Errorf("cpu pool: %w", err)
 	}
@@ -262,17 +272,19 @@ func (c *Cluster) nodePools(ctx *pulumi.Context, names naming.Namer, args *Clust
 	for _, n := range args.GPUNetworks {
 		extra = append(extra, container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs{Network: n.Network, Subnetwork: n.Subnetwork})
 	}
-	gpu := c.poolArgs(names, args, "gpu")
-	gpu.InitialNodeCount = pulumi.Int(initialNodes(args.GPU))
-	gpu.Autoscaling = gpuAutoscaling(args.GPU)
+	pool := args.GPUPool
+	gpu := c.poolArgs(args, pool.Name)
+	gpu.InitialNodeCount = pulumi.Int(initialNodes(pool))
+	gpu.Autoscaling = gpuAutoscaling(pool)
 	gpu.Management = &container.NodePoolManagementArgs{
 		// Flex-start nodes are not repaired: a repaired node would be a new request.
-		AutoRepair:  pulumi.Bool(args.GPU.Provisioning != FlexStart),
+		AutoRepair:  pulumi.Bool(pool.Provisioning != kinds.FlexStart),
 		AutoUpgrade: pulumi.Bool(true),
 	}
-	gpu.NodeConfig = gpuNodeConfig(args.GPU, c.NodeServiceAccount.Email)
+	gpu.NodeConfig = gpuNodeConfig(pool, c.NodeServiceAccount.Email)
 	gpu.NetworkConfig = &container.NodePoolNetworkConfigArgs{AdditionalNodeNetworkConfigs: extra}
-	c.GPUPool, err = container.NewNodePool(ctx, "gpu", gpu, child, ignoreNodeCount)
+	gpuName, gpuOpts := b.child("gpu", "gpu")
+	c.GPUPool, err = container.NewNodePool(b.ctx, gpuName, gpu, append(gpuOpts, ignoreNodeCount)...)
 	if err != nil {
 		return fmt.Errorf("gpu pool: %w", err)
 	}
@@ -283,12 +295,12 @@ func (c *Cluster) nodePools(ctx *pulumi.Context, names naming.Namer, args *Clust
 var ignoreNodeCount = pulumi.IgnoreChanges([]string{"initialNodeCount", "nodeCount"})
 
 // poolArgs are the settings every node pool shares: the cluster, region and zone, and its name.
-func (c *Cluster) poolArgs(names naming.Namer, args *ClusterArgs, role string) *container.NodePoolArgs {
+func (c *Cluster) poolArgs(args *ClusterArgs, poolName string) *container.NodePoolArgs {
 	return &container.NodePoolArgs{
-		Project:       args.Project,
+		Project:       pulumi.String(args.Project),
 		Cluster:       c.Cluster.ID(),
 		Location:      pulumi.String(args.Region),
-		Name:          pulumi.String(names.Resource(role)),
+		Name:          pulumi.String(poolName),
 		NodeLocations: pulumi.StringArray{pulumi.String(args.Zone)},
 	}
 }

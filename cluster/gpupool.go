@@ -6,53 +6,39 @@ import (
 
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/container"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"gke-rl/infra/gpunode"
+	"gke-rl/infra/kinds"
 )
 
-// Provisioning is how the GPU capacity is obtained.
-type Provisioning string
-
-// The provisioning models, with the settings GCP requires of each (Cluster Toolkit's
-// preconditions): spot takes no reservation; a reservation is consumed by name; flex-start is
-// neither spot nor reserved, has auto-repair off and no static node count.
-const (
-	Spot        Provisioning = "spot"
-	Reservation Provisioning = "reservation"
-	FlexStart   Provisioning = "flex-start"
-	OnDemand    Provisioning = "on-demand"
-)
-
-// Node labels and taints that GPU workloads rely on.
-const (
-	GPUTaintKey         = "nvidia.com/gpu"
-	GPUTaintValue       = "present"
-	AcceleratorLabel    = "cloud.google.com/gke-accelerator"
-	AcceleratorCount    = "cloud.google.com/gke-accelerator-count"
-	NodePoolLabel       = "cloud.google.com/gke-nodepool"
-	SpotLabel           = "cloud.google.com/gke-spot"
-	FlexStartLabel      = "cloud.google.com/gke-flex-start"
-	ComputeClassLabel   = "cloud.google.com/compute-class"
-	ReservationLabel    = "cloud.google.com/reservation-name"
-	ReservationAffinity = "cloud.google.com/reservation-affinity"
-	// RoleLabel marks the pools of this program so that pods can select them.
-	RoleLabel = "gke-rl/role"
-)
-
-// GPUPoolSpec describes the GPU node pool.
+// GPUPoolSpec describes the GPU node pool (Standard) or the GPU nodes Autopilot provisions.
 type GPUPoolSpec struct {
+	// Name is the node pool's GKE name.
+	Name        string
 	MachineType string
 	Accelerator string
 	GPUsPerNode int
 	// Nodes is the initial size; MinNodes and MaxNodes bound the autoscaler.
 	Nodes, MinNodes, MaxNodes int
-	Provisioning              Provisioning
+	Provisioning              kinds.Provisioning
 	// Reservation is `<name>` or `<name>/reservationBlocks/<block>` when Provisioning is
 	// Reservation.
 	Reservation string
 }
 
-// AdditionalNetwork is one extra node NIC: a VPC and subnet.
-type AdditionalNetwork struct {
-	Network, Subnetwork pulumi.StringInput
+// cpuNodeConfig is the node configuration of the CPU pool: on-demand, never spot, because a
+// preempted head takes the whole Ray cluster with it.
+func cpuNodeConfig(spec CPUPoolSpec, serviceAccount pulumi.StringInput) *container.NodePoolNodeConfigArgs {
+	return &container.NodePoolNodeConfigArgs{
+		MachineType:            pulumi.String(spec.MachineType),
+		ServiceAccount:         serviceAccount,
+		OauthScopes:            pulumi.StringArray{pulumi.String(cloudPlatformScope)},
+		WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")},
+		Labels:                 pulumi.StringMap{gpunode.RoleLabel: pulumi.String("cpu")},
+		ShieldedInstanceConfig: &container.NodePoolNodeConfigShieldedInstanceConfigArgs{
+			EnableSecureBoot: pulumi.Bool(true), EnableIntegrityMonitoring: pulumi.Bool(true),
+		},
+	}
 }
 
 // gpuNodeConfig is the node configuration GCP reads for the GPU pool.
@@ -76,22 +62,20 @@ func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 			EnableIntegrityMonitoring: pulumi.Bool(true),
 		},
 		ServiceAccount: serviceAccount,
-		OauthScopes:    pulumi.StringArray{pulumi.String("https://www.googleapis.com/auth/cloud-platform")},
-		Labels: pulumi.StringMap{
-			RoleLabel: pulumi.String("gpu"),
-		},
+		OauthScopes:    pulumi.StringArray{pulumi.String(cloudPlatformScope)},
+		Labels:         pulumi.StringMap{gpunode.RoleLabel: pulumi.String("gpu")},
 		Taints: container.NodePoolNodeConfigTaintArray{
-			container.NodePoolNodeConfigTaintArgs{Key: pulumi.String(GPUTaintKey), Value: pulumi.String(GPUTaintValue), Effect: pulumi.String("NO_SCHEDULE")},
+			container.NodePoolNodeConfigTaintArgs{Key: pulumi.String(gpunode.TaintKey), Value: pulumi.String(gpunode.TaintValue), Effect: pulumi.String(gpunode.TaintEffectGKE)},
 		},
 	}
 	switch spec.Provisioning {
-	case Spot:
+	case kinds.Spot:
 		// No automatic restart or maintenance policy: GCP rejects spot GPU pools that ask for one.
 		cfg.Spot = pulumi.Bool(true)
-	case FlexStart:
+	case kinds.FlexStart:
 		cfg.FlexStart = pulumi.Bool(true)
 		cfg.ReservationAffinity = &container.NodePoolNodeConfigReservationAffinityArgs{ConsumeReservationType: pulumi.String("NO_RESERVATION")}
-	case Reservation:
+	case kinds.Reservation:
 		cfg.ReservationAffinity = &container.NodePoolNodeConfigReservationAffinityArgs{
 			ConsumeReservationType: pulumi.String("SPECIFIC_RESERVATION"),
 			Key:                    pulumi.String("compute.googleapis.com/reservation-name"),
@@ -101,7 +85,7 @@ func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 	return cfg
 }
 
-// gpuAutoscaling bounds the pool. Flex-start capacity is requested on demand, so it starts empty.
+// gpuAutoscaling bounds the pool.
 func gpuAutoscaling(spec GPUPoolSpec) *container.NodePoolAutoscalingArgs {
 	return &container.NodePoolAutoscalingArgs{
 		TotalMinNodeCount: pulumi.Int(spec.MinNodes),
@@ -111,31 +95,43 @@ func gpuAutoscaling(spec GPUPoolSpec) *container.NodePoolAutoscalingArgs {
 	}
 }
 
-// initialNodes is the pool's size at creation: none for flex-start.
+// initialNodes is the pool's size at creation: none for flex-start, whose capacity is requested
+// when pods need it.
 func initialNodes(spec GPUPoolSpec) int {
-	if spec.Provisioning == FlexStart {
+	if spec.Provisioning == kinds.FlexStart {
 		return 0
 	}
 	return spec.Nodes
 }
 
-// AutopilotSelectors are the node selectors that make Autopilot provision the GPU nodes.
+// NodeSelectors place the Ray workers on GPU nodes and the Ray head (and data preparation) on
+// CPU nodes that are neither spot nor GPU. On Standard they select the program's pools; on
+// Autopilot they make Autopilot provision the GPU nodes, and a pod without GPU requests lands on
+// general-purpose, on-demand nodes.
+func NodeSelectors(mode kinds.Mode, cpu CPUPoolSpec, gpu GPUPoolSpec) (gpuSelector, headSelector map[string]string) {
+	if mode == kinds.Standard {
+		return map[string]string{gpunode.NodePoolLabel: gpu.Name}, map[string]string{gpunode.NodePoolLabel: cpu.Name}
+	}
+	return autopilotSelectors(gpu), map[string]string{}
+}
+
+// autopilotSelectors are the node selectors that make Autopilot provision the GPU nodes.
 // The accelerator count is a string: a number is not a valid label value.
-func AutopilotSelectors(spec GPUPoolSpec) map[string]string {
+func autopilotSelectors(spec GPUPoolSpec) map[string]string {
 	sel := map[string]string{
-		AcceleratorLabel:  spec.Accelerator,
-		AcceleratorCount:  strconv.Itoa(spec.GPUsPerNode),
-		ComputeClassLabel: "Performance",
+		gpunode.AcceleratorLabel:      spec.Accelerator,
+		gpunode.AcceleratorCountLabel: strconv.Itoa(spec.GPUsPerNode),
+		gpunode.ComputeClassLabel:     "Performance",
 	}
 	switch spec.Provisioning {
-	case Spot:
-		sel[SpotLabel] = "true"
-	case FlexStart:
-		sel[FlexStartLabel] = "true"
-	case Reservation:
+	case kinds.Spot:
+		sel[gpunode.SpotLabel] = "true"
+	case kinds.FlexStart:
+		sel[gpunode.FlexStartLabel] = "true"
+	case kinds.Reservation:
 		name, _, _ := strings.Cut(spec.Reservation, "/")
-		sel[ReservationLabel] = name
-		sel[ReservationAffinity] = "specific"
+		sel[gpunode.ReservationLabel] = name
+		sel[gpunode.ReservationAffinityLabel] = "specific"
 	}
 	return sel
 }

@@ -5,6 +5,10 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"gke-rl/infra/gpunode"
+	"gke-rl/infra/kinds"
+	"gke-rl/infra/kube"
 )
 
 // The gIB NCCL plugin installer, managed here instead of `kubectl apply` of a moving branch.
@@ -16,12 +20,7 @@ const (
 	// PauseImage keeps the DaemonSet pod alive after the init containers install the plugin.
 	PauseImage = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 	// SysctlImage runs the Standard variant's sysctl step (upstream uses alpine:latest).
-	SysctlImage = "alpine:3.20.3"
-	// GIBHostPath is where the plugin lands on each GPU node; Ray workers mount it.
-	GIBHostPath = "/home/kubernetes/bin/gib"
-	// NvidiaHostPath holds the driver libraries that GKE installs.
-	NvidiaHostPath = "/home/kubernetes/bin/nvidia"
-
+	SysctlImage   = "alpine:3.20.3"
 	installerName = "nccl-rdma-installer"
 	// autopilotInstallerNamespace is the upstream Autopilot variant's namespace: Autopilot does
 	// not admit privileged workloads into kube-system.
@@ -40,11 +39,12 @@ echo "installation finishes"
 const martianScript = `for i in 0 1 2 3 4 5 6 7; do sysctl -w net.ipv4.conf.gpu${i}rdma0.log_martians=0 || true; done
 `
 
-// NewRDMAInstaller registers the installer DaemonSet (and, on Autopilot, its namespace), on GPU
-// nodes only. opts carry the cluster's provider.
-func NewRDMAInstaller(ctx *pulumi.Context, name string, mode Mode, accelerator string, opts ...pulumi.ResourceOption) error {
+// newRDMAInstaller registers the installer DaemonSet (and, on Autopilot, its namespace), on GPU
+// nodes only.
+func newRDMAInstaller(ctx *pulumi.Context, name string, mode kinds.Mode, accelerator string, p kube.Placement, parent pulumi.ResourceOption) error {
 	namespace := pulumi.String("kube-system").ToStringOutput()
-	if mode == Autopilot {
+	opts := p.ClusterScoped(parent)
+	if mode == kinds.Autopilot {
 		ns, err := corev1.NewNamespace(ctx, name+"-ns", &corev1.NamespaceArgs{
 			Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(autopilotInstallerNamespace)},
 		}, opts...)
@@ -64,7 +64,7 @@ func NewRDMAInstaller(ctx *pulumi.Context, name string, mode Mode, accelerator s
 	return err
 }
 
-func installerSpec(mode Mode, accelerator string) *appsv1.DaemonSetSpecArgs {
+func installerSpec(mode kinds.Mode, accelerator string) *appsv1.DaemonSetSpecArgs {
 	labels := pulumi.StringMap{"k8s-app": pulumi.String(installerName), "name": pulumi.String(installerName)}
 	hostMounts := corev1.VolumeMountArray{
 		corev1.VolumeMountArgs{Name: pulumi.String("library-dir-host"), MountPath: pulumi.String("/usr/local/home/kubernetes/bin/nvidia/lib64")},
@@ -72,7 +72,7 @@ func installerSpec(mode Mode, accelerator string) *appsv1.DaemonSetSpecArgs {
 	}
 	privileged := &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)}
 	inits := corev1.ContainerArray{}
-	if mode == Standard {
+	if mode == kinds.Standard {
 		inits = append(inits, corev1.ContainerArgs{
 			Name:            pulumi.String("disable-log-martian"),
 			Image:           pulumi.String(SysctlImage),
@@ -95,7 +95,7 @@ func installerSpec(mode Mode, accelerator string) *appsv1.DaemonSetSpecArgs {
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelectorArgs{
 				NodeSelectorTerms: corev1.NodeSelectorTermArray{corev1.NodeSelectorTermArgs{
 					MatchExpressions: corev1.NodeSelectorRequirementArray{corev1.NodeSelectorRequirementArgs{
-						Key: pulumi.String(AcceleratorLabel), Operator: pulumi.String("In"), Values: pulumi.StringArray{pulumi.String(accelerator)},
+						Key: pulumi.String(gpunode.AcceleratorLabel), Operator: pulumi.String("In"), Values: pulumi.StringArray{pulumi.String(accelerator)},
 					}},
 				}},
 			},
@@ -104,13 +104,13 @@ func installerSpec(mode Mode, accelerator string) *appsv1.DaemonSetSpecArgs {
 		HostNetwork: pulumi.Bool(true),
 		HostPID:     pulumi.Bool(true),
 		Volumes: corev1.VolumeArray{
-			corev1.VolumeArgs{Name: pulumi.String("library-dir-host"), HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(NvidiaHostPath + "/lib64"), Type: pulumi.String("DirectoryOrCreate")}},
-			corev1.VolumeArgs{Name: pulumi.String("gib"), HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(GIBHostPath)}},
+			corev1.VolumeArgs{Name: pulumi.String("library-dir-host"), HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(gpunode.NvidiaHostPath + "/lib64"), Type: pulumi.String("DirectoryOrCreate")}},
+			corev1.VolumeArgs{Name: pulumi.String("gib"), HostPath: &corev1.HostPathVolumeSourceArgs{Path: pulumi.String(gpunode.GIBHostPath)}},
 		},
 		InitContainers: inits,
 		Containers:     corev1.ContainerArray{corev1.ContainerArgs{Name: pulumi.String("pause"), Image: pulumi.String(PauseImage)}},
 	}
-	if mode == Standard {
+	if mode == kinds.Standard {
 		podSpec.PriorityClassName = pulumi.String("system-node-critical")
 	}
 	return &appsv1.DaemonSetSpecArgs{

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"gke-rl/infra/kinds"
 )
 
 // CheckpointBytesPerParameter is what one full training checkpoint holds per model parameter
@@ -52,9 +54,9 @@ func sizeValue(number, unit string) (float64, bool) {
 	return n * 1e6, true
 }
 
-// ModelParameters is the model's parameter count: `job.modelSize` when set, otherwise read from
+// modelParameters is the model's parameter count: `job.modelSize` when set, otherwise read from
 // the model ID. It reports false when neither tells.
-func (c *Config) ModelParameters() (float64, bool) {
+func modelParameters(c *Config) (float64, bool) {
 	if c.Job.ModelSize != "" {
 		return ParseModelSize(c.Job.ModelSize)
 	}
@@ -65,10 +67,10 @@ func (c *Config) ModelParameters() (float64, bool) {
 	return sizeValue(m[1], m[2])
 }
 
-// StorageWriteMBps is the shared storage's aggregate write throughput in MB/s: capacity in TiB
+// storageWriteMBps is the shared storage's aggregate write throughput in MB/s: capacity in TiB
 // times the tier for Lustre, GCSFuseWriteMBpsPerNode per GPU node for GCS FUSE.
-func (c *Config) StorageWriteMBps() float64 {
-	if c.Storage.Type == StorageGCSFuse {
+func storageWriteMBps(c *Config) float64 {
+	if c.Storage.Type == kinds.GCSFuse {
 		return float64(GCSFuseWriteMBpsPerNode * c.GPU.Nodes)
 	}
 	tier, _ := LookupLustreTier(c.Storage.Throughput)
@@ -87,21 +89,21 @@ type CheckpointEstimate struct {
 	Basis string
 }
 
-// EstimateCheckpoint sizes one checkpoint; ok is false when the model's size is unknown.
-func (c *Config) EstimateCheckpoint() (CheckpointEstimate, bool) {
-	params, ok := c.ModelParameters()
+// estimateCheckpoint sizes one checkpoint; it is nil when the model's size is unknown.
+func estimateCheckpoint(c *Config) *CheckpointEstimate {
+	params, ok := modelParameters(c)
 	if !ok {
-		return CheckpointEstimate{}, false
+		return nil
 	}
-	e := CheckpointEstimate{Parameters: params, WriteMBps: c.StorageWriteMBps()}
+	e := &CheckpointEstimate{Parameters: params, WriteMBps: storageWriteMBps(c)}
 	e.GB = params * CheckpointBytesPerParameter / 1e9
 	e.Seconds = e.GB * 1000 / e.WriteMBps
-	if c.Storage.Type == StorageGCSFuse {
+	if c.Storage.Type == kinds.GCSFuse {
 		e.Basis = fmt.Sprintf("GCS FUSE: writes go at FUSE speed, about %d MB/s per node × %d nodes", GCSFuseWriteMBpsPerNode, c.GPU.Nodes)
 	} else {
 		e.Basis = fmt.Sprintf("Managed Lustre: %.1f TiB × %d MB/s per TiB", float64(c.Storage.CapacityGiB)/1024, c.Storage.Throughput)
 	}
-	return e, true
+	return e
 }
 
 // Summary is the estimate in one line, for the `checkpointEstimate` stack output.
@@ -117,16 +119,15 @@ func formatParams(p float64) string {
 	return strconv.FormatFloat(p/1e6, 'f', -1, 64) + "M"
 }
 
-// Warnings are the problems worth a look that do not stop the plan, `key: message` like errors.
-func Warnings(c *Config) []FieldError {
+// warnings are the problems worth a look that do not stop the plan, `key: message` like errors.
+func warnings(c *Config, e *CheckpointEstimate) Errors {
 	var warns Errors
-	e, ok := c.EstimateCheckpoint()
 	switch {
-	case !ok:
+	case e == nil:
 		warns.Add("job.modelSize", "the parameter count of %s is not in its name; set job.modelSize (e.g. 8B) to get a checkpoint time estimate", quote(c.Job.Model))
 	case e.Seconds > float64(c.Storage.CheckpointBudgetSeconds):
 		advice := "raise storage.throughput or storage.capacityGib, or checkpoint less often (job.checkpointPeriod)"
-		if c.Storage.Type == StorageGCSFuse {
+		if c.Storage.Type == kinds.GCSFuse {
 			advice = "writes go at GCS FUSE speed; storage.type=lustre suits frequent checkpoints, or checkpoint less often (job.checkpointPeriod)"
 		}
 		warns.Add("storage.checkpointBudgetSeconds", "one checkpoint of %s takes about %.0f s (%.0f GB at %.0f MB/s), over the %d s budget; %s",

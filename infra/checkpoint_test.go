@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,11 +44,12 @@ func TestCheckpointEstimates(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
-			res := plantest.Plan(t, tc.stack, tc.overrides...)
-			assert.Equal(t, tc.seconds, res.Outputs["checkpointSeconds"])
-			assert.Equal(t, tc.writeMBps, res.Outputs["storageWriteMBps"])
+			bp := plantest.Resolve(t, tc.stack, tc.overrides...)
+			require.NotNil(t, bp.Checkpoint)
+			assert.Equal(t, tc.seconds, int(math.Ceil(bp.Checkpoint.Seconds)))
+			assert.Equal(t, tc.writeMBps, int(bp.Storage.WriteMBps))
 			var keys []string
-			for _, w := range res.Warnings {
+			for _, w := range bp.Warnings {
 				keys = append(keys, w.Key)
 			}
 			if tc.warns {
@@ -60,16 +62,16 @@ func TestCheckpointEstimates(t *testing.T) {
 }
 
 func TestFUSEWarningSaysWritesGoAtFUSESpeed(t *testing.T) {
-	res := plantest.Plan(t, "h200-reserved")
-	require.Len(t, res.Warnings, 1)
-	assert.Contains(t, res.Warnings[0].Message, "GCS FUSE speed")
-	assert.Contains(t, res.Warnings[0].Message, "512 s")
-	assert.Contains(t, res.Outputs["checkpointEstimate"], "FUSE speed")
+	bp := plantest.Resolve(t, "h200-reserved")
+	require.Len(t, bp.Warnings, 1)
+	assert.Contains(t, bp.Warnings[0].Message, "GCS FUSE speed")
+	assert.Contains(t, bp.Warnings[0].Message, "512 s")
+	assert.Contains(t, bp.Checkpoint.Summary(), "FUSE speed")
 }
 
 func TestUnknownModelSizeWarnsInsteadOfGuessing(t *testing.T) {
-	res := plantest.Plan(t, "b200-spot", "job.model=acme/custom-model")
-	require.Len(t, res.Warnings, 1)
-	assert.Equal(t, "job.modelSize", res.Warnings[0].Key)
-	assert.NotContains(t, res.Outputs, "checkpointSeconds")
+	bp := plantest.Resolve(t, "b200-spot", "job.model=acme/custom-model")
+	require.Len(t, bp.Warnings, 1)
+	assert.Equal(t, "job.modelSize", bp.Warnings[0].Key)
+	assert.Nil(t, bp.Checkpoint, "no estimate from a guess")
 }

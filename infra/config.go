@@ -11,8 +11,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
-	"gke-rl/cluster"
-	"gke-rl/workloads"
+	"gke-rl/infra/kinds"
 )
 
 // ProjectName is the Pulumi project name and so the namespace of the program's config keys.
@@ -37,23 +36,6 @@ const (
 	KeyGCPRegion  = "gcp:region"
 )
 
-// Allowed values of the selector keys.
-const (
-	ModeStandard  = string(cluster.Standard)
-	ModeAutopilot = string(cluster.Autopilot)
-
-	ProvisioningSpot        = string(cluster.Spot)
-	ProvisioningReservation = string(cluster.Reservation)
-	ProvisioningFlexStart   = string(cluster.FlexStart)
-	ProvisioningOnDemand    = string(cluster.OnDemand)
-
-	StorageLustre  = "lustre"
-	StorageGCSFuse = "gcsfuse"
-
-	FrameworkNeMoRL = string(workloads.NeMoRL)
-	FrameworkVerl   = string(workloads.Verl)
-)
-
 // Config is the typed, defaulted and validated stack configuration.
 type Config struct {
 	// Project and Region are the GCP provider's `gcp:project` and `gcp:region`.
@@ -65,7 +47,7 @@ type Config struct {
 	Network   NetworkConfig
 	GPU       GPUConfig
 	Storage   StorageConfig
-	Framework string
+	Framework kinds.Framework
 	Ray       RayConfig
 	Job       JobConfig
 	// HFToken and WandbAPIKey are optional secrets; they never leave Pulumi's secret outputs.
@@ -78,10 +60,10 @@ type Config struct {
 
 // ClusterConfig is `cluster.*`.
 type ClusterConfig struct {
-	Name               string   `json:"name"`
-	Mode               string   `json:"mode"`
-	ReleaseChannel     string   `json:"releaseChannel"`
-	AuthorizedNetworks []string `json:"authorizedNetworks"`
+	Name               string     `json:"name"`
+	Mode               kinds.Mode `json:"mode"`
+	ReleaseChannel     string     `json:"releaseChannel"`
+	AuthorizedNetworks []string   `json:"authorizedNetworks"`
 	// CPUMachineType sizes the Standard cluster's CPU pool (Ray head and system pods).
 	CPUMachineType string `json:"cpuMachineType"`
 }
@@ -105,10 +87,10 @@ type NetworkConfig struct {
 
 // GPUConfig is `gpu.*`.
 type GPUConfig struct {
-	Type         string `json:"type"`
-	Nodes        int    `json:"nodes"`
-	Provisioning string `json:"provisioning"`
-	Reservation  string `json:"reservation"`
+	Type         string             `json:"type"`
+	Nodes        int                `json:"nodes"`
+	Provisioning kinds.Provisioning `json:"provisioning"`
+	Reservation  string             `json:"reservation"`
 	// MinNodes and MaxNodes bound the GPU pool's autoscaler.
 	MinNodes int `json:"minNodes"`
 	MaxNodes int `json:"maxNodes"`
@@ -116,8 +98,8 @@ type GPUConfig struct {
 
 // StorageConfig is `storage.*`.
 type StorageConfig struct {
-	Type        string `json:"type"`
-	CapacityGiB int    `json:"capacityGib"`
+	Type        kinds.StorageType `json:"type"`
+	CapacityGiB int               `json:"capacityGib"`
 	// Throughput is the Lustre tier in MB/s per TiB.
 	Throughput int    `json:"throughput"`
 	Filesystem string `json:"filesystem"`
@@ -174,14 +156,9 @@ func (s Secret) Output() pulumi.StringOutput { return s.value }
 // String hides the value.
 func (s Secret) String() string { return "[secret]" }
 
-// GPUSpec is the hardware catalog row of the configured GPU type.
-func (c *Config) GPUSpec() GPUSpec {
-	spec, _ := LookupGPU(c.GPU.Type)
-	return spec
-}
-
-// LoadConfig reads the stack configuration from ctx, applies defaults and validates it. It
-// returns Errors listing every problem at once; nothing has been registered by then.
+// LoadConfig reads the stack configuration from ctx, decodes it strictly and applies defaults.
+// It returns Errors listing every problem of form (unknown keys, values of the wrong type, tokens
+// in plain text) at once; Resolve checks the values.
 //
 // presentKeys are the full names (`gke-rl:gpu`) of every key the stack sets, used to reject
 // unknown top-level keys; nil skips that check.
@@ -196,7 +173,7 @@ func LoadConfig(ctx *pulumi.Context, presentKeys []string) (*Config, error) {
 
 	own := config.New(ctx, ProjectName)
 	cfg.Zone = own.Get(KeyZone)
-	cfg.Framework = own.Get(KeyFramework)
+	cfg.Framework = kinds.Framework(own.Get(KeyFramework))
 
 	raw := rawConfig{}
 	decodeIfSet(own, KeyCluster, &raw.Cluster, &errs)
@@ -210,7 +187,6 @@ func LoadConfig(ctx *pulumi.Context, presentKeys []string) (*Config, error) {
 	cfg.WandbAPIKey = loadSecret(ctx, own, KeyWandbAPIKey, &errs)
 
 	applyDefaults(cfg, &raw)
-	validate(cfg, &errs)
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
@@ -273,10 +249,4 @@ func EnvConfigKeys() []string {
 		return nil
 	}
 	return slices.Sorted(maps.Keys(m))
-}
-
-// LustreUsesGKESupport reports whether the stack's Managed Lustre instance listens on GKE's
-// port (6988), which the cluster's Lustre CSI driver must then use (its legacy port setting).
-func (c *Config) LustreUsesGKESupport() bool {
-	return c.Storage.Type == StorageLustre && c.Storage.GKESupport
 }

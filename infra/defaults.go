@@ -3,6 +3,7 @@ package infra
 import (
 	"strings"
 
+	"gke-rl/infra/kinds"
 	"gke-rl/infra/naming"
 	"gke-rl/workloads"
 )
@@ -102,15 +103,15 @@ const (
 )
 
 // defaultDatasets is the dataset each framework's GRPO example trains on.
-var defaultDatasets = map[string]string{
-	FrameworkNeMoRL: "DeepScaler",
-	FrameworkVerl:   "gsm8k",
+var defaultDatasets = map[kinds.Framework]string{
+	kinds.NeMoRL: "DeepScaler",
+	kinds.Verl:   "gsm8k",
 }
 
 func applyDefaults(c *Config, r *rawConfig) {
 	c.Cluster = ClusterConfig{
 		Name:               or(r.Cluster.Name, DefaultClusterName),
-		Mode:               or(r.Cluster.Mode, ModeStandard),
+		Mode:               kinds.Mode(or(r.Cluster.Mode, string(kinds.Standard))),
 		ReleaseChannel:     strings.ToUpper(or(r.Cluster.ReleaseChannel, DefaultReleaseChannel)),
 		AuthorizedNetworks: r.Cluster.AuthorizedNetworks,
 		CPUMachineType:     or(r.Cluster.CPUMachineType, DefaultCPUMachineType),
@@ -133,17 +134,17 @@ func applyDefaults(c *Config, r *rawConfig) {
 	c.GPU = GPUConfig{
 		Type:         gpuType,
 		Nodes:        or(r.GPU.Nodes, DefaultGPUNodes),
-		Provisioning: or(r.GPU.Provisioning, ProvisioningOnDemand),
+		Provisioning: kinds.Provisioning(or(r.GPU.Provisioning, string(kinds.OnDemand))),
 		Reservation:  or(r.GPU.Reservation, ""),
 	}
 	c.GPU.MinNodes = or(r.GPU.MinNodes, c.GPU.Nodes)
 	c.GPU.MaxNodes = or(r.GPU.MaxNodes, c.GPU.Nodes)
-	if r.GPU.MinNodes == nil && c.GPU.Provisioning == ProvisioningFlexStart {
+	if r.GPU.MinNodes == nil && c.GPU.Provisioning == kinds.FlexStart {
 		// Flex-start capacity is requested when pods need it: the pool may be empty.
 		c.GPU.MinNodes = 0
 	}
 	c.Storage = StorageConfig{
-		Type:        or(r.Storage.Type, StorageLustre),
+		Type:        kinds.StorageType(or(r.Storage.Type, string(kinds.Lustre))),
 		CapacityGiB: or(r.Storage.CapacityGiB, DefaultCapacityGiB),
 		Throughput:  or(r.Storage.Throughput, DefaultThroughput),
 		Filesystem:  or(r.Storage.Filesystem, DefaultFilesystem),
@@ -155,7 +156,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		CheckpointBudgetSeconds: or(r.Storage.CheckpointBudgetSeconds, DefaultCheckpointBudgetSeconds),
 	}
 	if c.Framework == "" {
-		c.Framework = FrameworkNeMoRL
+		c.Framework = kinds.NeMoRL
 	}
 	c.Ray = RayConfig{Version: or(r.Ray.Version, ""), Image: or(r.Ray.Image, "")}
 	c.Job = JobConfig{

@@ -1,11 +1,14 @@
 package infra
 
 import (
-	"sort"
+	"maps"
+	"slices"
 )
 
 // GPUSpec describes one GPU node type: what GKE and Compute Engine call it, what it carries and
-// how NCCL must be tuned for it. The values come from REFERENCE.md and GCP's machine-type tables.
+// how NCCL must be tuned for it. Machine types and sizes: GCP's accelerator-optimized machine
+// table (https://cloud.google.com/compute/docs/accelerator-optimized-machines); tuner files:
+// container-engine-accelerators gpudirect-rdma.
 type GPUSpec struct {
 	// Type is the `gpu.type` config value.
 	Type string
@@ -17,9 +20,6 @@ type GPUSpec struct {
 	GPUsPerNode int
 	// RDMANICs is the number of RoCE NICs per node: one RDMA subnet is needed for each.
 	RDMANICs int
-	// NodeCPUs and NodeMemoryGiB are the machine's vCPUs and memory.
-	NodeCPUs      int
-	NodeMemoryGiB int
 	// NCCLTunerConfig is the gIB tuner file for this machine family.
 	NCCLTunerConfig string
 	// RayWorkerCPUs and RayWorkerMemoryGiB are what one Ray worker requests: the node minus
@@ -29,8 +29,8 @@ type GPUSpec struct {
 	RayWorkerMemoryGiB int
 }
 
-// SharedMemoryGiB sizes a GPU worker's /dev/shm (REFERENCE.md: 240 to 250 GiB); it counts
-// against the worker's memory.
+// SharedMemoryGiB sizes a GPU worker's /dev/shm (240 to 250 GiB in the seeds' manifests); it
+// counts against the worker's memory.
 const SharedMemoryGiB = 240
 
 // gpuCatalog is the one hardware table of the program: add a row to support a new GPU.
@@ -41,10 +41,9 @@ var gpuCatalog = map[string]GPUSpec{
 		Accelerator:     "nvidia-b200",
 		GPUsPerNode:     8,
 		RDMANICs:        8,
-		NodeCPUs:        224,
-		NodeMemoryGiB:   3968,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a4.txtpb",
-		// 3968 GiB less ~86 GiB reserved leaves ~3880 allocatable; 3600 keeps 280 for the rest.
+		// 224 vCPUs and 3968 GiB; ~86 GiB reserved leaves ~3880 allocatable, and 3600 keeps 280
+		// for the system pods.
 		RayWorkerCPUs:      208,
 		RayWorkerMemoryGiB: 3600,
 	},
@@ -54,10 +53,9 @@ var gpuCatalog = map[string]GPUSpec{
 		Accelerator:     "nvidia-h200-141gb",
 		GPUsPerNode:     8,
 		RDMANICs:        8,
-		NodeCPUs:        224,
-		NodeMemoryGiB:   2952,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a3u.txtpb",
-		// 2952 GiB less ~66 GiB reserved leaves ~2885 allocatable; 2700 keeps 185 for the rest.
+		// 224 vCPUs and 2952 GiB; ~66 GiB reserved leaves ~2885 allocatable, and 2700 keeps 185
+		// for the system pods.
 		RayWorkerCPUs:      208,
 		RayWorkerMemoryGiB: 2700,
 	},
@@ -70,11 +68,4 @@ func LookupGPU(gpuType string) (GPUSpec, bool) {
 }
 
 // GPUTypes lists the supported `gpu.type` values, sorted.
-func GPUTypes() []string {
-	types := make([]string, 0, len(gpuCatalog))
-	for t := range gpuCatalog {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	return types
-}
+func GPUTypes() []string { return slices.Sorted(maps.Keys(gpuCatalog)) }

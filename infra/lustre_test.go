@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,26 +46,23 @@ func TestAggregateThroughput(t *testing.T) {
 }
 
 func TestSplitCIDR(t *testing.T) {
-	subnets, err := infra.SplitCIDR("192.168.8.0/21", 8)
+	prefixes := func(ps []netip.Prefix) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			out[i] = p.String()
+		}
+		return out
+	}
+	subnets, err := infra.SplitCIDR(netip.MustParsePrefix("192.168.8.0/21"), 8)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"192.168.8.0/24", "192.168.9.0/24", "192.168.10.0/24", "192.168.11.0/24",
-		"192.168.12.0/24", "192.168.13.0/24", "192.168.14.0/24", "192.168.15.0/24"}, subnets)
+		"192.168.12.0/24", "192.168.13.0/24", "192.168.14.0/24", "192.168.15.0/24"}, prefixes(subnets))
 
-	three, err := infra.SplitCIDR("10.0.0.0/22", 3)
+	three, err := infra.SplitCIDR(netip.MustParsePrefix("10.0.0.0/22"), 3)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"10.0.0.0/24", "10.0.1.0/24", "10.0.2.0/24"}, three, "rounds up to a power of two")
+	assert.Equal(t, []string{"10.0.0.0/24", "10.0.1.0/24", "10.0.2.0/24"}, prefixes(three), "rounds up to a power of two")
 
-	_, err = infra.SplitCIDR("10.0.0.0/27", 8)
+	_, err = infra.SplitCIDR(netip.MustParsePrefix("10.0.0.0/27"), 8)
 	assert.ErrorContains(t, err, "/29")
-	assert.Equal(t, 252, infra.UsableAddresses("192.168.8.0/24"))
-}
-
-func TestHardwareCatalog(t *testing.T) {
-	assert.Equal(t, []string{"b200", "h200"}, infra.GPUTypes())
-	b200, _ := infra.LookupGPU("b200")
-	h200, _ := infra.LookupGPU("h200")
-	assert.Equal(t, "a4-highgpu-8g", b200.MachineType)
-	assert.Equal(t, "a3-ultragpu-8g", h200.MachineType)
-	assert.Contains(t, b200.NCCLTunerConfig, "tuner_config_a4.txtpb")
-	assert.Contains(t, h200.NCCLTunerConfig, "tuner_config_a3u.txtpb")
+	assert.Equal(t, 252, infra.UsableAddresses(netip.MustParsePrefix("192.168.8.0/24")))
 }

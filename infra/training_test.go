@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"testing"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
-	"gke-rl/cluster"
+	"gke-rl/infra"
+	"gke-rl/infra/gpunode"
+	"gke-rl/infra/kinds"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
-	"gke-rl/ray"
 )
 
 const (
@@ -153,14 +156,6 @@ func TestInterfaceAnnotationNamesTheNetworkObjects(t *testing.T) {
 	}
 }
 
-// The Ray workers mount what the RDMA installer writes and GKE installs, and tolerate the GPU
-// pool's taint: the two packages name the same directories and taint.
-func TestWorkersMountTheInstallersDirectories(t *testing.T) {
-	assert.Equal(t, cluster.GIBHostPath, ray.GIBHostPath)
-	assert.Equal(t, cluster.NvidiaHostPath, ray.NvidiaHostPath)
-	assert.Equal(t, cluster.GPUTaintKey, ray.GPUTaintKey, "workers tolerate the taint the GPU pool sets")
-}
-
 func TestTunerFileMatchesTheGPU(t *testing.T) {
 	for gpu, tuner := range map[string]string{"b200": "tuner_config_a4.txtpb", "h200": "tuner_config_a3u.txtpb"} {
 		res := plantest.Plan(t, "b200-spot", "gpu.type="+gpu)
@@ -191,7 +186,7 @@ func TestRayObjectsWaitForWhatTheyUseOnly(t *testing.T) {
 			for _, r := range res.OfType(typ) {
 				deps := res.DependencyClosure(r)
 				assert.True(t, deps[res.OfType(pvcType)[0].URN], "%s %s waits for the claim", stack, typ)
-				assert.True(t, deps[res.Find("kubernetes:core/v1:Namespace", "workloads").URN], "%s %s waits for its namespace", stack, typ)
+				assert.True(t, deps[res.Find("kubernetes:core/v1:Namespace", "cluster-workloads").URN], "%s %s waits for its namespace", stack, typ)
 				for _, access := range append(res.OfType("kubernetes:core/v1:ServiceAccount"), res.OfType("gcp:storage/bucketIAMMember:BucketIAMMember")...) {
 					assert.True(t, deps[access.URN], "%s %s waits for the storage access %s", stack, typ, access.Name)
 				}
@@ -214,49 +209,73 @@ func TestJobDisabledLeavesAnInteractiveCluster(t *testing.T) {
 	assert.Contains(t, res.Outputs, "rayJobSubmit")
 }
 
-// TestRunMatrix plans every combination and checks the rules that hold across components.
+// rayClusterSpec is the RayCluster spec the run uses: the RayJob's own, or the long-lived one's.
+func rayClusterSpec(bp *infra.Blueprint) *rayv1.RayClusterSpec {
+	if bp.Run.RayJob != nil && bp.Run.RayJob.Spec.RayClusterSpec != nil {
+		return bp.Run.RayJob.Spec.RayClusterSpec
+	}
+	return &bp.Run.RayCluster.Spec
+}
+
+// TestRunMatrix resolves every combination of GPU, provisioning, storage, framework and mode,
+// and checks the rules that hold across components.
 func TestRunMatrix(t *testing.T) {
 	for _, gpu := range []string{"b200", "h200"} {
-		for _, prov := range []string{"spot", "reservation", "flex-start", "on-demand"} {
-			for _, st := range []string{"lustre", "gcsfuse"} {
-				for _, fw := range []string{"nemo-rl", "verl"} {
-					for _, mode := range []string{"standard", "autopilot"} {
+		for _, prov := range kinds.Provisionings {
+			for _, st := range kinds.StorageTypes {
+				for _, fw := range kinds.Frameworks {
+					for _, mode := range kinds.Modes {
 						name := fmt.Sprintf("%s %s %s %s %s", gpu, prov, st, fw, mode)
 						t.Run(name, func(t *testing.T) {
-							o := []string{"gpu.type=" + gpu, "gpu.provisioning=" + prov, "storage.type=" + st, "framework=" + fw, "cluster.mode=" + mode}
-							if prov == "reservation" {
+							o := []string{"gpu.type=" + gpu, "gpu.provisioning=" + string(prov), "storage.type=" + string(st), "framework=" + string(fw), "cluster.mode=" + string(mode)}
+							if prov == kinds.Reservation {
 								o = append(o, "gpu.reservation=res-1")
 							}
-							if fw == "verl" {
+							if fw == kinds.Verl {
 								o = append(o, "job.dataset=gsm8k")
 							}
-							res := plantest.Plan(t, "b200-spot", o...)
-							owns := prov == "spot" || prov == "flex-start"
-							assert.Len(t, manifestsOf(res, "RayJob"), 1)
-							if owns {
-								assert.Empty(t, manifestsOf(res, "RayCluster"))
+							bp := plantest.Resolve(t, "b200-spot", o...)
+							require.NotNil(t, bp.Run.RayJob)
+							if prov.Preemptible() {
+								assert.Equal(t, kinds.OwnCluster, bp.Run.Mode)
+								assert.Nil(t, bp.Run.RayCluster, "never two Ray clusters on the same GPU nodes")
+								assert.NotNil(t, bp.Run.RayJob.Spec.BackoffLimit, "a preempted run retries")
 							} else {
-								assert.Len(t, manifestsOf(res, "RayCluster"), 1)
+								assert.Equal(t, kinds.SharedCluster, bp.Run.Mode)
+								require.NotNil(t, bp.Run.RayCluster)
+								assert.Equal(t, bp.Run.RayCluster.Name, bp.Run.RayJob.Spec.ClusterSelector["ray.io/cluster"])
 							}
-							spec := clusterSpecOf(t, res)
-							head := get(t, spec, "headGroupSpec.template.spec").(map[string]any)
-							assert.Nil(t, head["tolerations"], "the head never tolerates the GPU taint")
-							if sel, ok := head["nodeSelector"].(map[string]any); ok {
-								assert.NotContains(t, sel, "cloud.google.com/gke-spot")
-								assert.NotContains(t, sel, "cloud.google.com/gke-accelerator")
+							spec := rayClusterSpec(bp)
+							head := spec.HeadGroupSpec.Template.Spec
+							assert.Empty(t, head.Tolerations, "the head never tolerates the GPU taint")
+							assert.NotContains(t, head.NodeSelector, gpunode.SpotLabel)
+							assert.NotContains(t, head.NodeSelector, gpunode.AcceleratorLabel)
+							worker := spec.WorkerGroupSpecs[0].Template
+							assert.Equal(t, []corev1.Toleration{gpunode.Toleration()}, worker.Spec.Tolerations)
+							assert.Equal(t, bp.WorkerSelector, worker.Spec.NodeSelector)
+							if mode == kinds.Autopilot {
+								assert.Equal(t, "8", worker.Spec.NodeSelector[gpunode.AcceleratorCountLabel], "a string")
+							} else {
+								assert.Equal(t, bp.Cluster.GPUPool.Name, worker.Spec.NodeSelector[gpunode.NodePoolLabel])
 							}
-							worker := get(t, spec, "workerGroupSpecs.0.template.spec").(map[string]any)
-							assert.Equal(t, "nvidia.com/gpu", get(t, worker, "tolerations.0.key"))
-							if mode == "autopilot" {
-								assert.Equal(t, "8", worker["nodeSelector"].(map[string]any)["cloud.google.com/gke-accelerator-count"], "a string")
+							if st == kinds.GCSFuse {
+								assert.Equal(t, "rl-storage", worker.Spec.ServiceAccountName)
 							}
-							if st == "gcsfuse" {
-								assert.Equal(t, "rl-storage", worker["serviceAccountName"])
-							}
+							assert.Equal(t, gpunode.InterfaceAnnotations(bp.NICs)[gpunode.InterfacesAnnotation], worker.Annotations[gpunode.InterfacesAnnotation])
+							assert.Equal(t, bp.Hardware.NCCLTunerConfig, envValue(worker.Spec.Containers[0].Env, "NCCL_TUNER_CONFIG_PATH"))
 						})
 					}
 				}
 			}
 		}
 	}
+}
+
+func envValue(env []corev1.EnvVar, name string) string {
+	for _, e := range env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"gke-rl/infra/kinds"
 	"gke-rl/infra/naming"
 	"gke-rl/workloads"
 )
@@ -38,10 +39,6 @@ var (
 	recipePattern   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*\.ya?ml$`)
 	overridePattern = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
 	releaseChannels = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
-	modes           = []string{ModeStandard, ModeAutopilot}
-	provisionings   = []string{ProvisioningSpot, ProvisioningReservation, ProvisioningFlexStart, ProvisioningOnDemand}
-	storageTypes    = []string{StorageLustre, StorageGCSFuse}
-	frameworks      = []string{FrameworkNeMoRL, FrameworkVerl}
 	// reservedMountPaths are directories a container image needs for itself.
 	reservedMountPaths = []string{"/", "/bin", "/dev", "/dev/shm", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/tmp", "/usr", "/usr/local/nvidia", "/usr/local/gib", "/var"}
 )
@@ -91,7 +88,7 @@ func validateCluster(c *Config, errs *Errors) {
 	case !naming.IsDNSLabel(name):
 		errs.Add("cluster.name", "%s is not a DNS label: lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", quote(name))
 	}
-	oneOf(errs, "cluster.mode", c.Cluster.Mode, modes)
+	oneOf(errs, "cluster.mode", c.Cluster.Mode, kinds.Modes)
 	if !machineTypePattern.MatchString(c.Cluster.CPUMachineType) {
 		errs.Add("cluster.cpuMachineType", "%s is not a machine type like n2-standard-16", quote(c.Cluster.CPUMachineType))
 	}
@@ -120,7 +117,7 @@ func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
 	if c.GPU.MaxNodes < c.GPU.Nodes || c.GPU.MaxNodes > MaxGPUNodes {
 		errs.Add("gpu.maxNodes", "%d is out of range; allowed: gpu.nodes (%d) to %d", c.GPU.MaxNodes, c.GPU.Nodes, MaxGPUNodes)
 	}
-	if oneOf(errs, "gpu.provisioning", c.GPU.Provisioning, provisionings) {
+	if oneOf(errs, "gpu.provisioning", c.GPU.Provisioning, kinds.Provisionings) {
 		validateProvisioning(c, errs)
 	}
 	return spec, ok
@@ -130,7 +127,7 @@ func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
 func validateProvisioning(c *Config, errs *Errors) {
 	res := c.GPU.Reservation
 	switch c.GPU.Provisioning {
-	case ProvisioningReservation:
+	case kinds.Reservation:
 		switch {
 		case res == "":
 			errs.Add("gpu.reservation", "is required with gpu.provisioning=reservation: the name of a reservation in %s (or <name>/reservationBlocks/<block>)", orUnset(c.Zone))
@@ -180,16 +177,16 @@ func validateNetwork(c *Config, spec GPUSpec, gpuOK bool, errs *Errors) {
 	if gpuOK && n.RDMASubnets != spec.RDMANICs {
 		errs.Add("network.rdmaSubnets", "%d does not match the %d RDMA NICs of a %s node; allowed: %d (one subnet per NIC)", n.RDMASubnets, spec.RDMANICs, spec.MachineType, spec.RDMANICs)
 	} else if valid[4] && n.RDMASubnets >= 1 {
-		subnets, err := SplitCIDR(n.RDMACIDR, n.RDMASubnets)
+		subnets, err := SplitCIDR(parsed[4], n.RDMASubnets)
 		switch {
 		case err != nil:
 			errs.Add("network.rdmaCidr", "%s %v", quote(n.RDMACIDR), err)
 		case UsableAddresses(subnets[0]) < c.GPU.Nodes:
-			errs.Add("network.rdmaCidr", "%s gives %d subnets of %s with %d usable addresses each, fewer than gpu.nodes=%d; use a larger range", quote(n.RDMACIDR), n.RDMASubnets, subnets[0][strings.Index(subnets[0], "/"):], UsableAddresses(subnets[0]), c.GPU.Nodes)
+			errs.Add("network.rdmaCidr", "%s gives %d subnets of /%d with %d usable addresses each, fewer than gpu.nodes=%d; use a larger range", quote(n.RDMACIDR), n.RDMASubnets, subnets[0].Bits(), UsableAddresses(subnets[0]), c.GPU.Nodes)
 		}
 	}
-	if valid[3] && UsableAddresses(n.GVNICCIDR) < c.GPU.Nodes {
-		errs.Add("network.gvnicCidr", "%s holds %d node addresses, fewer than gpu.nodes=%d", quote(n.GVNICCIDR), UsableAddresses(n.GVNICCIDR), c.GPU.Nodes)
+	if valid[3] && UsableAddresses(parsed[3]) < c.GPU.Nodes {
+		errs.Add("network.gvnicCidr", "%s holds %d node addresses, fewer than gpu.nodes=%d", quote(n.GVNICCIDR), UsableAddresses(parsed[3]), c.GPU.Nodes)
 	}
 	if n.MTU < minMTU || n.MTU > maxMTU {
 		errs.Add("network.mtu", "%d is out of range; allowed: %d to %d (8896 for RDMA)", n.MTU, minMTU, maxMTU)
@@ -203,11 +200,11 @@ var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
 func validateStorage(c *Config, errs *Errors) {
 	s := c.Storage
-	if !oneOf(errs, "storage.type", s.Type, storageTypes) {
+	if !oneOf(errs, "storage.type", s.Type, kinds.StorageTypes) {
 		return
 	}
 	switch s.Type {
-	case StorageLustre:
+	case kinds.Lustre:
 		tier, ok := LookupLustreTier(s.Throughput)
 		if !ok {
 			errs.Add("storage.throughput", "%d is not a Managed Lustre tier; allowed: %s (MB/s per TiB)", s.Throughput, joinInts(LustreThroughputs()))
@@ -218,7 +215,7 @@ func validateStorage(c *Config, errs *Errors) {
 		if !filesystemPattern.MatchString(s.Filesystem) {
 			errs.Add("storage.filesystem", "%s is not a Lustre filesystem name; allowed: 1 to 8 letters or digits, starting with a letter", quote(s.Filesystem))
 		}
-	case StorageGCSFuse:
+	case kinds.GCSFuse:
 		validateBucket(s.Bucket, errs)
 	}
 	if s.CheckpointBudgetSeconds < 1 {
@@ -246,7 +243,7 @@ func validateBucket(name string, errs *Errors) {
 }
 
 func validateFramework(c *Config, errs *Errors) {
-	oneOf(errs, KeyFramework, c.Framework, frameworks)
+	oneOf(errs, KeyFramework, c.Framework, kinds.Frameworks)
 	if c.Ray.Version != "" && !semverPattern.MatchString(c.Ray.Version) {
 		errs.Add("ray.version", "%s is not a Ray version like 2.49.2", quote(c.Ray.Version))
 	}
@@ -290,7 +287,7 @@ func validateJob(c *Config, errs *Errors) {
 			errs.Add(p.key, "%d is not allowed; allowed: a whole number greater than 0", p.value)
 		}
 	}
-	managed := workloads.ManagedKeys(workloads.Framework(c.Framework))
+	managed := workloads.ManagedKeys(c.Framework)
 	for i, arg := range j.Args {
 		key := fmt.Sprintf("job.args[%d]", i)
 		switch {
@@ -300,7 +297,7 @@ func validateJob(c *Config, errs *Errors) {
 			errs.Add(key, "%s sets %s, which the program already sets from the job.* and gpu.* keys; change those instead", quote(arg), workloads.OverrideKey(arg))
 		}
 	}
-	if c.Framework == FrameworkVerl {
+	if c.Framework == kinds.Verl {
 		if _, ok := workloads.VerlDatasets[j.Dataset]; !ok {
 			errs.Add("job.dataset", "%s has no verl preparation script; allowed with framework verl: %s", quote(j.Dataset), strings.Join(slices.Sorted(maps.Keys(workloads.VerlDatasets)), ", "))
 		}
@@ -317,11 +314,11 @@ func validateJob(c *Config, errs *Errors) {
 }
 
 // oneOf records an error unless value is one of allowed, and reports whether it is.
-func oneOf(errs *Errors, key, value string, allowed []string) bool {
-	if contains(allowed, value) {
+func oneOf[T ~string](errs *Errors, key string, value T, allowed []T) bool {
+	if kinds.Is(string(value), allowed) {
 		return true
 	}
-	errs.Add(key, "%s is not allowed; allowed: %s", quote(value), strings.Join(allowed, ", "))
+	errs.Add(key, "%s is not allowed; allowed: %s", quote(string(value)), kinds.List(allowed))
 	return false
 }
 

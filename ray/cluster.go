@@ -9,10 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gke-rl/infra/kube"
+	"gke-rl/infra/naming"
 )
 
-// NewRayCluster is the typed RayCluster object.
-func NewRayCluster(name, namespace string, spec rayv1.RayClusterSpec) *rayv1.RayCluster {
+// RayClusterObject is the typed RayCluster object.
+func RayClusterObject(name, namespace string, spec rayv1.RayClusterSpec) *rayv1.RayCluster {
 	return &rayv1.RayCluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: "RayCluster"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
@@ -23,50 +24,39 @@ func NewRayCluster(name, namespace string, spec rayv1.RayClusterSpec) *rayv1.Ray
 // HeadService is the name KubeRay gives a RayCluster's head service.
 func HeadService(cluster string) string { return cluster + "-head-svc" }
 
-// RayClusterArgs configures the long-lived RayCluster component.
-type RayClusterArgs struct {
-	// Name is the RayCluster's name; Namespace the namespace's name as a plain value, for the
-	// typed object, and NamespaceInput the same name as an output of the namespace resource.
-	Name           string
-	Namespace      string
-	NamespaceInput pulumi.StringInput
-	Spec           ClusterArgs
-	// InCluster are the options of in-cluster objects (provider, DeletedWith, DependsOn on the
-	// claim, the network objects and the secret the pods use).
-	InCluster []pulumi.ResourceOption
+// LongLivedClusterArgs are a RayCluster, built and validated before registration, and where it
+// goes.
+type LongLivedClusterArgs struct {
+	RayCluster *rayv1.RayCluster
+	// Placement is the cluster's provider and namespace, and what the pods wait for (the claim,
+	// the network objects and the Secret they use).
+	Placement kube.Placement
 }
 
-// Cluster is a long-lived RayCluster for interactive `ray job submit`, and the target of a
-// RayJob on reserved or on-demand capacity.
-type Cluster struct {
+// LongLivedCluster is a RayCluster that outlives any one job: the target of interactive
+// `ray job submit`, and of the RayJob on reserved or on-demand capacity.
+type LongLivedCluster struct {
 	pulumi.ResourceState
 
 	RayCluster *apiextensions.CustomResource
-	// Name is the RayCluster's name; Dashboard is the port-forward command that reaches its
-	// dashboard from a workstation.
-	Name      string
-	Dashboard string
 }
 
-// NewCluster validates the spec with KubeRay's checks and registers the RayCluster.
-func NewCluster(ctx *pulumi.Context, name string, args *RayClusterArgs, opts ...pulumi.ResourceOption) (*Cluster, error) {
-	rc := NewRayCluster(args.Name, args.Namespace, ClusterSpec(args.Spec))
-	if err := ValidateCluster(rc); err != nil {
-		return nil, err
-	}
-	c := &Cluster{Name: args.Name, Dashboard: PortForward(args.Namespace, args.Name)}
+// NewLongLivedCluster registers the RayCluster.
+func NewLongLivedCluster(ctx *pulumi.Context, name string, args *LongLivedClusterArgs, opts ...pulumi.ResourceOption) (*LongLivedCluster, error) {
+	c := &LongLivedCluster{}
+	// The type token keeps the URNs the component had as ray.Cluster.
 	if err := ctx.RegisterComponentResource("gke-rl:ray:Cluster", name, c, opts...); err != nil {
 		return nil, err
 	}
+	childName, childOpts := naming.Children{Component: name, Parent: c}.Of("raycluster", "raycluster")
 	var err error
-	c.RayCluster, err = kube.NewObject(ctx, "raycluster", rc, args.NamespaceInput,
-		append([]pulumi.ResourceOption{pulumi.Parent(c)}, args.InCluster...)...)
+	c.RayCluster, err = kube.NewObject(ctx, childName, args.RayCluster, args.Placement.Namespaced(childOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("raycluster: %w", err)
 	}
 	if err := ctx.RegisterResourceOutputs(c, pulumi.Map{
-		"name":      pulumi.String(c.Name),
-		"dashboard": pulumi.String(c.Dashboard),
+		"name":      pulumi.String(args.RayCluster.Name),
+		"dashboard": pulumi.String(PortForward(args.RayCluster.Namespace, args.RayCluster.Name)),
 	}); err != nil {
 		return nil, err
 	}

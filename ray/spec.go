@@ -4,7 +4,6 @@
 package ray
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,31 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
 )
 
-// Paths on GPU nodes and in the worker containers.
 const (
-	// NvidiaHostPath holds the driver libraries GKE installs; GIBHostPath the gIB NCCL plugin the
-	// RDMA installer copies. Workers mount them at NvidiaPath and GIBPath.
-	NvidiaHostPath = "/home/kubernetes/bin/nvidia"
-	GIBHostPath    = "/home/kubernetes/bin/gib"
-	NvidiaPath     = "/usr/local/nvidia"
-	GIBPath        = "/usr/local/gib"
-	// NCCLEnvScript sets the gIB plugin's NCCL environment; workers source it before `ray start`.
-	NCCLEnvScript = GIBPath + "/scripts/set_nccl_env.sh"
-
-	// GPUResource is the extended resource of NVIDIA GPUs.
-	GPUResource = corev1.ResourceName("nvidia.com/gpu")
-	// GPUTaintKey is the taint GPU nodes carry; workers tolerate it, the head does not.
-	GPUTaintKey = "nvidia.com/gpu"
-
 	// DashboardPort is the Ray dashboard (and job API) port of the head.
 	DashboardPort = 8265
-
-	// Annotations that attach a pod's interfaces to the node's extra networks.
-	DefaultInterfaceAnnotation = "networking.gke.io/default-interface"
-	InterfacesAnnotation       = "networking.gke.io/interfaces"
 
 	headContainer   = "ray-head"
 	workerContainer = "ray-worker"
@@ -62,9 +43,9 @@ type GPU struct {
 	NCCLTunerConfig string
 }
 
-// ClusterArgs are the inputs of a RayCluster spec. They are plain values: the spec is built
+// SpecArgs are the inputs of a RayCluster spec. They are plain values: the spec is built
 // before any resource is registered, so that KubeRay's validation runs at plan time.
-type ClusterArgs struct {
+type SpecArgs struct {
 	Image      string
 	RayVersion string
 	Workers    int
@@ -73,37 +54,16 @@ type ClusterArgs struct {
 	// nodes that are neither spot nor GPU.
 	WorkerNodeSelector map[string]string
 	HeadNodeSelector   map[string]string
-	// PodNetworks are the Network CR names in NIC order (eth1, eth2, ...).
-	PodNetworks []string
-	Storage     kube.SharedVolume
+	// NICs are the GPU nodes' extra NICs, which every worker attaches.
+	NICs    []gpunode.NIC
+	Storage kube.SharedVolume
 	// Env is added to every Ray container, after the program's own variables (tokens by
 	// secretKeyRef, HF_HOME).
 	Env []corev1.EnvVar
 }
 
-// Interface is one entry of the `networking.gke.io/interfaces` annotation.
-type Interface struct {
-	InterfaceName string `json:"interfaceName"`
-	Network       string `json:"network"`
-}
-
-// Interfaces maps eth0 to the pod network and eth1... to the extra networks in order.
-func Interfaces(networks []string) []Interface {
-	out := []Interface{{InterfaceName: "eth0", Network: "default"}}
-	for i, n := range networks {
-		out = append(out, Interface{InterfaceName: "eth" + strconv.Itoa(i+1), Network: n})
-	}
-	return out
-}
-
-// InterfacesJSON is the annotation value for networks.
-func InterfacesJSON(networks []string) string {
-	b, _ := json.Marshal(Interfaces(networks))
-	return string(b)
-}
-
 // ClusterSpec is the RayCluster spec: a CPU head and one fixed-size GPU worker group.
-func ClusterSpec(a ClusterArgs) rayv1.RayClusterSpec {
+func ClusterSpec(a SpecArgs) rayv1.RayClusterSpec {
 	workers := int32(a.Workers)
 	return rayv1.RayClusterSpec{
 		RayVersion:              a.RayVersion,
@@ -133,7 +93,7 @@ func ClusterSpec(a ClusterArgs) rayv1.RayClusterSpec {
 }
 
 // HeadTemplate is the head pod: on the CPU pool, no GPU, the shared volume mounted.
-func HeadTemplate(a ClusterArgs) corev1.PodTemplateSpec {
+func HeadTemplate(a SpecArgs) corev1.PodTemplateSpec {
 	res := resources(map[corev1.ResourceName]string{corev1.ResourceCPU: "8", corev1.ResourceMemory: "32Gi"})
 	c := corev1.Container{
 		Name:      headContainer,
@@ -160,18 +120,14 @@ func HeadTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 
 // WorkerTemplate is a GPU worker pod: the whole node's GPUs, its RDMA NICs attached by the
 // interfaces annotation, the gIB plugin and driver libraries from the host, /dev/shm in memory.
-func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
-	annotations := a.Storage.Annotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[DefaultInterfaceAnnotation] = "eth0"
-	annotations[InterfacesAnnotation] = InterfacesJSON(a.PodNetworks)
+func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
+	annotations := gpunode.InterfaceAnnotations(a.NICs)
+	maps.Copy(annotations, a.Storage.Annotations())
 
 	res := resources(map[corev1.ResourceName]string{
 		corev1.ResourceCPU:    strconv.Itoa(a.GPU.CPUs),
 		corev1.ResourceMemory: fmt.Sprintf("%dGi", a.GPU.MemoryGiB),
-		GPUResource:           strconv.Itoa(a.GPU.GPUsPerNode),
+		gpunode.GPUResource:   strconv.Itoa(a.GPU.GPUsPerNode),
 	})
 	shm := resource.MustParse(fmt.Sprintf("%dGi", a.GPU.SharedMemoryGiB))
 	c := corev1.Container{
@@ -179,14 +135,14 @@ func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 		Image: a.Image,
 		// KubeRay appends its generated `ulimit -n 65536; ray start ...` to this command
 		// (`<command> && <ray start>`), so NCCL's environment is set before Ray starts.
-		Command:   []string{"source", NCCLEnvScript},
+		Command:   []string{"source", gpunode.NCCLEnvScript},
 		Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
 		Env:       append(append(slices.Clone(a.Env), rayEnv()...), NCCLEnv(a.GPU.NCCLTunerConfig)...),
 		VolumeMounts: []corev1.VolumeMount{
 			a.Storage.Mount(),
 			{Name: "dshm", MountPath: "/dev/shm"},
-			{Name: "nvidia", MountPath: NvidiaPath},
-			{Name: "gib", MountPath: GIBPath},
+			{Name: "nvidia", MountPath: gpunode.NvidiaPath},
+			{Name: "gib", MountPath: gpunode.GIBPath},
 		},
 	}
 	return corev1.PodTemplateSpec{
@@ -194,15 +150,13 @@ func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
 			NodeSelector:       cloneOrNil(a.WorkerNodeSelector),
-			Tolerations: []corev1.Toleration{{
-				Key: GPUTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
-			}},
-			Containers: []corev1.Container{c},
+			Tolerations:        []corev1.Toleration{gpunode.Toleration()},
+			Containers:         []corev1.Container{c},
 			Volumes: []corev1.Volume{
 				a.Storage.Volume(),
 				{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
-				hostPath("nvidia", NvidiaHostPath),
-				hostPath("gib", GIBHostPath),
+				hostPath("nvidia", gpunode.NvidiaHostPath),
+				hostPath("gib", gpunode.GIBHostPath),
 			},
 		},
 	}
@@ -212,7 +166,7 @@ func WorkerTemplate(a ClusterArgs) corev1.PodTemplateSpec {
 // the machine family, and bootstrap sockets on eth0 (the RDMA NICs carry the collectives).
 func NCCLEnv(tunerConfig string) []corev1.EnvVar {
 	return []corev1.EnvVar{
-		{Name: "LD_LIBRARY_PATH", Value: NvidiaPath + "/lib64:" + GIBPath + "/lib64"},
+		{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64:" + gpunode.GIBPath + "/lib64"},
 		{Name: "NCCL_TUNER_CONFIG_PATH", Value: tunerConfig},
 		{Name: "NCCL_SOCKET_IFNAME", Value: "eth0"},
 		{Name: "GLOO_SOCKET_IFNAME", Value: "eth0"},

@@ -11,14 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
-	_ "gke-rl/infra/plan/plantest" // every test binary accepts -update
+	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/ray"
 )
 
 // fixture is a B200 Standard cluster on Lustre; each case changes one thing of a copy.
-func fixture() ray.ClusterArgs {
-	return ray.ClusterArgs{
+func fixture() ray.SpecArgs {
+	return ray.SpecArgs{
 		Image:      "nvcr.io/nvidia/nemo-rl:v0.5.0",
 		RayVersion: "2.49.2",
 		Workers:    8,
@@ -28,7 +29,7 @@ func fixture() ray.ClusterArgs {
 		},
 		WorkerNodeSelector: map[string]string{"cloud.google.com/gke-nodepool": "x-gpu"},
 		HeadNodeSelector:   map[string]string{"cloud.google.com/gke-nodepool": "x-cpu"},
-		PodNetworks:        []string{"gvnic-1", "rdma-0", "rdma-1", "rdma-2", "rdma-3", "rdma-4", "rdma-5", "rdma-6", "rdma-7"},
+		NICs:               gpunode.NICs(8),
 		Storage:            kube.SharedVolume{ClaimName: "rl-shared", MountPath: "/lustre"},
 		Env:                []corev1.EnvVar{{Name: "HF_HOME", Value: "/lustre/huggingface"}},
 	}
@@ -45,60 +46,60 @@ func env(c corev1.Container) map[string]string {
 func TestClusterSpecs(t *testing.T) {
 	cases := []struct {
 		sentence string
-		change   func(*ray.ClusterArgs)
-		check    func(t *testing.T, a ray.ClusterArgs)
+		change   func(*ray.SpecArgs)
+		check    func(t *testing.T, a ray.SpecArgs)
 	}{
-		{"the head stays off GPU and spot nodes", nil, func(t *testing.T, a ray.ClusterArgs) {
+		{"the head stays off GPU and spot nodes", nil, func(t *testing.T, a ray.SpecArgs) {
 			head := ray.HeadTemplate(a)
 			assert.Empty(t, head.Spec.Tolerations, "no GPU toleration: the GPU taint keeps the head away")
 			assert.Equal(t, a.HeadNodeSelector, head.Spec.NodeSelector)
 			assert.NotContains(t, head.Spec.NodeSelector, "cloud.google.com/gke-spot")
-			_, gpu := head.Spec.Containers[0].Resources.Limits[ray.GPUResource]
+			_, gpu := head.Spec.Containers[0].Resources.Limits[gpunode.GPUResource]
 			assert.False(t, gpu)
 			spec := ray.ClusterSpec(a)
 			assert.Equal(t, corev1.ServiceTypeClusterIP, spec.HeadGroupSpec.ServiceType, "the dashboard is not exposed outside the cluster")
 			assert.Equal(t, "0", spec.HeadGroupSpec.RayStartParams["num-cpus"])
 		}},
-		{"the worker group is fixed at gpu.nodes", func(a *ray.ClusterArgs) { a.Workers = 3 }, func(t *testing.T, a ray.ClusterArgs) {
+		{"the worker group is fixed at gpu.nodes", func(a *ray.SpecArgs) { a.Workers = 3 }, func(t *testing.T, a ray.SpecArgs) {
 			g := ray.ClusterSpec(a).WorkerGroupSpecs[0]
 			assert.EqualValues(t, 3, *g.Replicas)
 			assert.EqualValues(t, 3, *g.MinReplicas)
 			assert.EqualValues(t, 3, *g.MaxReplicas)
 			assert.False(t, *ray.ClusterSpec(a).EnableInTreeAutoscaling)
 		}},
-		{"a worker takes all GPUs and the catalog's CPU and memory", nil, func(t *testing.T, a ray.ClusterArgs) {
+		{"a worker takes all GPUs and the catalog's CPU and memory", nil, func(t *testing.T, a ray.SpecArgs) {
 			c := ray.WorkerTemplate(a).Spec.Containers[0]
 			lim := c.Resources.Limits
-			assert.Equal(t, "8", lim.Name(ray.GPUResource, "").String())
+			assert.Equal(t, "8", lim.Name(gpunode.GPUResource, "").String())
 			assert.Equal(t, "208", lim.Cpu().String())
 			assert.Equal(t, "3600Gi", lim.Memory().String())
 			assert.Equal(t, c.Resources.Limits, c.Resources.Requests)
 		}},
-		{"a worker tolerates the GPU taint and sits on the GPU pool", nil, func(t *testing.T, a ray.ClusterArgs) {
+		{"a worker tolerates the GPU taint and sits on the GPU pool", nil, func(t *testing.T, a ray.SpecArgs) {
 			spec := ray.WorkerTemplate(a).Spec
 			assert.Equal(t, []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}, spec.Tolerations)
 			assert.Equal(t, a.WorkerNodeSelector, spec.NodeSelector)
 		}},
-		{"an Autopilot worker carries the Autopilot selectors", func(a *ray.ClusterArgs) {
+		{"an Autopilot worker carries the Autopilot selectors", func(a *ray.SpecArgs) {
 			a.WorkerNodeSelector = map[string]string{"cloud.google.com/gke-accelerator": "nvidia-b200", "cloud.google.com/gke-accelerator-count": "8", "cloud.google.com/compute-class": "Performance", "cloud.google.com/gke-spot": "true"}
 			a.HeadNodeSelector = nil
-		}, func(t *testing.T, a ray.ClusterArgs) {
+		}, func(t *testing.T, a ray.SpecArgs) {
 			assert.Equal(t, "8", ray.WorkerTemplate(a).Spec.NodeSelector["cloud.google.com/gke-accelerator-count"], "a string, as Autopilot requires")
 			assert.Nil(t, ray.HeadTemplate(a).Spec.NodeSelector)
 		}},
-		{"a worker's interfaces follow the network objects in NIC order", nil, func(t *testing.T, a ray.ClusterArgs) {
+		{"a worker's interfaces follow the network objects in NIC order", nil, func(t *testing.T, a ray.SpecArgs) {
 			ann := ray.WorkerTemplate(a).Annotations
-			assert.Equal(t, "eth0", ann[ray.DefaultInterfaceAnnotation])
-			var got []ray.Interface
-			require.NoError(t, json.Unmarshal([]byte(ann[ray.InterfacesAnnotation]), &got))
+			assert.Equal(t, "eth0", ann[gpunode.DefaultInterfaceAnnotation])
+			var got []gpunode.Interface
+			require.NoError(t, json.Unmarshal([]byte(ann[gpunode.InterfacesAnnotation]), &got))
 			require.Len(t, got, 10)
-			assert.Equal(t, ray.Interface{InterfaceName: "eth0", Network: "default"}, got[0])
-			for i, n := range a.PodNetworks {
-				assert.Equal(t, n, got[i+1].Network)
+			assert.Equal(t, gpunode.Interface{InterfaceName: "eth0", Network: "default"}, got[0])
+			for i, n := range a.NICs {
+				assert.Equal(t, n.Name, got[i+1].Network)
 				assert.Equal(t, "eth"+string(rune('1'+i)), got[i+1].InterfaceName)
 			}
 		}},
-		{"the B200 tuner file reaches the worker", nil, func(t *testing.T, a ray.ClusterArgs) {
+		{"the B200 tuner file reaches the worker", nil, func(t *testing.T, a ray.SpecArgs) {
 			e := env(ray.WorkerTemplate(a).Spec.Containers[0])
 			assert.Equal(t, "/usr/local/gib/configs/tuner_config_a4.txtpb", e["NCCL_TUNER_CONFIG_PATH"])
 			assert.Equal(t, "/usr/local/nvidia/lib64:/usr/local/gib/lib64", e["LD_LIBRARY_PATH"])
@@ -106,13 +107,13 @@ func TestClusterSpecs(t *testing.T) {
 			assert.Equal(t, "eth0", e["GLOO_SOCKET_IFNAME"])
 			assert.Equal(t, "/lustre/huggingface", e["HF_HOME"])
 		}},
-		{"the worker sources the NCCL environment before KubeRay's ray start", nil, func(t *testing.T, a ray.ClusterArgs) {
+		{"the worker sources the NCCL environment before KubeRay's ray start", nil, func(t *testing.T, a ray.SpecArgs) {
 			c := ray.WorkerTemplate(a).Spec.Containers[0]
 			assert.Equal(t, []string{"source", "/usr/local/gib/scripts/set_nccl_env.sh"}, c.Command)
 			assert.Empty(t, c.Args, "KubeRay appends its ray start")
 			assert.NotContains(t, strings.Join(c.Command, " "), "ray start", "otherwise KubeRay would not add its own")
 		}},
-		{"a worker mounts the shared claim, shm in memory and the host libraries", nil, func(t *testing.T, a ray.ClusterArgs) {
+		{"a worker mounts the shared claim, shm in memory and the host libraries", nil, func(t *testing.T, a ray.SpecArgs) {
 			spec := ray.WorkerTemplate(a).Spec
 			mounts := map[string]string{}
 			for _, m := range spec.Containers[0].VolumeMounts {
@@ -130,16 +131,16 @@ func TestClusterSpecs(t *testing.T) {
 			assert.Equal(t, "/home/kubernetes/bin/gib", vols["gib"].HostPath.Path)
 			assert.Equal(t, corev1.HostPathDirectory, *vols["gib"].HostPath.Type, "no worker starts before the installer has run")
 		}},
-		{"GCS FUSE storage adds its annotation and service account to every pod", func(a *ray.ClusterArgs) {
+		{"GCS FUSE storage adds its annotation and service account to every pod", func(a *ray.SpecArgs) {
 			a.Storage = kube.SharedVolume{ClaimName: "rl-shared", MountPath: "/data", ServiceAccountName: "rl-storage", PodAnnotations: map[string]string{"gke-gcsfuse/volumes": "true"}}
-		}, func(t *testing.T, a ray.ClusterArgs) {
+		}, func(t *testing.T, a ray.SpecArgs) {
 			for _, pod := range []corev1.PodTemplateSpec{ray.HeadTemplate(a), ray.WorkerTemplate(a)} {
 				assert.Equal(t, "rl-storage", pod.Spec.ServiceAccountName)
 				assert.Equal(t, "true", pod.Annotations["gke-gcsfuse/volumes"])
 			}
 			assert.Len(t, a.Storage.PodAnnotations, 1, "the builder does not modify its input")
 		}},
-		{"Lustre storage needs no service account or annotation", nil, func(t *testing.T, a ray.ClusterArgs) {
+		{"Lustre storage needs no service account or annotation", nil, func(t *testing.T, a ray.SpecArgs) {
 			head := ray.HeadTemplate(a)
 			assert.Empty(t, head.Spec.ServiceAccountName)
 			assert.Empty(t, head.Annotations)
@@ -152,7 +153,7 @@ func TestClusterSpecs(t *testing.T) {
 				tc.change(&a)
 			}
 			tc.check(t, a)
-			require.NoError(t, ray.ValidateCluster(ray.NewRayCluster("ray-a4", "gke-rl", ray.ClusterSpec(a))), "KubeRay accepts it")
+			require.NoError(t, ray.ValidateCluster(ray.RayClusterObject("ray-a4", "gke-rl", ray.ClusterSpec(a))), "KubeRay accepts it")
 		})
 	}
 }
@@ -164,13 +165,13 @@ func TestSpecsAreDeterministic(t *testing.T) {
 }
 
 func TestKubeRayValidationRejects(t *testing.T) {
-	long := ray.NewRayCluster(strings.Repeat("a", 54), "gke-rl", ray.ClusterSpec(fixture()))
+	long := ray.RayClusterObject(strings.Repeat("a", 54), "gke-rl", ray.ClusterSpec(fixture()))
 	assert.ErrorContains(t, ray.ValidateCluster(long), "no more than 53 characters")
 
 	spec := ray.ClusterSpec(fixture())
 	spec.WorkerGroupSpecs[0].RayStartParams = map[string]string{"num-gpus": "8"}
 	spec.WorkerGroupSpecs[0].Resources = map[string]string{"GPU": "8"}
-	assert.ErrorContains(t, ray.ValidateCluster(ray.NewRayCluster("ray-a4", "gke-rl", spec)), "should not be set in both")
+	assert.ErrorContains(t, ray.ValidateCluster(ray.RayClusterObject("ray-a4", "gke-rl", spec)), "should not be set in both")
 }
 
 func TestValidateJobRunsKubeRaysRayJobChecks(t *testing.T) {

@@ -51,15 +51,25 @@ func WorkloadIdentityPrincipal(projectNumber, projectID, namespace, serviceAccou
 		projectNumber, projectID, namespace, serviceAccount)
 }
 
-// BucketArgs configures the bucket and its claim.
-type BucketArgs struct {
-	// ProjectID is the plain project ID: it names the Workload Identity pool.
-	ProjectID string
+// BucketSpec is the bucket as the config decides it: plain values.
+type BucketSpec struct {
+	// Project is the project ID: it owns the bucket and names the Workload Identity pool.
+	Project string
 	// Region holds the bucket, next to the cluster.
 	Region string
 	// Name is the globally unique bucket name.
 	Name string
-	Common
+	// NamePrefix starts the names of what the component creates (the cluster name).
+	NamePrefix string
+	// Protect keeps the bucket and its objects through `pulumi destroy` (retained on delete).
+	Protect bool
+}
+
+// BucketArgs are the spec and where its in-cluster objects go.
+type BucketArgs struct {
+	BucketSpec
+	// Placement is where the service account, the PV and the claim go.
+	Placement kube.Placement
 }
 
 // Bucket is a Cloud Storage bucket mounted with GCS FUSE, reached through Workload Identity.
@@ -71,21 +81,31 @@ type Bucket struct {
 	Binding        *storage.BucketIAMMember
 	PV             *corev1.PersistentVolume
 	Claim          *corev1.PersistentVolumeClaim
-	mountPath      string
+}
+
+// BucketVolume is how pods mount a GCS FUSE claim: as the service account that Workload
+// Identity lets into the bucket, with the annotation that injects the FUSE sidecar.
+func BucketVolume(mountPath string) kube.SharedVolume {
+	return kube.SharedVolume{
+		ClaimName:          ClaimName,
+		MountPath:          mountPath,
+		ServiceAccountName: BucketServiceAccount,
+		PodAnnotations:     map[string]string{GCSFuseAnnotation: "true"},
+	}
 }
 
 // NewBucket registers the bucket, the service account, its binding and the claim.
 func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulumi.ResourceOption) (*Bucket, error) {
-	b := &Bucket{mountPath: args.MountPath}
+	b := &Bucket{}
 	if err := ctx.RegisterComponentResource("gke-rl:storage:Bucket", name, b, opts...); err != nil {
 		return nil, err
 	}
-	child := pulumi.Parent(b)
-	inCluster := append([]pulumi.ResourceOption{child}, args.InCluster...)
+	kids := naming.Children{Component: name, Parent: b}
 	var err error
 
-	b.Bucket, err = storage.NewBucket(ctx, "bucket", &storage.BucketArgs{
-		Project:  pulumi.String(args.ProjectID),
+	bucketName, bucketOpts := kids.Of("bucket", "bucket", pulumi.RetainOnDelete(args.Protect))
+	b.Bucket, err = storage.NewBucket(ctx, bucketName, &storage.BucketArgs{
+		Project:  pulumi.String(args.Project),
 		Name:     pulumi.String(args.Name),
 		Location: pulumi.String(strings.ToUpper(args.Region)),
 		// A hierarchical namespace makes directory renames atomic and speeds up listing, which
@@ -95,37 +115,38 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 		PublicAccessPrevention:   pulumi.String("enforced"),
 		// Never delete objects with the bucket: a bucket that still holds checkpoints stays.
 		ForceDestroy: pulumi.Bool(false),
-	}, child, pulumi.RetainOnDelete(args.Protect))
+	}, bucketOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("bucket: %w", err)
 	}
 
-	b.ServiceAccount, err = corev1.NewServiceAccount(ctx, "storage", &corev1.ServiceAccountArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(BucketServiceAccount), Namespace: args.Namespace},
-	}, inCluster...)
+	saName, saOpts := kids.Of("service-account", "storage")
+	b.ServiceAccount, err = corev1.NewServiceAccount(ctx, saName, &corev1.ServiceAccountArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(BucketServiceAccount), Namespace: pulumi.String(args.Placement.Namespace)},
+	}, args.Placement.Namespaced(saOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("service account: %w", err)
 	}
 
 	project := organizations.LookupProjectOutput(ctx, organizations.LookupProjectOutputArgs{
-		ProjectId: pulumi.String(args.ProjectID),
+		ProjectId: pulumi.String(args.Project),
 	}, pulumi.Parent(b))
 	member := pulumi.All(project.Number(), b.ServiceAccount.Metadata.Namespace().Elem(), b.ServiceAccount.Metadata.Name().Elem()).
 		ApplyT(func(v []any) string {
-			return WorkloadIdentityPrincipal(v[0].(string), args.ProjectID, v[1].(string), v[2].(string))
+			return WorkloadIdentityPrincipal(v[0].(string), args.Project, v[1].(string), v[2].(string))
 		}).(pulumi.StringOutput)
-	b.Binding, err = storage.NewBucketIAMMember(ctx, "storage-object-user", &storage.BucketIAMMemberArgs{
+	bindingName, bindingOpts := kids.Of("object-user", "storage-object-user")
+	b.Binding, err = storage.NewBucketIAMMember(ctx, bindingName, &storage.BucketIAMMemberArgs{
 		Bucket: b.Bucket.Name,
 		Role:   pulumi.String(BucketRole),
 		Member: member,
-	}, child)
+	}, bindingOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("bucket binding: %w", err)
 	}
 
-	b.PV, b.Claim, err = newClaim(ctx, "gcsfuse", claimArgs{
+	b.PV, b.Claim, err = newClaim(ctx, kids, "gcsfuse", claimArgs{
 		PVName:       naming.New(args.NamePrefix).Name(63, "gcsfuse"),
-		Namespace:    args.Namespace,
 		Capacity:     bucketCapacity,
 		MountOptions: GCSFuseMountOptions,
 		// Deleting the volume object never touches the bucket; Retain says so to a reader.
@@ -140,7 +161,7 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 				"gcsfuseMetadataPrefetchOnMount": pulumi.String("true"),
 			},
 		},
-	}, inCluster...)
+	}, args.Placement)
 	if err != nil {
 		return nil, fmt.Errorf("gcsfuse claim: %w", err)
 	}
@@ -157,15 +178,8 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 	return b, nil
 }
 
-// Volume implements Shared.
-func (b *Bucket) Volume() Volume {
-	return Volume{
-		SharedVolume: kube.SharedVolume{
-			ClaimName:          ClaimName,
-			MountPath:          b.mountPath,
-			ServiceAccountName: BucketServiceAccount,
-			PodAnnotations:     map[string]string{GCSFuseAnnotation: "true"},
-		},
-		Ready: []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding},
-	}
+// Ready implements Shared: pods wait for the claim, the service account they run as and its
+// access to the bucket.
+func (b *Bucket) Ready() []pulumi.Resource {
+	return []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding}
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,15 +34,13 @@ func LustrePort(gkeSupport bool) int {
 	return LustrePortStandard
 }
 
-// LustreArgs configures a Managed Lustre instance and its claim.
-type LustreArgs struct {
-	Project pulumi.StringInput
+// LustreSpec is the instance as the config decides it: plain values.
+type LustreSpec struct {
+	Project string
 	// Zone holds the instance, next to the GPU nodes.
 	Zone string
-	Common
-	// Network is the main VPC's ID (`projects/<p>/global/networks/<n>`): the instance and the
-	// PSA peering live there.
-	Network pulumi.StringInput
+	// NamePrefix starts the GCP names of what the component creates (the cluster name).
+	NamePrefix string
 	// PSAPrefixLength sizes the Private Service Access range.
 	PSAPrefixLength int
 	CapacityGiB     int
@@ -50,63 +49,77 @@ type LustreArgs struct {
 	Filesystem           string
 	// GKESupport makes the instance listen on LustrePortGKE.
 	GKESupport bool
+	// Protect keeps the instance through `pulumi destroy`: destroy refuses to start.
+	Protect bool
+}
+
+// LustreArgs are the spec and what it attaches to, known once that exists.
+type LustreArgs struct {
+	LustreSpec
+	// Network is the main VPC's ID (`projects/<p>/global/networks/<n>`): the instance and the
+	// PSA peering live there.
+	Network pulumi.StringInput
 	// NodeServiceAccount is the email of the nodes' service account: the firewall admits Lustre
 	// traffic to those nodes only.
 	NodeServiceAccount pulumi.StringInput
+	// Placement is where the PV and the claim go.
+	Placement kube.Placement
 }
 
 // Lustre is a Managed Lustre instance reached over Private Service Access, with a claim on it.
 type Lustre struct {
 	pulumi.ResourceState
 
-	PSARange  *compute.GlobalAddress
-	Peering   *servicenetworking.Connection
-	Instance  *lustre.Instance
-	Firewall  *compute.Firewall
-	PV        *corev1.PersistentVolume
-	Claim     *corev1.PersistentVolumeClaim
-	mountPath string
+	PSARange *compute.GlobalAddress
+	Peering  *servicenetworking.Connection
+	Instance *lustre.Instance
+	Firewall *compute.Firewall
+	PV       *corev1.PersistentVolume
+	Claim    *corev1.PersistentVolumeClaim
+}
+
+// LustreVolume is how pods mount a Lustre claim: any service account will do.
+func LustreVolume(mountPath string) kube.SharedVolume {
+	return kube.SharedVolume{ClaimName: ClaimName, MountPath: mountPath}
 }
 
 // NewLustre registers the instance. It waits only for the peering connection (and so the VPC),
 // never for the cluster: at tens of minutes it is the slowest resource, and starts first.
 func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulumi.ResourceOption) (*Lustre, error) {
-	l := &Lustre{mountPath: args.MountPath}
+	l := &Lustre{}
 	if err := ctx.RegisterComponentResource("gke-rl:storage:Lustre", name, l, opts...); err != nil {
 		return nil, err
 	}
 	names := naming.New(args.NamePrefix)
-	child := pulumi.Parent(l)
+	kids := naming.Children{Component: name, Parent: l}
+	project := pulumi.String(args.Project)
 	var err error
 
-	l.PSARange, err = compute.NewGlobalAddress(ctx, "psa", &compute.GlobalAddressArgs{
-		Project:      args.Project,
+	psaName, psaOpts := kids.Of("psa", "psa")
+	l.PSARange, err = compute.NewGlobalAddress(ctx, psaName, &compute.GlobalAddressArgs{
+		Project:      project,
 		Name:         pulumi.String(names.Resource("psa")),
 		Purpose:      pulumi.String("VPC_PEERING"),
 		AddressType:  pulumi.String("INTERNAL"),
 		PrefixLength: pulumi.Int(args.PSAPrefixLength),
 		Network:      args.Network,
 		Description:  pulumi.String("Private Service Access range for Managed Lustre"),
-	}, child)
+	}, psaOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("psa range: %w", err)
 	}
-	l.Peering, err = servicenetworking.NewConnection(ctx, "psa", &servicenetworking.ConnectionArgs{
+	l.Peering, err = servicenetworking.NewConnection(ctx, psaName, &servicenetworking.ConnectionArgs{
 		Network:               args.Network,
 		Service:               pulumi.String("servicenetworking.googleapis.com"),
 		ReservedPeeringRanges: pulumi.StringArray{l.PSARange.Name},
-	}, child)
+	}, psaOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("psa connection: %w", err)
 	}
 
-	instanceOpts := []pulumi.ResourceOption{child,
-		// No data flows from the connection to the instance, but the instance needs the peering.
-		pulumi.DependsOn([]pulumi.Resource{l.Peering}),
-		pulumi.Protect(args.Protect),
-	}
-	l.Instance, err = lustre.NewInstance(ctx, "lustre", &lustre.InstanceArgs{
-		Project:                  args.Project,
+	lustreName, lustreOpts := kids.Of("lustre", "lustre")
+	l.Instance, err = lustre.NewInstance(ctx, lustreName, &lustre.InstanceArgs{
+		Project:                  project,
 		InstanceId:               pulumi.String(names.Name(63, "lustre")),
 		Location:                 pulumi.String(args.Zone),
 		CapacityGib:              pulumi.String(strconv.Itoa(args.CapacityGiB)),
@@ -115,14 +128,18 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 		Network:                  args.Network,
 		GkeSupportEnabled:        pulumi.Bool(args.GKESupport),
 		Description:              pulumi.String("Data, models and checkpoints of " + args.NamePrefix),
-	}, instanceOpts...)
+	}, append(slices.Clone(lustreOpts),
+		// No data flows from the connection to the instance, but the instance needs the peering.
+		pulumi.DependsOn([]pulumi.Resource{l.Peering}),
+		pulumi.Protect(args.Protect),
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("lustre instance: %w", err)
 	}
 
 	psaCIDR := pulumi.Sprintf("%s/%d", l.PSARange.Address, args.PSAPrefixLength)
-	l.Firewall, err = compute.NewFirewall(ctx, "lustre", &compute.FirewallArgs{
-		Project:     args.Project,
+	l.Firewall, err = compute.NewFirewall(ctx, lustreName, &compute.FirewallArgs{
+		Project:     project,
 		Name:        pulumi.String(names.Resource("allow-lustre")),
 		Network:     args.Network,
 		Direction:   pulumi.String("INGRESS"),
@@ -133,17 +150,16 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 		}},
 		SourceRanges:          pulumi.StringArray{psaCIDR},
 		TargetServiceAccounts: pulumi.StringArray{args.NodeServiceAccount},
-	}, child)
+	}, lustreOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("lustre firewall: %w", err)
 	}
 
 	ip := l.Instance.MountPoint.ApplyT(MountPointIP).(pulumi.StringOutput)
-	l.PV, l.Claim, err = newClaim(ctx, "lustre", claimArgs{
-		PVName:    names.Name(63, "lustre"),
-		Namespace: args.Namespace,
-		Capacity:  fmt.Sprintf("%dGi", args.CapacityGiB),
-		Reclaim:   "Retain",
+	l.PV, l.Claim, err = newClaim(ctx, kids, "lustre", claimArgs{
+		PVName:   names.Name(63, "lustre"),
+		Capacity: fmt.Sprintf("%dGi", args.CapacityGiB),
+		Reclaim:  "Retain",
 		Source: corev1.CSIPersistentVolumeSourceArgs{
 			Driver:       pulumi.String(LustreCSIDriver),
 			VolumeHandle: pulumi.Sprintf("%s/%s/%s", l.Instance.Project, l.Instance.Location, l.Instance.InstanceId),
@@ -152,7 +168,7 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 				"filesystem": l.Instance.Filesystem,
 			},
 		},
-	}, append([]pulumi.ResourceOption{child}, args.InCluster...)...)
+	}, args.Placement)
 	if err != nil {
 		return nil, fmt.Errorf("lustre claim: %w", err)
 	}
@@ -167,13 +183,8 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 	return l, nil
 }
 
-// Volume implements Shared.
-func (l *Lustre) Volume() Volume {
-	return Volume{
-		SharedVolume: kube.SharedVolume{ClaimName: ClaimName, MountPath: l.mountPath},
-		Ready:        []pulumi.Resource{l.Claim},
-	}
-}
+// Ready implements Shared: pods wait for the claim.
+func (l *Lustre) Ready() []pulumi.Resource { return []pulumi.Resource{l.Claim} }
 
 // MountPointIP is the server address in a Lustre mount point such as `10.90.1.4@tcp:/lustrefs`,
 // which the CSI driver takes as the volume's `ip` attribute.

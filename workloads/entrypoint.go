@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"al.essio.dev/pkg/shellescape"
+
+	"gke-rl/infra/kinds"
 )
 
 // Run is what a GRPO run trains, framework aside.
@@ -131,10 +133,10 @@ func VerlEntrypoint(r Run) string {
 
 // ManagedKeys are the override keys the program sets for a framework: `job.args` may not set
 // them again (verl's Hydra rejects a key given twice; NeMo RL would silently take the last).
-func ManagedKeys(f Framework) []string {
+func ManagedKeys(f kinds.Framework) []string {
 	var o []Override
 	sample := Run{MaxSteps: 1, Epochs: 1, WandB: true}
-	if f == Verl {
+	if f == kinds.Verl {
 		o = VerlOverrides(sample)
 	} else {
 		o = NeMoRLOverrides(sample)

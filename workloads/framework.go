@@ -6,15 +6,8 @@ package workloads
 import (
 	"path"
 	"strings"
-)
 
-// Framework is a GRPO training framework.
-type Framework string
-
-// The supported frameworks.
-const (
-	NeMoRL Framework = "nemo-rl"
-	Verl   Framework = "verl"
+	"gke-rl/infra/kinds"
 )
 
 // Release pins what a framework runs: every node of a run must use the same code.
@@ -26,16 +19,16 @@ type Release struct {
 }
 
 // Releases are the pinned defaults of `ray.image` and `ray.version`.
-var Releases = map[Framework]Release{
+var Releases = map[kinds.Framework]Release{
 	// NeMo RL v0.5.0 (January 2026) is the release the NeMo RL guide targets; its pyproject pins
 	// ray[default]==2.49.2.
-	NeMoRL: {Image: "nvcr.io/nvidia/nemo-rl:v0.5.0", RayVersion: "2.49.2"},
+	kinds.NeMoRL: {Image: "nvcr.io/nvidia/nemo-rl:v0.5.0", RayVersion: "2.49.2"},
 	// The verl guide uses verlai/verl:vllm011.latest, a moving tag. vllm011.dev7 is the fixed
 	// build of that line (vLLM 0.11.0, Megatron core 0.14) that verl's own docs name as a
 	// runtime image. It ships verl's dependencies but not verl (its Dockerfile uninstalls it),
 	// so the data preparation clones verl at VerlSourceTag onto the shared volume. vLLM 0.11.0
 	// requires ray>=2.48; the image resolves 2.49.x.
-	Verl: {Image: "verlai/verl:vllm011.dev7", RayVersion: "2.49.2"},
+	kinds.Verl: {Image: "verlai/verl:vllm011.dev7", RayVersion: "2.49.2"},
 }
 
 // VerlSourceTag is the verl release whose code runs on the vllm011 image (the image's

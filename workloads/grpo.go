@@ -9,21 +9,20 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"gke-rl/infra/kube"
+	"gke-rl/infra/naming"
 )
 
 // PrepTimeout bounds the data preparation: a 72B model is about 150 GB to download.
 const PrepTimeout = "2h"
 
-// GRPOArgs are the run's objects, built and validated before registration.
+// GRPOArgs are the run's objects, built and validated before registration, and where they go.
 type GRPOArgs struct {
 	Job *rayv1.RayJob
-	// Prep is verl's data preparation, or nil; the RayJob starts only once it has succeeded.
+	// Prep is the data preparation, or nil; the RayJob starts only once it has succeeded.
 	Prep *batchv1.Job
-	// NamespaceInput is the namespace's name as an output of the namespace resource.
-	NamespaceInput pulumi.StringInput
-	// InCluster are the options of in-cluster objects (provider, DeletedWith, DependsOn on the
-	// claim, the network objects and the secret the pods use).
-	InCluster []pulumi.ResourceOption
+	// Placement is the cluster's provider and namespace, and what the pods wait for (the claim,
+	// the network objects, the Secret, the long-lived RayCluster).
+	Placement kube.Placement
 }
 
 // GRPO is the training run.
@@ -40,19 +39,22 @@ func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.Re
 	if err := ctx.RegisterComponentResource("gke-rl:workloads:GRPO", name, g, opts...); err != nil {
 		return nil, err
 	}
-	jobOpts := append([]pulumi.ResourceOption{pulumi.Parent(g)}, args.InCluster...)
+	kids := naming.Children{Component: name, Parent: g}
+	placement := args.Placement
 	if args.Prep != nil {
+		prepName, prepOpts := kids.Of("data-prep", "data-prep",
+			pulumi.Timeouts(&pulumi.CustomTimeouts{Create: PrepTimeout, Update: PrepTimeout}))
 		var err error
 		// The provider waits for the Job to succeed: that is what orders it before training.
-		g.Prep, err = kube.NewObject(ctx, "data-prep", args.Prep, args.NamespaceInput,
-			append(append([]pulumi.ResourceOption{}, jobOpts...), pulumi.Timeouts(&pulumi.CustomTimeouts{Create: PrepTimeout, Update: PrepTimeout}))...)
+		g.Prep, err = kube.NewObject(ctx, prepName, args.Prep, placement.Namespaced(prepOpts...)...)
 		if err != nil {
 			return nil, fmt.Errorf("data preparation: %w", err)
 		}
-		jobOpts = append(jobOpts, pulumi.DependsOn([]pulumi.Resource{g.Prep}))
+		placement = placement.WaitingFor(g.Prep)
 	}
+	jobName, jobOpts := kids.Of("rayjob", "rayjob")
 	var err error
-	g.RayJob, err = kube.NewObject(ctx, "rayjob", args.Job, args.NamespaceInput, jobOpts...)
+	g.RayJob, err = kube.NewObject(ctx, jobName, args.Job, placement.Namespaced(jobOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("rayjob: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	k8scorev1 "k8s.io/api/core/v1"
+
+	"gke-rl/infra/kube"
 )
 
 // TokensSecret is the Secret that holds the tokens; its keys are the variables pods read.
@@ -48,7 +50,7 @@ func (t Tokens) Env() []k8scorev1.EnvVar {
 
 // NewTokensSecret registers the Secret with the set tokens, or nothing when none is set.
 // Pulumi keeps the values as secrets in its state; the Secret's data never appears in a plan.
-func NewTokensSecret(ctx *pulumi.Context, name string, t Tokens, namespace pulumi.StringInput, opts ...pulumi.ResourceOption) (*corev1.Secret, error) {
+func NewTokensSecret(ctx *pulumi.Context, name string, t Tokens, p kube.Placement) (*corev1.Secret, error) {
 	if !t.Any() {
 		return nil, nil
 	}
@@ -60,8 +62,8 @@ func NewTokensSecret(ctx *pulumi.Context, name string, t Tokens, namespace pulum
 		data[WandBAPIKeyKey] = pulumi.ToSecret(t.WandB).(pulumi.StringOutput)
 	}
 	return corev1.NewSecret(ctx, name, &corev1.SecretArgs{
-		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(TokensSecret), Namespace: namespace},
+		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(TokensSecret), Namespace: pulumi.String(p.Namespace)},
 		Type:       pulumi.String("Opaque"),
 		StringData: data,
-	}, opts...)
+	}, p.Namespaced()...)
 }

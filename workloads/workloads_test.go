@@ -13,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	_ "gke-rl/infra/plan/plantest" // every test binary accepts -update
+	_ "gke-rl/infra/golden" // every test binary accepts -update
+	"gke-rl/infra/kinds"
 	"gke-rl/workloads"
 )
 
@@ -114,8 +115,8 @@ func TestEntrypointsQuoteWhatTheyPass(t *testing.T) {
 }
 
 func TestManagedKeys(t *testing.T) {
-	assert.Contains(t, workloads.ManagedKeys(workloads.Verl), "trainer.nnodes")
-	assert.Contains(t, workloads.ManagedKeys(workloads.NeMoRL), "cluster.num_nodes")
+	assert.Contains(t, workloads.ManagedKeys(kinds.Verl), "trainer.nnodes")
+	assert.Contains(t, workloads.ManagedKeys(kinds.NeMoRL), "cluster.num_nodes")
 	assert.Equal(t, "trainer.nnodes", workloads.OverrideKey("++trainer.nnodes=4"))
 }
 

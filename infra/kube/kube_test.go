@@ -8,8 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/infra/kube"
-	_ "gke-rl/infra/plan/plantest" // every test binary accepts -update
 )
 
 func TestToUnstructuredDropsWhatTheServerOwns(t *testing.T) {
@@ -26,7 +26,7 @@ func TestToUnstructuredDropsWhatTheServerOwns(t *testing.T) {
 }
 
 func TestNewObjectNeedsTypeMeta(t *testing.T) {
-	_, err := kube.NewObject(nil, "prep", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "prep"}}, nil)
+	_, err := kube.NewObject(nil, "prep", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "prep"}})
 	assert.ErrorContains(t, err, "has no apiVersion and kind")
 }
 

@@ -19,12 +19,12 @@ type Object interface {
 	k8smeta.Object
 }
 
-// NewObject registers obj as it would be applied. Its TypeMeta must be set. The namespace input
-// replaces metadata.namespace, so that the object waits for the namespace that holds it.
+// NewObject registers obj as it would be applied. Its TypeMeta must be set; opts place it (see
+// Placement).
 //
 // Pulumi's Kubernetes provider picks its behaviour (await logic included) from the type token
 // `kubernetes:<apiVersion>:<kind>`, which this registration shares with the typed resources.
-func NewObject(ctx *pulumi.Context, name string, obj Object, namespace pulumi.StringInput, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
+func NewObject(ctx *pulumi.Context, name string, obj Object, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" {
 		return nil, fmt.Errorf("%s: %T has no apiVersion and kind", name, obj)
@@ -41,8 +41,8 @@ func NewObject(ctx *pulumi.Context, name string, obj Object, namespace pulumi.St
 		Labels:      stringMap(obj.GetLabels()),
 		Annotations: stringMap(obj.GetAnnotations()),
 	}
-	if namespace != nil {
-		meta.Namespace = namespace
+	if ns := obj.GetNamespace(); ns != "" {
+		meta.Namespace = pulumi.String(ns)
 	}
 	other := kubernetes.UntypedArgs{}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {

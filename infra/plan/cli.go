@@ -8,11 +8,17 @@ import (
 	"strings"
 )
 
-// Exit statuses of `plan`.
+// Exit statuses of `plan`. Only ExitInvalidConfig and ExitUsage are the user's to fix in the
+// stack or the command line; ExitOutput and ExitInternal are failures of the machine or of the
+// program, and say so.
 const (
 	ExitOK            = 0
 	ExitInvalidConfig = 1
 	ExitUsage         = 2
+	// ExitOutput: the plan could not be written (a full disk, a directory that is not one).
+	ExitOutput = 3
+	// ExitInternal: the program failed on a configuration it had accepted: a bug to report.
+	ExitInternal = 4
 )
 
 type repeated []string
@@ -56,8 +62,8 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 			}
 			return ExitInvalidConfig
 		}
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return ExitInvalidConfig
+		fmt.Fprintf(stderr, "internal error (not a problem with your configuration; please report it): %v\n", err)
+		return ExitInternal
 	}
 
 	for _, w := range result.Warnings {
@@ -66,8 +72,8 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	if *manifests != "" {
 		files, err := WriteManifests(*manifests, result)
 		if err != nil {
-			fmt.Fprintf(stderr, "error: writing manifests: %v\n", err)
-			return ExitInvalidConfig
+			fmt.Fprintf(stderr, "error: writing manifests (not a problem with your configuration): %v\n", err)
+			return ExitOutput
 		}
 		if !*asJSON {
 			fmt.Fprintf(stdout, "wrote %d Kubernetes manifests to %s\n", len(files), *manifests)
@@ -75,11 +81,14 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		if err := WriteJSON(stdout, result); err != nil {
-			fmt.Fprintf(stderr, "error: %v\n", err)
-			return ExitInvalidConfig
+			fmt.Fprintf(stderr, "error: writing the plan (not a problem with your configuration): %v\n", err)
+			return ExitOutput
 		}
 		return ExitOK
 	}
-	WriteTree(stdout, result)
+	if err := WriteTree(stdout, result); err != nil {
+		fmt.Fprintf(stderr, "error: writing the plan (not a problem with your configuration): %v\n", err)
+		return ExitOutput
+	}
 	return ExitOK
 }

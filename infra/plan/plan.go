@@ -1,10 +1,9 @@
 // Package plan is the offline planner: it runs the real program against an in-process
-// recording engine (the Pulumi SDK's mock monitor) and prints what `pulumi up` would create,
-// without a cloud account. The same engine backs the tests.
+// recording engine (infra/recorder, on the Pulumi SDK's mock monitor) and prints what
+// `pulumi up` would create, without a cloud account. The same engine backs the tests.
 package plan
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,13 +14,22 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/infra"
+	"gke-rl/infra/recorder"
 )
+
+// Resource is one registered resource as the engine saw it.
+type Resource = recorder.Resource
+
+// Options are the resource options that matter to a reviewer.
+type Options = recorder.Options
 
 // Result is one planned stack: every resource and the stack outputs.
 type Result struct {
-	Stack     string
-	Project   string
-	Resources []*Resource
+	*recorder.Recording
+	Stack   string
+	Project string
+	// Blueprint is what Resolve derived from the configuration.
+	Blueprint *infra.Blueprint
 	// Outputs are the stack outputs, resolved; secret ones hold SecretPlaceholder.
 	Outputs map[string]any
 	// Warnings are what `pulumi up` logs as warnings: worth a look, not fatal.
@@ -29,60 +37,7 @@ type Result struct {
 }
 
 // SecretPlaceholder stands for a secret value wherever the plan prints one.
-const SecretPlaceholder = "[secret]"
-
-// Find returns the resource with the given type and logical name, or nil.
-func (r *Result) Find(typ, name string) *Resource {
-	for _, res := range r.Resources {
-		if res.Type == typ && res.Name == name {
-			return res
-		}
-	}
-	return nil
-}
-
-// OfType returns the resources of a type, sorted by URN.
-func (r *Result) OfType(typ string) []*Resource {
-	var out []*Resource
-	for _, res := range r.Resources {
-		if res.Type == typ {
-			out = append(out, res)
-		}
-	}
-	return out
-}
-
-// ByURN returns the resource with the given URN, or nil.
-func (r *Result) ByURN(urn string) *Resource {
-	for _, res := range r.Resources {
-		if res.URN == urn {
-			return res
-		}
-	}
-	return nil
-}
-
-// DependencyClosure returns every URN that res waits for, directly or through other resources
-// (a component stands for its children, as Pulumi expands it).
-func (r *Result) DependencyClosure(res *Resource) map[string]bool {
-	seen := map[string]bool{}
-	var visit func(urn string)
-	visit = func(urn string) {
-		if seen[urn] {
-			return
-		}
-		seen[urn] = true
-		if dep := r.ByURN(urn); dep != nil {
-			for _, d := range dep.Dependencies {
-				visit(d)
-			}
-		}
-	}
-	for _, d := range res.Dependencies {
-		visit(d)
-	}
-	return seen
-}
+const SecretPlaceholder = recorder.SecretPlaceholder
 
 // ConfigError is returned when the stack configuration is invalid: nothing was registered.
 type ConfigError struct {
@@ -91,54 +46,62 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return e.Problems.Error() }
 
-// Run plans a stack from its configuration.
-func Run(sc *StackConfig, stack string) (*Result, error) {
-	rec := newRecorder(sc.Project, stack)
-	ctx, err := pulumi.NewContext(context.Background(), pulumi.RunInfo{
-		Project:          sc.Project,
-		Stack:            stack,
-		Config:           sc.Values,
-		ConfigSecretKeys: sc.SecretKeys,
-		Mocks:            rec,
-		DryRun:           true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := infra.LoadConfig(ctx, slices.Sorted(maps.Keys(sc.Values)))
-	if err != nil {
-		var problems infra.Errors
-		if errors.As(err, &problems) {
-			return nil, &ConfigError{Problems: problems}
-		}
-		return nil, err
-	}
+// Resolve loads and resolves a stack's configuration without registering anything.
+func Resolve(sc *StackConfig, stack string) (*infra.Blueprint, error) {
+	_, bp, err := resolve(recorder.New(sc.Project, stack), sc, stack)
+	return bp, err
+}
 
-	outputs := map[string]any{}
-	err = pulumi.RunWithContext(ctx, func(ctx *pulumi.Context) error {
-		outs, err := infra.Deploy(ctx, cfg)
-		if err != nil {
-			return err
+func resolve(rec *recorder.Recorder, sc *StackConfig, stack string) (*pulumi.Context, *infra.Blueprint, error) {
+	ctx, err := rec.NewContext(recorder.Config{Project: sc.Project, Stack: stack, Values: sc.Values, SecretKeys: sc.SecretKeys})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := infra.LoadConfig(ctx, sc.Keys())
+	if err == nil {
+		var bp *infra.Blueprint
+		if bp, err = infra.Resolve(cfg); err == nil {
+			return ctx, bp, nil
 		}
-		return collectOutputs(outs, outputs)
-	})
+	}
+	var problems infra.Errors
+	if errors.As(err, &problems) {
+		return nil, nil, &ConfigError{Problems: problems}
+	}
+	return nil, nil, err
+}
+
+// Run plans a stack from its configuration: it resolves the configuration (a rejected one
+// registers nothing) and runs the real program, infra.Program, on the recording engine.
+func Run(sc *StackConfig, stack string) (*Result, error) {
+	rec := recorder.New(sc.Project, stack)
+	ctx, bp, err := resolve(rec, sc, stack)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Stack: stack, Project: sc.Project, Resources: rec.snapshot(), Outputs: outputs, Warnings: infra.Warnings(cfg)}, nil
+	recording, err := rec.Run(ctx, infra.ProgramWithKeys(sc.Keys()))
+	if err != nil {
+		return nil, err
+	}
+	outputs, err := collectOutputs(recording.Exports)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Recording: recording, Stack: stack, Project: sc.Project, Blueprint: bp, Outputs: outputs, Warnings: bp.Warnings}, nil
 }
 
 // outputWait bounds how long the planner waits for the stack outputs to resolve; on the
 // recording engine they resolve in milliseconds, so reaching it means an output failed.
 const outputWait = time.Minute
 
-// collectOutputs resolves every stack output into into, secrets replaced by SecretPlaceholder.
-// Outputs of plain values are not tracked by the run, so it waits for each one itself.
-func collectOutputs(outs pulumi.Map, into map[string]any) error {
+// collectOutputs resolves every stack output, secrets replaced by SecretPlaceholder. Outputs of
+// plain values are not tracked by the run, so it waits for each one itself.
+func collectOutputs(exports map[string]pulumi.Input) (map[string]any, error) {
+	into := map[string]any{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for key, value := range outs {
-		out := pulumi.ToOutput(value)
+	for _, key := range slices.Sorted(maps.Keys(exports)) {
+		out := pulumi.ToOutput(exports[key])
 		secret := pulumi.IsSecret(out)
 		wg.Add(1)
 		out.ApplyT(func(v any) any {
@@ -156,8 +119,8 @@ func collectOutputs(outs pulumi.Map, into map[string]any) error {
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
+		return into, nil
 	case <-time.After(outputWait):
-		return fmt.Errorf("stack outputs did not resolve within %s", outputWait)
+		return nil, fmt.Errorf("stack outputs did not resolve within %s", outputWait)
 	}
 }

@@ -7,68 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+
+	"gke-rl/infra/recorder"
 	"sigs.k8s.io/yaml"
 )
 
 // Redacted replaces the data of Kubernetes Secrets in rendered manifests.
 const Redacted = "[redacted]"
-
-// plainValue converts a property value to plain JSON-able data, hiding secrets.
-func plainValue(v resource.PropertyValue) any {
-	switch {
-	case v.IsSecret():
-		return SecretPlaceholder
-	case v.IsComputed():
-		return "[unknown]"
-	case v.IsOutput():
-		o := v.OutputValue()
-		if o.Secret {
-			return SecretPlaceholder
-		}
-		if !o.Known {
-			return "[unknown]"
-		}
-		return plainValue(o.Element)
-	case v.IsNull():
-		return nil
-	case v.IsBool():
-		return v.BoolValue()
-	case v.IsNumber():
-		f := v.NumberValue()
-		if f == float64(int64(f)) {
-			return int64(f)
-		}
-		return f
-	case v.IsString():
-		return v.StringValue()
-	case v.IsArray():
-		arr := v.ArrayValue()
-		out := make([]any, len(arr))
-		for i, e := range arr {
-			out[i] = plainValue(e)
-		}
-		return out
-	case v.IsObject():
-		return plainMap(v.ObjectValue())
-	case v.IsResourceReference():
-		return string(v.ResourceReferenceValue().URN)
-	case v.IsAsset(), v.IsArchive():
-		return "[asset]"
-	}
-	return fmt.Sprint(v.V)
-}
-
-func plainMap(m resource.PropertyMap) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[string(k)] = plainValue(v)
-	}
-	return out
-}
 
 // jsonResource is one resource in `plan --json`.
 type jsonResource struct {
@@ -81,7 +29,17 @@ type jsonResource struct {
 	Options      Options        `json:"options"`
 }
 
-// WriteJSON prints the plan as `{"stack", "resources", "outputs"}`.
+// manifestRef stands for a Kubernetes object's inputs in the JSON plan: the object itself is in
+// the manifests (`--manifests`, and the golden manifests), so that one pod change shows once.
+type manifestRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	File      string `json:"file"`
+}
+
+// WriteJSON prints the plan as `{"stack", "resources", "outputs"}`. A Kubernetes object's
+// inputs are a reference to its manifest.
 func WriteJSON(w io.Writer, r *Result) error {
 	doc := struct {
 		Stack     string         `json:"stack"`
@@ -97,9 +55,17 @@ func WriteJSON(w io.Writer, r *Result) error {
 		if deps == nil {
 			deps = []string{}
 		}
+		inputs := recorder.PlainMap(res.Inputs)
+		if m, ok := manifestOf(res); ok {
+			meta, _ := m.Object["metadata"].(map[string]any)
+			ns, _ := meta["namespace"].(string)
+			name, _ := meta["name"].(string)
+			kind, _ := m.Object["kind"].(string)
+			inputs = map[string]any{"manifest": manifestRef{Kind: kind, Namespace: ns, Name: name, File: m.File}}
+		}
 		doc.Resources = append(doc.Resources, jsonResource{
 			URN: res.URN, Type: res.Type, Name: res.Name, Parent: res.Parent,
-			Dependencies: deps, Inputs: plainMap(res.Inputs), Options: opts,
+			Dependencies: deps, Inputs: inputs, Options: opts,
 		})
 	}
 	enc := json.NewEncoder(w)
@@ -114,8 +80,24 @@ var summaryKeys = []string{
 	"filesystem", "gkeSupportEnabled", "purpose", "prefixLength", "role", "member",
 }
 
+// errWriter keeps the first write error, so that a long run of prints checks it once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
 // WriteTree prints the plan as an indented tree of resources and a closing count.
-func WriteTree(w io.Writer, r *Result) {
+func WriteTree(out io.Writer, r *Result) error {
+	w := &errWriter{w: out}
 	children := map[string][]*Resource{}
 	var roots []*Resource
 	known := map[string]bool{}
@@ -155,10 +137,11 @@ func WriteTree(w io.Writer, r *Result) {
 		}
 	}
 	fmt.Fprintf(w, "%d resources to create (%d cloud and Kubernetes resources, %d components)\n", len(r.Resources), custom, components)
+	return w.err
 }
 
 func summary(res *Resource) string {
-	inputs := plainMap(res.Inputs)
+	inputs := recorder.PlainMap(res.Inputs)
 	var parts []string
 	for _, key := range summaryKeys {
 		v, ok := Lookup(inputs, key)
@@ -174,33 +157,23 @@ func summary(res *Resource) string {
 	if res.Options.RetainOnDelete {
 		flags = append(flags, "retained on delete")
 	}
+	if t := res.Options.CustomTimeouts; t != nil {
+		flags = append(flags, "timeouts "+timeoutSummary(t))
+	}
 	if len(flags) > 0 {
 		parts = append(parts, "["+strings.Join(flags, ", ")+"]")
 	}
 	return strings.Join(parts, " ")
 }
 
-// Lookup walks plain data (a rendered manifest, resource inputs) by a dotted path; a number
-// indexes a list (`spec.containers.0.image`).
-func Lookup(v any, path string) (any, bool) {
-	for _, part := range strings.Split(path, ".") {
-		switch cur := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = cur[part]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(part)
-			if err != nil || i < 0 || i >= len(cur) {
-				return nil, false
-			}
-			v = cur[i]
-		default:
-			return nil, false
+func timeoutSummary(t *recorder.Timeouts) string {
+	var parts []string
+	for _, p := range []struct{ op, d string }{{"create", t.Create}, {"update", t.Update}, {"delete", t.Delete}} {
+		if p.d != "" {
+			parts = append(parts, p.op+" "+p.d)
 		}
 	}
-	return v, true
+	return strings.Join(parts, ", ")
 }
 
 func compact(v any) string {
@@ -230,30 +203,37 @@ type Manifest struct {
 func Manifests(r *Result) []Manifest {
 	var out []Manifest
 	for _, res := range r.Resources {
-		if !res.Custom || !strings.HasPrefix(res.Type, "kubernetes:") {
-			continue
+		if m, ok := manifestOf(res); ok {
+			out = append(out, m)
 		}
-		obj := plainMap(res.Inputs)
-		if obj["kind"] == "Secret" {
-			for _, field := range []string{"data", "stringData"} {
-				if keys := secretKeys(res.Inputs[resource.PropertyKey(field)]); keys != nil {
-					obj[field] = keys
-				}
-			}
-		}
-		kind, _ := obj["kind"].(string)
-		name, namespace := res.Name, ""
-		if meta, ok := obj["metadata"].(map[string]any); ok {
-			if n, ok := meta["name"].(string); ok {
-				name = n
-			}
-			namespace, _ = meta["namespace"].(string)
-		}
-		file := strings.ToLower(strings.Join(nonEmpty(kind, namespace, name), "-")) + ".yaml"
-		out = append(out, Manifest{File: file, Object: obj})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
 	return out
+}
+
+// manifestOf is the Kubernetes object a resource applies; ok is false for other resources.
+func manifestOf(res *Resource) (Manifest, bool) {
+	if !res.Custom || !strings.HasPrefix(res.Type, "kubernetes:") {
+		return Manifest{}, false
+	}
+	obj := recorder.PlainMap(res.Inputs)
+	if obj["kind"] == "Secret" {
+		for _, field := range []string{"data", "stringData"} {
+			if keys := secretKeys(res.Inputs[resource.PropertyKey(field)]); keys != nil {
+				obj[field] = keys
+			}
+		}
+	}
+	kind, _ := obj["kind"].(string)
+	name, namespace := res.Name, ""
+	if meta, ok := obj["metadata"].(map[string]any); ok {
+		if n, ok := meta["name"].(string); ok {
+			name = n
+		}
+		namespace, _ = meta["namespace"].(string)
+	}
+	file := strings.ToLower(strings.Join(nonEmpty(kind, namespace, name), "-")) + ".yaml"
+	return Manifest{File: file, Object: obj}, true
 }
 
 // secretKeys shows a Secret's data as its keys, each value Redacted: a reader sees which tokens
@@ -307,9 +287,10 @@ func nonEmpty(parts ...string) []string {
 }
 
 // LookupInput returns a resource input by dotted path, secrets hidden, and whether it is set.
-func LookupInput(res *Resource, path string) (any, bool) {
-	return Lookup(plainMap(res.Inputs), path)
-}
+func LookupInput(res *Resource, path string) (any, bool) { return res.Input(path) }
+
+// Lookup walks plain data (a rendered manifest, resource inputs) by a dotted path.
+func Lookup(v any, path string) (any, bool) { return recorder.Lookup(v, path) }
 
 // ManifestsYAML renders every Kubernetes object of the plan as one multi-document YAML stream,
 // each document headed by its file name: the golden form of a stack's manifests.

@@ -2,8 +2,10 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +25,9 @@ type StackConfig struct {
 	// SecretKeys are the keys whose values are secrets.
 	SecretKeys []string
 }
+
+// Keys are the full names of every key the stack sets, sorted.
+func (sc *StackConfig) Keys() []string { return slices.Sorted(maps.Keys(sc.Values)) }
 
 // LoadStackConfig reads Pulumi.yaml and Pulumi.<stack>.yaml in dir with the Pulumi SDK's own
 // workspace loaders, fills the project's config defaults and applies overrides (`PATH=VALUE`,

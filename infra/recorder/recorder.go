@@ -1,6 +1,10 @@
-package plan
+// Package recorder is an in-process Pulumi engine that records what a program registers: the
+// Pulumi SDK's mock monitor, answering with the inputs plus deterministic placeholders where the
+// cloud would compute a value. The offline planner and every component test run on it.
+package recorder
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -47,26 +51,148 @@ type Options struct {
 	IgnoreChanges  []string `json:"ignoreChanges"`
 	DeletedWith    string   `json:"deletedWith"`
 	Provider       string   `json:"provider"`
+	// Aliases are the URNs the resource had before (same resource, other name).
+	Aliases []string `json:"aliases,omitempty"`
+	// CustomTimeouts are the resource's own create, update and delete timeouts.
+	CustomTimeouts *Timeouts `json:"customTimeouts,omitempty"`
 }
 
-// recorder is a pulumi.MockResourceMonitor that records every registration and answers with
+// Timeouts are custom timeouts as Go durations (`90m`); empty means the provider's default.
+type Timeouts struct {
+	Create string `json:"create,omitempty"`
+	Update string `json:"update,omitempty"`
+	Delete string `json:"delete,omitempty"`
+}
+
+// Recording is what one run of a program registered.
+type Recording struct {
+	// Resources are sorted by URN.
+	Resources []*Resource
+	// Exports are the stack outputs the program exported (ctx.Export).
+	Exports map[string]pulumi.Input
+}
+
+// Find returns the resource with the given type and logical name, or nil.
+func (r *Recording) Find(typ, name string) *Resource {
+	for _, res := range r.Resources {
+		if res.Type == typ && res.Name == name {
+			return res
+		}
+	}
+	return nil
+}
+
+// OfType returns the resources of a type, sorted by URN.
+func (r *Recording) OfType(typ string) []*Resource {
+	var out []*Resource
+	for _, res := range r.Resources {
+		if res.Type == typ {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// ByURN returns the resource with the given URN, or nil.
+func (r *Recording) ByURN(urn string) *Resource {
+	for _, res := range r.Resources {
+		if res.URN == urn {
+			return res
+		}
+	}
+	return nil
+}
+
+// DependencyClosure returns every URN that res waits for, directly or through other resources.
+func (r *Recording) DependencyClosure(res *Resource) map[string]bool {
+	seen := map[string]bool{}
+	var visit func(urn string)
+	visit = func(urn string) {
+		if seen[urn] {
+			return
+		}
+		seen[urn] = true
+		if dep := r.ByURN(urn); dep != nil {
+			for _, d := range dep.Dependencies {
+				visit(d)
+			}
+		}
+	}
+	for _, d := range res.Dependencies {
+		visit(d)
+	}
+	return seen
+}
+
+// Config is the stack configuration a run sees, as the engine passes it to a program.
+type Config struct {
+	Project, Stack string
+	// Values maps full keys (`gke-rl:gpu`) to their values; structured keys hold JSON.
+	Values map[string]string
+	// SecretKeys are the keys whose values are secrets.
+	SecretKeys []string
+}
+
+// NewContext is a Pulumi context for cfg whose registrations rec records, as in a preview.
+func (rec *Recorder) NewContext(cfg Config) (*pulumi.Context, error) {
+	return pulumi.NewContext(context.Background(), pulumi.RunInfo{
+		Project:          cfg.Project,
+		Stack:            cfg.Stack,
+		Config:           cfg.Values,
+		ConfigSecretKeys: cfg.SecretKeys,
+		Mocks:            rec,
+		DryRun:           true,
+	})
+}
+
+// Run runs program on a context from NewContext and returns what it registered and exported;
+// when the program fails, what it had registered by then, with the error.
+func (rec *Recorder) Run(ctx *pulumi.Context, program pulumi.RunFunc) (*Recording, error) {
+	err := pulumi.RunWithContext(ctx, program)
+	return &Recording{Resources: rec.snapshot(), Exports: ctx.GetCurrentExportMap()}, err
+}
+
+// Run records program on a stack named test of project gke-rl with no config: what component
+// tests use.
+func Run(program pulumi.RunFunc) (*Recording, error) {
+	rec := New("gke-rl", "test")
+	ctx, err := rec.NewContext(Config{Project: "gke-rl", Stack: "test"})
+	if err != nil {
+		return nil, err
+	}
+	return rec.Run(ctx, program)
+}
+
+// Recorder is a pulumi.MockResourceMonitor that records every registration and answers with
 // the inputs plus deterministic placeholders for computed outputs.
-type recorder struct {
+type Recorder struct {
 	project, stack string
 
 	mu        sync.Mutex
 	resources map[string]*Resource
 }
 
-func newRecorder(project, stack string) *recorder {
-	return &recorder{project: project, stack: stack, resources: map[string]*Resource{}}
+// New is a Recorder for a project's stack.
+func New(project, stack string) *Recorder {
+	return &Recorder{project: project, stack: stack, resources: map[string]*Resource{}}
 }
 
 // NewResource implements pulumi.MockResourceMonitor.
-func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+func (r *Recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
 	rpc := args.RegisterRPC
 	parent := rpc.GetParent()
 	urn := r.urn(parent, args.TypeToken, args.Name)
+	var aliases []string
+	for _, a := range rpc.GetAliases() {
+		if spec := a.GetSpec(); spec != nil && spec.GetName() != "" {
+			aliases = append(aliases, r.urn(parent, args.TypeToken, spec.GetName()))
+		}
+	}
+	aliases = append(aliases, rpc.GetAliasURNs()...)
+	var timeouts *Timeouts
+	if t := rpc.GetCustomTimeouts(); t != nil && (t.GetCreate() != "" || t.GetUpdate() != "" || t.GetDelete() != "") {
+		timeouts = &Timeouts{Create: t.GetCreate(), Update: t.GetUpdate(), Delete: t.GetDelete()}
+	}
 
 	deps := map[string]bool{}
 	for _, d := range rpc.GetDependencies() {
@@ -93,6 +219,8 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 			IgnoreChanges:  rpc.GetIgnoreChanges(),
 			DeletedWith:    rpc.GetDeletedWith(),
 			Provider:       args.Provider,
+			Aliases:        aliases,
+			CustomTimeouts: timeouts,
 		},
 	}
 	r.mu.Lock()
@@ -105,10 +233,10 @@ func (r *recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 }
 
 // Call implements pulumi.MockResourceMonitor for the few invokes the program makes.
-func (r *recorder) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
+func (r *Recorder) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
 	switch args.Token {
 	case "gcp:organizations/getProject:getProject":
-		project := stringInput(args.Args, "projectId", "offline-project")
+		project := StringInput(args.Args, "projectId", "offline-project")
 		return resource.PropertyMap{
 			"projectId": resource.NewProperty(project),
 			"number":    resource.NewProperty(FakeProjectNumber),
@@ -119,7 +247,7 @@ func (r *recorder) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) 
 }
 
 // urn mirrors the mock monitor's URN scheme so that parents and dependencies resolve.
-func (r *recorder) urn(parent, typ, name string) string {
+func (r *Recorder) urn(parent, typ, name string) string {
 	parentType := ""
 	if parent != "" {
 		if pt := string(resource.URN(parent).QualifiedType()); pt != string(resource.RootStackType) {
@@ -130,7 +258,7 @@ func (r *recorder) urn(parent, typ, name string) string {
 }
 
 // snapshot returns the recorded resources sorted by URN.
-func (r *recorder) snapshot() []*Resource {
+func (r *Recorder) snapshot() []*Resource {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]*Resource, 0, len(r.resources))
@@ -148,9 +276,9 @@ func fakeState(typ, name string, inputs resource.PropertyMap, custom bool) (stri
 	if !custom {
 		return "", state
 	}
-	resName := stringInput(inputs, "name", name)
-	project := stringInput(inputs, "project", "offline-project")
-	region := stringInput(inputs, "region", "offline-region")
+	resName := StringInput(inputs, "name", name)
+	project := StringInput(inputs, "project", "offline-project")
+	region := StringInput(inputs, "region", "offline-region")
 	set := func(k, v string) { state[resource.PropertyKey(k)] = resource.NewProperty(v) }
 	computeLink := func(path string) string {
 		set("selfLink", "https://www.googleapis.com/compute/v1/"+path)
@@ -165,14 +293,14 @@ func fakeState(typ, name string, inputs resource.PropertyMap, custom bool) (stri
 	case "gcp:compute/router:Router":
 		return computeLink(fmt.Sprintf("projects/%s/regions/%s/routers/%s", project, region, resName)), state
 	case "gcp:compute/routerNat:RouterNat":
-		return fmt.Sprintf("%s/%s/%s/%s", project, region, stringInput(inputs, "router", "router"), resName), state
+		return fmt.Sprintf("%s/%s/%s/%s", project, region, StringInput(inputs, "router", "router"), resName), state
 	case "gcp:compute/firewall:Firewall":
 		return computeLink(fmt.Sprintf("projects/%s/global/firewalls/%s", project, resName)), state
 	case "gcp:compute/globalAddress:GlobalAddress":
 		set("address", "10.255.0.0")
 		return computeLink(fmt.Sprintf("projects/%s/global/addresses/%s", project, resName)), state
 	case "gcp:container/cluster:Cluster":
-		location := stringInput(inputs, "location", region)
+		location := StringInput(inputs, "location", region)
 		set("endpoint", FakeEndpoint)
 		state["masterAuth"] = resource.NewProperty(resource.PropertyMap{
 			"clusterCaCertificate": resource.NewProperty(FakeCACertificate),
@@ -180,15 +308,15 @@ func fakeState(typ, name string, inputs resource.PropertyMap, custom bool) (stri
 		return computeLink(fmt.Sprintf("projects/%s/locations/%s/clusters/%s", project, location, resName)), state
 	case "gcp:container/nodePool:NodePool":
 		return fmt.Sprintf("projects/%s/locations/%s/clusters/%s/nodePools/%s", project,
-			stringInput(inputs, "location", region), stringInput(inputs, "cluster", "cluster"), resName), state
+			StringInput(inputs, "location", region), StringInput(inputs, "cluster", "cluster"), resName), state
 	case "gcp:lustre/instance:Instance":
-		location := stringInput(inputs, "location", "offline-zone")
-		instance := stringInput(inputs, "instanceId", name)
-		set("mountPoint", fmt.Sprintf("%s@tcp:/%s", FakeLustreIP, stringInput(inputs, "filesystem", "lustrefs")))
+		location := StringInput(inputs, "location", "offline-zone")
+		instance := StringInput(inputs, "instanceId", name)
+		set("mountPoint", fmt.Sprintf("%s@tcp:/%s", FakeLustreIP, StringInput(inputs, "filesystem", "lustrefs")))
 		set("name", fmt.Sprintf("projects/%s/locations/%s/instances/%s", project, location, instance))
 		return fmt.Sprintf("projects/%s/locations/%s/instances/%s", project, location, instance), state
 	case "gcp:serviceaccount/account:Account":
-		email := fmt.Sprintf("%s@%s.iam.gserviceaccount.com", stringInput(inputs, "accountId", name), project)
+		email := fmt.Sprintf("%s@%s.iam.gserviceaccount.com", StringInput(inputs, "accountId", name), project)
 		set("email", email)
 		set("member", "serviceAccount:"+email)
 		return fmt.Sprintf("projects/%s/serviceAccounts/%s", project, email), state
@@ -212,15 +340,15 @@ func kubernetesID(inputs resource.PropertyMap, fallback string) string {
 	if !ok || !meta.IsObject() {
 		return fallback
 	}
-	name := stringInput(meta.ObjectValue(), "name", fallback)
-	if ns := stringInput(meta.ObjectValue(), "namespace", ""); ns != "" {
+	name := StringInput(meta.ObjectValue(), "name", fallback)
+	if ns := StringInput(meta.ObjectValue(), "namespace", ""); ns != "" {
 		return ns + "/" + name
 	}
 	return name
 }
 
-// stringInput reads a plain string property, or fallback when it is absent, secret or computed.
-func stringInput(m resource.PropertyMap, key, fallback string) string {
+// StringInput reads a plain string property, or fallback when it is absent, secret or computed.
+func StringInput(m resource.PropertyMap, key, fallback string) string {
 	v, ok := m[resource.PropertyKey(key)]
 	if !ok {
 		return fallback

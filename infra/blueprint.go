@@ -1,0 +1,67 @@
+package infra
+
+import (
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
+
+	"gke-rl/cluster"
+	"gke-rl/infra/gpunode"
+	"gke-rl/infra/kinds"
+	"gke-rl/infra/kube"
+	"gke-rl/network"
+	"gke-rl/storage"
+	"gke-rl/workloads"
+)
+
+// Blueprint is every value the program derives from the stack configuration, computed once by
+// Resolve, typed and checked, before any resource is registered. Deploy only adds what exists
+// after creation (network and subnet names, the namespace, the Lustre mount address, the
+// cluster endpoint).
+type Blueprint struct {
+	Project, Region, Zone string
+	// Hardware is the GPU type's row of the hardware catalog.
+	Hardware GPUSpec
+	// Addresses are the stack's IPv4 ranges.
+	Addresses AddressPlan
+	// NICs are the GPU nodes' extra NICs in order: they feed the node pool's additional
+	// networks, the network objects and every GPU pod's interfaces annotation alike.
+	NICs     []gpunode.NIC
+	Networks network.NetworksArgs
+	Cluster  cluster.Spec
+	// WorkerSelector places Ray workers on GPU nodes; HeadSelector places the head and the data
+	// preparation on CPU nodes.
+	WorkerSelector, HeadSelector map[string]string
+	Storage                      StoragePlan
+	Run                          RunPlan
+	Tokens                       workloads.Tokens
+	// Checkpoint is the time one checkpoint takes to write, nil when the model size is unknown.
+	Checkpoint *CheckpointEstimate
+	// Warnings are worth a look but do not stop the deployment.
+	Warnings Errors
+}
+
+// StoragePlan is the shared storage: one of Lustre and Bucket is set.
+type StoragePlan struct {
+	Type   kinds.StorageType
+	Lustre *storage.LustreSpec
+	Bucket *storage.BucketSpec
+	// Volume is how pods mount it.
+	Volume kube.SharedVolume
+	// WriteMBps is its aggregate write throughput, for the checkpoint estimate.
+	WriteMBps float64
+}
+
+// RunPlan is the Ray cluster and the training run, as KubeRay objects that have passed KubeRay's
+// own validation.
+type RunPlan struct {
+	Mode      kinds.RunMode
+	Framework kinds.Framework
+	Release   workloads.Release
+	Layout    workloads.Layout
+	// RayCluster is the long-lived cluster (nil when the job brings its own).
+	RayCluster *rayv1.RayCluster
+	// RayJob is the training run (nil with `job.enabled=false`).
+	RayJob *rayv1.RayJob
+	// Prep is the data preparation Job that runs before the RayJob, or nil.
+	Prep *batchv1.Job
+}

@@ -1,0 +1,206 @@
+// Package infra is the composition root of gke-rl: it loads the stack configuration, resolves it
+// into a Blueprint (every derived value, checked, before anything is registered), holds the
+// hardware catalog, wires the component packages together and exports the stack outputs.
+package infra
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"gke-rl/cluster"
+	"gke-rl/infra/kinds"
+	"gke-rl/infra/kube"
+	"gke-rl/network"
+	"gke-rl/ray"
+	"gke-rl/storage"
+	"gke-rl/workloads"
+)
+
+// Program is the Pulumi program: LoadConfig → Resolve → warnings → Deploy → exports. It reads
+// the names of the stack's config keys from the engine's environment.
+func Program(ctx *pulumi.Context) error {
+	return ProgramWithKeys(EnvConfigKeys())(ctx)
+}
+
+// ProgramWithKeys is Program for a stack whose config keys are known otherwise, as the offline
+// planner knows them from the stack file.
+func ProgramWithKeys(presentKeys []string) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error { return program(ctx, presentKeys) }
+}
+
+func program(ctx *pulumi.Context, presentKeys []string) error {
+	cfg, err := LoadConfig(ctx, presentKeys)
+	if err != nil {
+		return err
+	}
+	bp, err := Resolve(cfg)
+	if err != nil {
+		return err
+	}
+	for _, w := range bp.Warnings {
+		if err := ctx.Log.Warn(w.Error(), nil); err != nil {
+			return err
+		}
+	}
+	outputs, err := Deploy(ctx, bp)
+	if err != nil {
+		return err
+	}
+	for _, key := range slices.Sorted(maps.Keys(outputs)) {
+		ctx.Export(key, outputs[key])
+	}
+	return nil
+}
+
+// Deploy registers every component of a Blueprint and returns the stack outputs. It only wires
+// what exists after creation: every other value is in the Blueprint.
+func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
+	networks, err := network.NewNetworks(ctx, "networks", &bp.Networks)
+	if err != nil {
+		return nil, err
+	}
+	attachments, err := networks.Attach(bp.NICs)
+	if err != nil {
+		return nil, err
+	}
+	gpuNetworks := make([]cluster.AdditionalNetwork, len(attachments))
+	for i, a := range attachments {
+		gpuNetworks[i] = cluster.AdditionalNetwork{Network: a.VPC, Subnetwork: a.Subnetwork}
+	}
+	gke, err := cluster.NewCluster(ctx, "cluster", &cluster.ClusterArgs{
+		Spec:        bp.Cluster,
+		Network:     networks.MainNetwork.ID(),
+		Subnetwork:  networks.MainSubnet.ID(),
+		GPUNetworks: gpuNetworks,
+	})
+	if err != nil {
+		return nil, err
+	}
+	inCluster := gke.Placement()
+
+	shared, outputs, err := deployStorage(ctx, bp, networks, gke)
+	if err != nil {
+		return nil, err
+	}
+	mapping, err := network.NewMapping(ctx, "network-mapping", &network.MappingArgs{NICs: attachments, Placement: inCluster})
+	if err != nil {
+		return nil, err
+	}
+
+	podNetworks := pulumi.StringArray{}
+	for _, nic := range bp.NICs {
+		podNetworks = append(podNetworks, pulumi.String(nic.Name))
+	}
+	maps.Copy(outputs, pulumi.Map{
+		"clusterName":     gke.Cluster.Name,
+		"clusterEndpoint": gke.Cluster.Endpoint,
+		"kubeconfigCommand": pulumi.Sprintf("gcloud container clusters get-credentials %s --location %s --project %s",
+			gke.Cluster.Name, bp.Region, bp.Project),
+		"podNetworks":  podNetworks,
+		"project":      pulumi.String(bp.Project),
+		"region":       pulumi.String(bp.Region),
+		"zone":         pulumi.String(bp.Zone),
+		"gpuType":      pulumi.String(bp.Hardware.Type),
+		"machineType":  pulumi.String(bp.Hardware.MachineType),
+		"gpuNodes":     pulumi.Int(bp.Cluster.GPUPool.Nodes),
+		"mainNetwork":  networks.MainNetwork.SelfLink,
+		"gvnicNetwork": networks.GVNICNetwork.SelfLink,
+		"rdmaNetwork":  networks.RDMANetwork.SelfLink,
+		"namespace":    gke.Namespace.Metadata.Name().Elem(),
+	})
+
+	// Ray objects wait for what their pods use: the claim, the network objects and the Secret.
+	secret, err := workloads.NewTokensSecret(ctx, "tokens", bp.Tokens, inCluster)
+	if err != nil {
+		return nil, fmt.Errorf("tokens: %w", err)
+	}
+	rayPlacement := inCluster.WaitingFor(append(shared.Ready(), mapping.Objects...)...)
+	if secret != nil {
+		rayPlacement = rayPlacement.WaitingFor(secret)
+	}
+	training, err := deployRun(ctx, bp.Run, rayPlacement)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(outputs, training)
+	return outputs, nil
+}
+
+// deployStorage registers the configured storage type and returns it with its stack outputs.
+func deployStorage(ctx *pulumi.Context, bp *Blueprint, networks *network.Networks, gke *cluster.Cluster) (storage.Shared, pulumi.Map, error) {
+	s := bp.Storage
+	outputs := pulumi.Map{
+		"storageType":      pulumi.String(string(s.Type)),
+		"storageClaim":     pulumi.String(s.Volume.ClaimName),
+		"storageMountPath": pulumi.String(s.Volume.MountPath),
+		"storageWriteMBps": pulumi.Int(int(s.WriteMBps)),
+	}
+	if e := bp.Checkpoint; e != nil {
+		outputs["checkpointEstimate"] = pulumi.String(e.Summary())
+		outputs["checkpointSeconds"] = pulumi.Int(int(math.Ceil(e.Seconds)))
+	}
+	if s.Bucket != nil {
+		bucket, err := storage.NewBucket(ctx, "storage", &storage.BucketArgs{BucketSpec: *s.Bucket, Placement: gke.Placement()})
+		if err != nil {
+			return nil, nil, fmt.Errorf("storage: %w", err)
+		}
+		outputs["bucket"] = bucket.Bucket.Url
+		outputs["storageServiceAccount"] = pulumi.String(storage.BucketServiceAccount)
+		return bucket, outputs, nil
+	}
+	lustre, err := storage.NewLustre(ctx, "storage", &storage.LustreArgs{
+		LustreSpec:         *s.Lustre,
+		Network:            networks.MainNetwork.ID(),
+		NodeServiceAccount: gke.NodeServiceAccount.Email,
+		Placement:          gke.Placement(),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage: %w", err)
+	}
+	outputs["lustreInstance"] = lustre.Instance.Name
+	outputs["lustreMountPoint"] = lustre.Instance.MountPoint
+	return lustre, outputs, nil
+}
+
+// deployRun registers the long-lived RayCluster when the run mode has one and the training run
+// when it has one, and returns their stack outputs.
+func deployRun(ctx *pulumi.Context, run RunPlan, placement kube.Placement) (pulumi.Map, error) {
+	ns := WorkloadNamespace
+	outputs := pulumi.Map{"checkpointDir": pulumi.String(run.Layout.Checkpoints())}
+	if run.RayCluster != nil {
+		longLived, err := ray.NewLongLivedCluster(ctx, "ray", &ray.LongLivedClusterArgs{RayCluster: run.RayCluster, Placement: placement})
+		if err != nil {
+			return nil, fmt.Errorf("ray cluster: %w", err)
+		}
+		outputs["rayCluster"] = pulumi.String(run.RayCluster.Name)
+		outputs["rayDashboard"] = dashboardOutput(ray.PortForward(ns, run.RayCluster.Name))
+		outputs["rayJobSubmit"] = pulumi.String("ray job submit --address http://localhost:8265 -- python -c 'import ray; ray.init(); print(ray.cluster_resources())'")
+		// A job on the long-lived cluster must not start before the cluster exists.
+		placement = placement.WaitingFor(longLived.RayCluster)
+	}
+	if run.RayJob == nil {
+		return outputs, nil
+	}
+	if _, err := workloads.NewGRPO(ctx, "grpo", &workloads.GRPOArgs{Job: run.RayJob, Prep: run.Prep, Placement: placement}); err != nil {
+		return nil, fmt.Errorf("grpo: %w", err)
+	}
+	job := run.RayJob.Name
+	outputs["rayJob"] = pulumi.String(job)
+	outputs["rayJobStatus"] = pulumi.String(fmt.Sprintf("kubectl -n %s get rayjob %s -w", ns, job))
+	outputs["rayJobLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f job/%s", ns, job))
+	if run.Mode == kinds.OwnCluster {
+		// KubeRay names the job's own cluster at run time; the command looks the name up.
+		ownCluster := fmt.Sprintf("$(kubectl -n %s get rayjob %s -o jsonpath='{.status.rayClusterName}')", ns, job)
+		outputs["rayDashboard"] = dashboardOutput(ray.PortForward(ns, ownCluster))
+	}
+	return outputs, nil
+}
+
+// dashboardOutput is the `rayDashboard` stack output: the port-forward and where to look next.
+func dashboardOutput(portForward string) pulumi.String {
+	return pulumi.String(fmt.Sprintf("%s  # then open http://localhost:%d", portForward, ray.DashboardPort))
+}

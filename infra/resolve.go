@@ -1,0 +1,236 @@
+package infra
+
+import (
+	"fmt"
+	"net/netip"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"gke-rl/cluster"
+	"gke-rl/infra/gpunode"
+	"gke-rl/infra/kinds"
+	"gke-rl/network"
+	"gke-rl/ray"
+	"gke-rl/storage"
+	"gke-rl/workloads"
+)
+
+// WorkloadNamespace holds the storage claim, the Ray cluster and the training run.
+const WorkloadNamespace = "gke-rl"
+
+// Resolve checks a loaded configuration and derives everything the program will create from it:
+// the Blueprint. It is pure (no Pulumi context, no resource, no invoke), so that a configuration
+// it rejects registers nothing, and it returns Errors listing every problem at once.
+func Resolve(c *Config) (*Blueprint, error) {
+	var errs Errors
+	validate(c, &errs)
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	hw, _ := LookupGPU(c.GPU.Type) // validate checked the type
+	addrs, err := resolveAddressPlan(c.Network)
+	if err != nil {
+		return nil, internalError("address plan", err)
+	}
+	bp := &Blueprint{
+		Project: c.Project, Region: c.Region, Zone: c.Zone,
+		Hardware:  hw,
+		Addresses: addrs,
+		NICs:      gpunode.NICs(c.Network.RDMASubnets),
+		Networks: network.NetworksArgs{
+			Project: c.Project, Region: c.Region, Zone: c.Zone,
+			NamePrefix: c.Cluster.Name,
+			NodeCIDR:   addrs.Node, PodCIDR: addrs.Pod, ServiceCIDR: addrs.Service,
+			GVNICCIDR:   addrs.GVNIC,
+			RDMASubnets: addrs.RDMA,
+			MTU:         c.Network.MTU,
+		},
+		Tokens: workloads.Tokens{
+			HF: c.HFToken.Output(), HasHF: c.HFToken.IsSet(),
+			WandB: c.WandbAPIKey.Output(), HasWandB: c.WandbAPIKey.IsSet(),
+		},
+		Checkpoint: estimateCheckpoint(c),
+	}
+	bp.Cluster = resolveCluster(c, bp)
+	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
+	bp.Storage = resolveStorage(c)
+	bp.Warnings = warnings(c, bp.Checkpoint)
+	if bp.Run, err = resolveRun(c, bp); err != nil {
+		return nil, err
+	}
+	return bp, nil
+}
+
+// internalError is a failure of the program, not of the configuration: validate should have
+// caught whatever caused it.
+func internalError(what string, err error) error {
+	return fmt.Errorf("internal error: %s of a validated configuration: %w", what, err)
+}
+
+func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
+	authorized := make([]netip.Prefix, 0, len(c.Cluster.AuthorizedNetworks))
+	for _, cidr := range c.Cluster.AuthorizedNetworks {
+		p, _ := parseCIDR(cidr) // validate checked every CIDR
+		authorized = append(authorized, p)
+	}
+	cpuPool, gpuPool := cluster.PoolNames(c.Cluster.Name)
+	return cluster.Spec{
+		Project: c.Project, Region: c.Region, Zone: c.Zone,
+		Name:               c.Cluster.Name,
+		Mode:               c.Cluster.Mode,
+		ReleaseChannel:     c.Cluster.ReleaseChannel,
+		AuthorizedNetworks: authorized,
+		PodRangeName:       bp.Networks.PodRangeName(),
+		ServiceRangeName:   bp.Networks.ServiceRangeName(),
+		// The instance listens on GKE's port (6988) exactly when it has GKE support, and the
+		// cluster's Lustre CSI driver must then use the legacy port.
+		LustreLegacyPort: c.Storage.Type == kinds.Lustre && c.Storage.GKESupport,
+		CPUPool:          cluster.CPUPoolSpec{Name: cpuPool, MachineType: c.Cluster.CPUMachineType},
+		GPUPool: cluster.GPUPoolSpec{
+			Name:         gpuPool,
+			MachineType:  bp.Hardware.MachineType,
+			Accelerator:  bp.Hardware.Accelerator,
+			GPUsPerNode:  bp.Hardware.GPUsPerNode,
+			Nodes:        c.GPU.Nodes,
+			MinNodes:     c.GPU.MinNodes,
+			MaxNodes:     c.GPU.MaxNodes,
+			Provisioning: c.GPU.Provisioning,
+			Reservation:  c.GPU.Reservation,
+		},
+		Namespace: WorkloadNamespace,
+	}
+}
+
+func resolveStorage(c *Config) StoragePlan {
+	s := c.Storage
+	plan := StoragePlan{Type: s.Type, WriteMBps: storageWriteMBps(c)}
+	if s.Type == kinds.GCSFuse {
+		plan.Bucket = &storage.BucketSpec{Project: c.Project, Region: c.Region, Name: s.Bucket, NamePrefix: c.Cluster.Name, Protect: s.Protect}
+		plan.Volume = storage.BucketVolume(s.MountPath)
+		return plan
+	}
+	plan.Lustre = &storage.LustreSpec{
+		Project: c.Project, Zone: c.Zone, NamePrefix: c.Cluster.Name,
+		PSAPrefixLength:      c.Network.PSAPrefixLength,
+		CapacityGiB:          s.CapacityGiB,
+		ThroughputMBpsPerTiB: s.Throughput,
+		Filesystem:           s.Filesystem,
+		GKESupport:           s.GKESupport,
+		Protect:              s.Protect,
+	}
+	plan.Volume = storage.LustreVolume(s.MountPath)
+	return plan
+}
+
+// resolveRun builds the Ray objects and runs KubeRay's own validation on them.
+func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
+	release := workloads.Releases[c.Framework]
+	if c.Ray.Image != "" {
+		release.Image = c.Ray.Image
+	}
+	if c.Ray.Version != "" {
+		release.RayVersion = c.Ray.Version
+	}
+	plan := RunPlan{
+		Mode:      kinds.RunModeOf(c.Job.Enabled, c.GPU.Provisioning),
+		Framework: c.Framework,
+		Release:   release,
+		// The run's name names its checkpoint directory: the same on every retry.
+		Layout: workloads.Layout{Root: c.Storage.MountPath, Run: c.Cluster.Name + "-grpo"},
+	}
+	env := append(bp.Tokens.Env(), corev1.EnvVar{Name: "HF_HOME", Value: plan.Layout.HFHome()})
+	pods := ray.SpecArgs{
+		Image:      release.Image,
+		RayVersion: release.RayVersion,
+		Workers:    c.GPU.Nodes,
+		GPU: ray.GPU{
+			Accelerator:     bp.Hardware.Accelerator,
+			GPUsPerNode:     bp.Hardware.GPUsPerNode,
+			CPUs:            bp.Hardware.RayWorkerCPUs,
+			MemoryGiB:       bp.Hardware.RayWorkerMemoryGiB,
+			SharedMemoryGiB: SharedMemoryGiB,
+			NCCLTunerConfig: bp.Hardware.NCCLTunerConfig,
+		},
+		WorkerNodeSelector: bp.WorkerSelector,
+		HeadNodeSelector:   bp.HeadSelector,
+		NICs:               bp.NICs,
+		Storage:            bp.Storage.Volume,
+		Env:                env,
+	}
+
+	var errs Errors
+	if plan.Mode.HasLongLivedCluster() {
+		plan.RayCluster = ray.RayClusterObject(c.Cluster.Name, WorkloadNamespace, ray.ClusterSpec(pods))
+		if err := ray.ValidateCluster(plan.RayCluster); err != nil {
+			errs.Add(KeyRay, "KubeRay's validation rejects the long-lived cluster: %v", err)
+		}
+	}
+	if plan.Mode.HasJob() {
+		job, prep, err := resolveJob(c, bp, plan, pods, env)
+		if err != nil {
+			return RunPlan{}, err
+		}
+		plan.RayJob, plan.Prep = job, prep
+		if err := ray.ValidateJob(job); err != nil {
+			errs.Add(KeyJob, "KubeRay's validation rejects the training run: %v", err)
+		}
+	}
+	return plan, errs.Err()
+}
+
+// resolveJob builds the RayJob of the run and its data preparation.
+func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env []corev1.EnvVar) (*rayv1.RayJob, *batchv1.Job, error) {
+	run := workloads.Run{
+		Model:                c.Job.Model,
+		Dataset:              c.Job.Dataset,
+		Recipe:               c.Job.Recipe,
+		Nodes:                c.GPU.Nodes,
+		GPUsPerNode:          bp.Hardware.GPUsPerNode,
+		MaxSteps:             c.Job.MaxSteps,
+		Epochs:               c.Job.Epochs,
+		PromptsPerStep:       c.Job.PromptsPerStep,
+		GenerationsPerPrompt: c.Job.GenerationsPerPrompt,
+		CheckpointPeriod:     c.Job.CheckpointPeriod,
+		KeepCheckpoints:      c.Job.KeepCheckpoints,
+		WandB:                c.WandbAPIKey.IsSet(),
+		Layout:               plan.Layout,
+		Extra:                c.Job.Args,
+	}
+	args := workloads.JobArgs{
+		Name:                  plan.Layout.Run,
+		Namespace:             WorkloadNamespace,
+		BackoffLimit:          c.Job.BackoffLimit,
+		ActiveDeadlineSeconds: c.Job.ActiveDeadlineSeconds,
+	}
+	var prep *batchv1.Job
+	switch c.Framework {
+	case kinds.Verl:
+		args.Entrypoint = workloads.VerlEntrypoint(run)
+		args.Env = map[string]string{"PYTHONPATH": plan.Layout.VerlSource()}
+		// verl's one-time data preparation, on the head's CPU nodes with the Ray pods' storage,
+		// service account and environment.
+		prep = workloads.PrepJob(workloads.PrepJobArgs{
+			Name: c.Cluster.Name + "-data-prep", Namespace: WorkloadNamespace,
+			Image:        pods.Image,
+			Script:       workloads.PrepScript(workloads.VerlPrepSteps(run)),
+			NodeSelector: pods.HeadNodeSelector,
+			Storage:      pods.Storage,
+			Env:          env,
+		})
+	default:
+		args.Entrypoint = workloads.NeMoRLEntrypoint(run)
+	}
+	if plan.Mode == kinds.OwnCluster {
+		spec := ray.ClusterSpec(pods)
+		args.OwnCluster = &spec
+	} else {
+		args.ClusterName = plan.RayCluster.Name
+	}
+	job, err := workloads.RayJob(args)
+	if err != nil {
+		return nil, nil, internalError("RayJob", err)
+	}
+	return job, prep, nil
+}
