@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
-	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/ray"
 )
 

@@ -64,7 +64,7 @@ func TestCLITreeEndsWithCount(t *testing.T) {
 	require.Equal(t, plan.ExitOK, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	assert.Regexp(t, `^\d+ resources to create`, lines[len(lines)-1])
-	assert.Contains(t, out, "gcp:compute/network:Network rdma")
+	assert.Contains(t, out, "gcp:compute/network:Network networks-rdma")
 }
 
 func TestCLIPrintsWarningsOnStderrAndStillPlans(t *testing.T) {
@@ -143,8 +143,8 @@ func TestLookupWalksMapsAndLists(t *testing.T) {
 
 func TestDependenciesIncludeInputSources(t *testing.T) {
 	res := plantest.Plan(t, "b200-spot")
-	net := res.Find("gcp:compute/network:Network", "rdma")
-	sub := res.Find("gcp:compute/subnetwork:Subnetwork", "rdma-3")
+	net := res.Find("gcp:compute/network:Network", "networks-rdma")
+	sub := res.Find("gcp:compute/subnetwork:Subnetwork", "networks-rdma-3")
 	require.NotNil(t, sub)
 	assert.Contains(t, sub.Dependencies, net.URN, "a subnet waits for its network")
 }
@@ -187,4 +187,43 @@ func TestConfigErrorListsProblems(t *testing.T) {
 	var cfgErr *plan.ConfigError
 	require.True(t, errors.As(err, &cfgErr))
 	assert.True(t, cfgErr.Problems.Has("gpu.type"))
+}
+
+func TestCLIOutputFailureIsNotAConfigError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-directory")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	code, _, errOut := runMain(t, "--stack", "b200-spot", "--manifests", filepath.Join(file, "out"))
+	assert.Equal(t, plan.ExitOutput, code)
+	assert.Contains(t, errOut, "not a problem with your configuration")
+}
+
+// The JSON plan refers to each Kubernetes object's manifest instead of repeating it, so that a
+// pod change shows once in review, in the manifests.
+func TestJSONPlanRefersToManifests(t *testing.T) {
+	res := plantest.Plan(t, "h200-reserved")
+	var out bytes.Buffer
+	require.NoError(t, plan.WriteJSON(&out, res))
+	var doc struct {
+		Resources []struct {
+			Type   string         `json:"type"`
+			Inputs map[string]any `json:"inputs"`
+		} `json:"resources"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	files := map[string]bool{}
+	for _, m := range plan.Manifests(res) {
+		files[m.File] = true
+	}
+	var refs int
+	for _, r := range doc.Resources {
+		if !strings.HasPrefix(r.Type, "kubernetes:") || strings.HasPrefix(r.Type, "pulumi:") {
+			continue
+		}
+		ref, ok := r.Inputs["manifest"].(map[string]any)
+		require.True(t, ok, "%s inputs are a manifest reference", r.Type)
+		assert.Len(t, r.Inputs, 1)
+		assert.True(t, files[ref["file"].(string)], "%v names a manifest", ref)
+		refs++
+	}
+	assert.Equal(t, len(files), refs, "one reference per manifest")
 }

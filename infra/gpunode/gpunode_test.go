@@ -1,0 +1,37 @@
+package gpunode_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "gke-rl/infra/golden" // every test binary accepts -update
+	"gke-rl/infra/gpunode"
+)
+
+func TestNICOrderIsGVNICThenRDMA(t *testing.T) {
+	nics := gpunode.NICs(8)
+	require.Len(t, nics, 9)
+	assert.Equal(t, gpunode.NIC{Name: "gvnic-1", Kind: gpunode.GVNIC}, nics[0])
+	for i, n := range nics[1:] {
+		assert.Equal(t, gpunode.RDMA, n.Kind)
+		assert.Equal(t, i, n.Subnet)
+		assert.Equal(t, "rdma-"+string(rune('0'+i)), n.Name)
+	}
+}
+
+func TestInterfaceAnnotationsAttachEveryNICInOrder(t *testing.T) {
+	nics := gpunode.NICs(2)
+	ann := gpunode.InterfaceAnnotations(nics)
+	assert.Equal(t, "eth0", ann[gpunode.DefaultInterfaceAnnotation])
+	var got []gpunode.Interface
+	require.NoError(t, json.Unmarshal([]byte(ann[gpunode.InterfacesAnnotation]), &got))
+	assert.Equal(t, []gpunode.Interface{
+		{InterfaceName: "eth0", Network: "default"},
+		{InterfaceName: "eth1", Network: "gvnic-1"},
+		{InterfaceName: "eth2", Network: "rdma-0"},
+		{InterfaceName: "eth3", Network: "rdma-1"},
+	}, got)
+}

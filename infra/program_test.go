@@ -1,0 +1,106 @@
+package infra_test
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra"
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+	"gke-rl/infra/recorder"
+)
+
+// runProgram runs infra.Program itself, as `pulumi up` does: the config keys come from the
+// engine's environment variable.
+func runProgram(t *testing.T, stack string, overrides ...string) (*recorder.Recording, error) {
+	t.Helper()
+	sc, err := plan.LoadStackConfig(plantest.RepoRoot(), stack, overrides)
+	require.NoError(t, err)
+	env, err := json.Marshal(sc.Values)
+	require.NoError(t, err)
+	t.Setenv(pulumi.EnvConfig, string(env))
+	rec := recorder.New(sc.Project, stack)
+	ctx, err := rec.NewContext(recorder.Config{Project: sc.Project, Stack: stack, Values: sc.Values, SecretKeys: sc.SecretKeys})
+	require.NoError(t, err)
+	return rec.Run(ctx, infra.Program)
+}
+
+func TestProgramExportsWhatThePlannerPrints(t *testing.T) {
+	rec, err := runProgram(t, "h200-reserved")
+	require.NoError(t, err)
+	planned := plantest.Plan(t, "h200-reserved")
+	assert.Equal(t, slices.Sorted(maps.Keys(planned.Outputs)), slices.Sorted(maps.Keys(rec.Exports)))
+	assert.Len(t, rec.Resources, len(planned.Resources))
+}
+
+func TestProgramRejectsUnknownKeysFromTheEngine(t *testing.T) {
+	rec, err := runProgram(t, "b200-spot", "gpuType=b200")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gpuType: unknown key")
+	assert.Empty(t, rec.Resources)
+}
+
+// A config that a rule rejects registers nothing, whichever component the rule belongs to.
+func TestRejectedConfigRegistersNothing(t *testing.T) {
+	cases := map[string][]string{
+		"network":   {"network.nodeCidr=10.0.0.1/20"},
+		"cluster":   {"cluster.mode=serverless"},
+		"GPU pool":  {"gpu.provisioning=reservation"},
+		"storage":   {"storage.capacityGib=20000"},
+		"ray":       {"ray.image=rayproject/ray:latest"},
+		"workloads": {"job.args[0]=cluster.num_nodes=4"},
+	}
+	for component, overrides := range cases {
+		t.Run(component, func(t *testing.T) {
+			rec, err := runProgram(t, "b200-spot", overrides...)
+			var problems infra.Errors
+			require.ErrorAs(t, err, &problems)
+			assert.Empty(t, rec.Resources, "nothing registered")
+		})
+	}
+}
+
+// Resources renamed when child names became derived from their component's name keep the URNs
+// they had: each carries an alias to its former URN, so `pulumi up` renames it in the state
+// instead of replacing it. testdata/urns-before-blueprint holds the URNs the program registered
+// before, for the shipped stacks and variants that cover every resource kind.
+func TestRenamedResourcesKeepTheirURNs(t *testing.T) {
+	variants := []struct {
+		file, stack string
+		overrides   []string
+	}{
+		{"b200-spot", "b200-spot", nil},
+		{"h200-reserved", "h200-reserved", nil},
+		{"b200-spot-autopilot-gcsfuse-tokens", "b200-spot", []string{"cluster.mode=autopilot", "storage.type=gcsfuse", "hfToken=x"}},
+		{"h200-reserved-lustre-nojob", "h200-reserved", []string{"storage.type=lustre", "job.enabled=false", "framework=nemo-rl", "job.dataset=DeepScaler"}},
+	}
+	for _, v := range variants {
+		variant, stack, overrides := v.file, v.stack, v.overrides
+		t.Run(variant, func(t *testing.T) {
+			before, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "testdata", "urns-before-blueprint", variant+".txt"))
+			require.NoError(t, err)
+			res := plantest.Plan(t, stack, overrides...)
+			now := map[string]string{}
+			for _, r := range res.Resources {
+				now[r.URN] = r.URN
+				for _, a := range r.Options.Aliases {
+					_, taken := now[a]
+					require.False(t, taken, "%s is claimed twice", a)
+					now[a] = r.URN
+				}
+			}
+			for _, urn := range strings.Fields(string(before)) {
+				assert.Contains(t, now, urn, "a resource of the earlier program has no URN or alias now: `pulumi up` would replace it")
+			}
+		})
+	}
+}
