@@ -6,6 +6,7 @@ package cluster
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/container"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
@@ -17,6 +18,7 @@ import (
 
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/kube"
+	"gke-rl/infra/lifecycle"
 	"gke-rl/infra/naming"
 )
 
@@ -109,7 +111,8 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	var err error
 	gkeName, gkeOpts := b.child("gke", "gke")
-	c.Cluster, err = container.NewCluster(ctx, gkeName, clusterArgs(args, c.NodeServiceAccount.Email), gkeOpts...)
+	c.Cluster, err = container.NewCluster(ctx, gkeName, clusterArgs(args, c.NodeServiceAccount.Email),
+		append(slices.Clone(gkeOpts), lifecycle.Options(lifecycle.ClusterType)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +266,7 @@ func (c *Cluster) nodePools(b builder, args *ClusterArgs) error {
 	cpu.Management = &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)}
 	cpu.NodeConfig = cpuNodeConfig(args.CPUPool, c.NodeServiceAccount.Email)
 	cpuName, cpuOpts := b.child("cpu", "cpu")
-	c.CPUPool, err = container.NewNodePool(b.ctx, cpuName, cpu, append(cpuOpts, ignoreNodeCount)...)
+	c.CPUPool, err = container.NewNodePool(b.ctx, cpuName, cpu, append(cpuOpts, lifecycle.Options(lifecycle.NodePoolType)...)...)
 	if err != nil {
 		return fmt.Errorf("cpu pool: %w", err)
 	}
@@ -284,15 +287,12 @@ func (c *Cluster) nodePools(b builder, args *ClusterArgs) error {
 	gpu.NodeConfig = gpuNodeConfig(pool, c.NodeServiceAccount.Email)
 	gpu.NetworkConfig = &container.NodePoolNetworkConfigArgs{AdditionalNodeNetworkConfigs: extra}
 	gpuName, gpuOpts := b.child("gpu", "gpu")
-	c.GPUPool, err = container.NewNodePool(b.ctx, gpuName, gpu, append(gpuOpts, ignoreNodeCount)...)
+	c.GPUPool, err = container.NewNodePool(b.ctx, gpuName, gpu, append(gpuOpts, lifecycle.Options(lifecycle.NodePoolType)...)...)
 	if err != nil {
 		return fmt.Errorf("gpu pool: %w", err)
 	}
 	return nil
 }
-
-// ignoreNodeCount leaves the pools' size to the autoscaler after creation.
-var ignoreNodeCount = pulumi.IgnoreChanges([]string{"initialNodeCount", "nodeCount"})
 
 // poolArgs are the settings every node pool shares: the cluster, region and zone, and its name.
 func (c *Cluster) poolArgs(args *ClusterArgs, poolName string) *container.NodePoolArgs {

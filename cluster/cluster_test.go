@@ -77,7 +77,7 @@ func TestGPUPoolPerProvisioningModel(t *testing.T) {
 			if prov == kinds.Reservation {
 				args.GPUPool.Reservation = "my-res/reservationBlocks/block-1"
 			}
-			if prov == kinds.FlexStart {
+			if prov.Preemptible() {
 				args.GPUPool.MinNodes = 0
 			}
 			pool := record(t, args).Find(nodePoolType, "cluster-gpu")
@@ -105,6 +105,7 @@ func TestGPUPoolPerProvisioningModel(t *testing.T) {
 			case kinds.Spot:
 				assert.Equal(t, true, spot)
 				assert.Nil(t, affinity, "spot takes no reservation")
+				assert.EqualValues(t, 0, in("initialNodeCount"), "spot capacity is requested when the workers need it")
 			case kinds.Reservation:
 				assert.Nil(t, spot)
 				assert.Equal(t, map[string]any{
@@ -125,6 +126,9 @@ func TestGPUPoolPerProvisioningModel(t *testing.T) {
 			}
 			if prov != kinds.FlexStart {
 				assert.Equal(t, true, in("management.autoRepair"))
+			}
+			if !prov.Preemptible() {
+				assert.EqualValues(t, 8, in("initialNodeCount"), "reserved and on-demand pools hold their size")
 			}
 			assert.EqualValues(t, args.GPUPool.MinNodes, in("autoscaling.totalMinNodeCount"))
 			assert.EqualValues(t, args.GPUPool.MaxNodes, in("autoscaling.totalMaxNodeCount"))

@@ -95,11 +95,13 @@ func gpuAutoscaling(spec GPUPoolSpec) *container.NodePoolAutoscalingArgs {
 	}
 }
 
-// initialNodes is the pool's size at creation: none for flex-start, whose capacity is requested
-// when pods need it.
+// initialNodes is the pool's size at creation: MinNodes for spot and flex-start, whose capacity
+// the autoscaler requests when the Ray workers are pending (so that `pulumi up` never waits on,
+// or fails for, capacity that is not there), and the full size for reserved and on-demand
+// capacity, which the long-lived Ray cluster holds.
 func initialNodes(spec GPUPoolSpec) int {
-	if spec.Provisioning == kinds.FlexStart {
-		return 0
+	if spec.Provisioning.Preemptible() {
+		return spec.MinNodes
 	}
 	return spec.Nodes
 }

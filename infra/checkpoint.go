@@ -19,7 +19,8 @@ import (
 const CheckpointBytesPerParameter = 16
 
 // GCSFuseWriteMBpsPerNode is the write throughput assumed for one node writing a checkpoint
-// through GCS FUSE with streaming writes: REFERENCE.md's "hundreds of MB/s per node", taken at
+// through GCS FUSE with streaming writes: a few hundred MB/s per node in GCS FUSE's own
+// performance figures (https://cloud.google.com/storage/docs/cloud-storage-fuse/performance), taken at
 // 500 MB/s. Nodes write their shards in parallel.
 const GCSFuseWriteMBpsPerNode = 500
 

@@ -139,8 +139,10 @@ func applyDefaults(c *Config, r *rawConfig) {
 	}
 	c.GPU.MinNodes = or(r.GPU.MinNodes, c.GPU.Nodes)
 	c.GPU.MaxNodes = or(r.GPU.MaxNodes, c.GPU.Nodes)
-	if r.GPU.MinNodes == nil && c.GPU.Provisioning == kinds.FlexStart {
-		// Flex-start capacity is requested when pods need it: the pool may be empty.
+	if r.GPU.MinNodes == nil && c.GPU.Provisioning.Preemptible() {
+		// Spot and flex-start capacity is requested when the Ray workers need it and released
+		// when the job's cluster is gone: the pool scales from and back to zero, and a stockout
+		// delays the run instead of failing `pulumi up`.
 		c.GPU.MinNodes = 0
 	}
 	c.Storage = StorageConfig{

@@ -17,7 +17,8 @@ type LustreTier struct {
 	LargeStep    int
 }
 
-// lustreTiers is REFERENCE.md's table of Managed Lustre capacity rules.
+// lustreTiers are Managed Lustre's performance tiers and the capacities each accepts
+// (https://cloud.google.com/managed-lustre/docs/performance-tiers).
 var lustreTiers = map[int]LustreTier{
 	1000: {MBpsPerTiB: 1000, MinGiB: 9000, MaxGiB: 10008000, Step: 9000, StepLimitGiB: 1530000, LargeStep: 72000},
 	500:  {MBpsPerTiB: 500, MinGiB: 18000, MaxGiB: 20016000, Step: 18000, StepLimitGiB: 3060000, LargeStep: 144000},

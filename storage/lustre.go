@@ -2,17 +2,20 @@ package storage
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/compute"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/lustre"
+	"github.com/pulumi/pulumi-command/sdk/go/command/local"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/servicenetworking"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/infra/kube"
+	"gke-rl/infra/lifecycle"
 	"gke-rl/infra/naming"
 )
 
@@ -25,6 +28,25 @@ const (
 	// LustreCSIDriver is the GKE Managed Lustre CSI driver.
 	LustreCSIDriver = "lustre.csi.storage.gke.io"
 )
+
+// PeeringCleanupScript removes the Private Service Access connection when `pulumi destroy` gets
+// to it, after the Lustre instance is gone: it retries the service's own delete while the
+// producer still holds the range (up to 20 minutes), then removes the peering from the VPC's
+// side, so that the network can be deleted. It needs gcloud, as gke-gcloud-auth-plugin does.
+const PeeringCleanupScript = `set -u
+peering=servicenetworking-googleapis-com
+for attempt in $(seq 1 40); do
+  if ! gcloud compute networks peerings list --project "$PROJECT" --network "$NETWORK" --format='value(name)' | grep -qx "$peering"; then
+    echo "no $peering peering left on $NETWORK"; exit 0
+  fi
+  if gcloud services vpc-peerings delete --service=servicenetworking.googleapis.com --network="$NETWORK" --project="$PROJECT" --quiet; then
+    exit 0
+  fi
+  echo "attempt $attempt: the producer still holds the range; retrying in 30 s" >&2
+  sleep 30
+done
+gcloud compute networks peerings delete "$peering" --network="$NETWORK" --project="$PROJECT" --quiet
+`
 
 // LustrePort is the port an instance listens on.
 func LustrePort(gkeSupport bool) int {
@@ -72,6 +94,8 @@ type Lustre struct {
 
 	PSARange *compute.GlobalAddress
 	Peering  *servicenetworking.Connection
+	// PeeringCleanup deletes the Private Service Access peering on `pulumi destroy`.
+	PeeringCleanup *local.Command
 	Instance *lustre.Instance
 	Firewall *compute.Firewall
 	PV       *corev1.PersistentVolume
@@ -112,9 +136,28 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 		Network:               args.Network,
 		Service:               pulumi.String("servicenetworking.googleapis.com"),
 		ReservedPeeringRanges: pulumi.StringArray{l.PSARange.Name},
+		// Deleting the connection fails while the producer still holds the range, which it does
+		// for a while after the instance is gone ("Producer services ... are still using this
+		// connection", terraform-provider-google #16275, #18834, #19908). ABANDON (the only
+		// value the pinned provider's deletion_policy accepts) leaves it to the cleanup below.
+		DeletionPolicy: pulumi.String("ABANDON"),
 	}, psaOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("psa connection: %w", err)
+	}
+	// The cleanup is created after the connection and deleted after the instance (which waits
+	// for it), before the range and the network: a peering left behind blocks deleting the VPC.
+	cleanupName, cleanupOpts := kids.Of("psa-cleanup", "", pulumi.DependsOn([]pulumi.Resource{l.Peering}))
+	l.PeeringCleanup, err = local.NewCommand(ctx, cleanupName, &local.CommandArgs{
+		Delete:      pulumi.String(PeeringCleanupScript),
+		Interpreter: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("-c")},
+		Environment: pulumi.StringMap{
+			"PROJECT": project,
+			"NETWORK": args.Network.ToStringOutput().ApplyT(path.Base).(pulumi.StringOutput),
+		},
+	}, cleanupOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("psa cleanup: %w", err)
 	}
 
 	lustreName, lustreOpts := kids.Of("lustre", "lustre")
@@ -128,11 +171,12 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 		Network:                  args.Network,
 		GkeSupportEnabled:        pulumi.Bool(args.GKESupport),
 		Description:              pulumi.String("Data, models and checkpoints of " + args.NamePrefix),
-	}, append(slices.Clone(lustreOpts),
-		// No data flows from the connection to the instance, but the instance needs the peering.
-		pulumi.DependsOn([]pulumi.Resource{l.Peering}),
+	}, slices.Concat(lustreOpts, []pulumi.ResourceOption{
+		// No data flows from the peering to the instance, but the instance needs it; and the
+		// cleanup of the peering must wait for the instance to be gone.
+		pulumi.DependsOn([]pulumi.Resource{l.Peering, l.PeeringCleanup}),
 		pulumi.Protect(args.Protect),
-	)...)
+	}, lifecycle.Options(lifecycle.LustreType))...)
 	if err != nil {
 		return nil, fmt.Errorf("lustre instance: %w", err)
 	}

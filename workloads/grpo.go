@@ -9,11 +9,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"gke-rl/infra/kube"
+	"gke-rl/infra/lifecycle"
 	"gke-rl/infra/naming"
 )
-
-// PrepTimeout bounds the data preparation: a 72B model is about 150 GB to download.
-const PrepTimeout = "2h"
 
 // GRPOArgs are the run's objects, built and validated before registration, and where they go.
 type GRPOArgs struct {
@@ -42,8 +40,7 @@ func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.Re
 	kids := naming.Children{Component: name, Parent: g}
 	placement := args.Placement
 	if args.Prep != nil {
-		prepName, prepOpts := kids.Of("data-prep", "data-prep",
-			pulumi.Timeouts(&pulumi.CustomTimeouts{Create: PrepTimeout, Update: PrepTimeout}))
+		prepName, prepOpts := kids.Of("data-prep", "data-prep", lifecycle.Options(lifecycle.JobType)...)
 		var err error
 		// The provider waits for the Job to succeed: that is what orders it before training.
 		g.Prep, err = kube.NewObject(ctx, prepName, args.Prep, placement.Namespaced(prepOpts...)...)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"gke-rl/infra/naming"
-	_ "gke-rl/infra/plan/plantest" // accepts -update like every test binary
+	_ "gke-rl/infra/golden" // every test binary accepts -update
 )
 
 func TestShortNamesAreJoined(t *testing.T) {
@@ -29,4 +29,15 @@ func TestDNSLabels(t *testing.T) {
 	for _, bad := range []string{"", "Ray", "1abc", "abc-", "a_b"} {
 		assert.False(t, naming.IsDNSLabel(bad), bad)
 	}
+}
+
+func TestChildNamesDeriveFromTheComponent(t *testing.T) {
+	assert.Equal(t, "storage-lustre", naming.Child("storage", "lustre"))
+	kids := naming.Children{Component: "cluster"}
+	name, opts := kids.Of("gke", "gke")
+	assert.Equal(t, "cluster-gke", name)
+	assert.Len(t, opts, 2, "the parent and an alias to the former name")
+	name, opts = kids.Of("rdma", "cluster-rdma")
+	assert.Equal(t, "cluster-rdma", name)
+	assert.Len(t, opts, 1, "no alias when the name did not change")
 }

@@ -1,0 +1,145 @@
+// Package lifecycle holds what keeps the whole lifecycle of a stack working, not only its first
+// `pulumi up`: the custom timeouts of the slow resources, and the fields that the cloud or the
+// Kubernetes API fills in or changes after creation, each with how the program handles it so that
+// a second `pulumi up` with unchanged config proposes no change. Both are tables with their
+// sources; components apply them with Options.
+package lifecycle
+
+import (
+	"slices"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Type tokens of the resources the tables name.
+const (
+	ClusterType    = "gcp:container/cluster:Cluster"
+	NodePoolType   = "gcp:container/nodePool:NodePool"
+	LustreType     = "gcp:lustre/instance:Instance"
+	ConnectionType = "gcp:servicenetworking/connection:Connection"
+	JobType        = "kubernetes:batch/v1:Job"
+)
+
+// Timeout is a resource type's custom timeouts (Go durations), longer than its real work takes.
+type Timeout struct {
+	Type                   string
+	Create, Update, Delete string
+	// ProviderCreate is the provider's own create timeout, which Create replaces ("" when the
+	// provider has none, as for Kubernetes objects).
+	ProviderCreate string
+	Why            string
+}
+
+// Timeouts are the custom timeouts of the slow resources. Defaults are those of
+// terraform-provider-google-beta v6.49.2 (commit 6a9e0f0b), which pulumi-gcp v8.41.1 wraps.
+var Timeouts = []Timeout{
+	{
+		Type: LustreType, Create: "120m", Update: "60m", Delete: "60m", ProviderCreate: "20m",
+		Why: "the provider's default is 20 min each (services/lustre/resource_lustre_instance.go), " +
+			"while an instance at 500 MB/s per TiB takes up to an hour to create; Cluster Toolkit's " +
+			"modules/file-system/managed-lustre uses 1h, and later provider versions 120/60/60",
+	},
+	{
+		Type: ClusterType, Create: "60m", Update: "90m", Delete: "60m", ProviderCreate: "40m",
+		Why: "the provider's default is 40 min create and delete, 60 update " +
+			"(services/container/resource_container_cluster.go); a regional cluster with multi-networking, " +
+			"the Ray, Lustre and GCS FUSE add-ons and Managed Prometheus has been seen past 40 min, and " +
+			"an add-on change rolls the control plane",
+	},
+	{
+		Type: NodePoolType, Create: "90m", Update: "120m", Delete: "60m", ProviderCreate: "30m",
+		Why: "the provider's default is 30 min each (services/container/resource_container_node_pool.go); " +
+			"A4 and A3 Ultra pools with 9 extra NICs have been reported past 30 min to create, and an " +
+			"update rolls GPU nodes one at a time",
+	},
+	{
+		Type: JobType, Create: "2h", Update: "2h",
+		Why: "Pulumi waits for the data preparation Job to succeed before the RayJob starts; a 72B " +
+			"model is about 150 GB to download",
+	},
+}
+
+// Handling is how the program keeps a field that changes after creation from showing a diff.
+type Handling string
+
+// The ways a drifting field is handled.
+const (
+	// Ignored: set at creation, then ignoreChanges.
+	Ignored Handling = "ignored"
+	// NotSet: the program leaves the field to the cloud (Optional and Computed).
+	NotSet Handling = "not set"
+	// SameValue: the program sets the value the cloud would set anyway.
+	SameValue Handling = "set to the cloud's own value"
+	// OtherManager: under server-side apply Pulumi diffs only the fields it manages, and another
+	// field manager (a controller, GKE) owns this one.
+	OtherManager Handling = "owned by another field manager"
+)
+
+// Drift is one field that the cloud or the Kubernetes API fills in or changes after creation.
+type Drift struct {
+	Type, Field string
+	Handling    Handling
+	Why         string
+}
+
+// Drifts are every such field of the resources the program creates.
+var Drifts = []Drift{
+	{ClusterType, "nodeConfig", Ignored,
+		"Optional, Computed and ForceNew (services/container/node_config.go, schemaNodeConfig); it " +
+			"configures only the default pool, which removeDefaultNodePool deletes, after which GKE " +
+			"returns none and the next preview would replace the cluster. Cluster Toolkit's " +
+			"modules/scheduler/gke-cluster ignores node_config for this reason"},
+	{ClusterType, "minMasterVersion", NotSet,
+		"the release channel upgrades the control plane; a pinned version would fight it"},
+	{ClusterType, "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled", NotSet,
+		"Optional and Computed; GKE fills in its default"},
+	{NodePoolType, "initialNodeCount", Ignored,
+		"ForceNew; the autoscaler resizes the pool, and a changed initial count would replace it"},
+	{NodePoolType, "nodeCount", Ignored, "the autoscaler owns the pool's size"},
+	{NodePoolType, "version", NotSet, "auto-upgrade moves the node version"},
+	{NodePoolType, "nodeConfig.taints", SameValue,
+		"GKE adds nvidia.com/gpu=present:NoSchedule to GPU pools itself; the program sets the same " +
+			"taint, and GKE's own lands in effectiveTaints (services/container/node_config.go), not taint"},
+	{"kubernetes:ray.io/v1:RayCluster", "status, and the fields GKE's Ray add-on injects", OtherManager,
+		"the KubeRay operator writes status; the add-on's logging and monitoring settings are its own"},
+	{"kubernetes:ray.io/v1:RayJob", "status, spec.suspend", OtherManager, "the KubeRay operator manages the job's lifecycle"},
+	{"kubernetes:core/v1:PersistentVolume", "spec.claimRef.uid, spec.claimRef.resourceVersion", OtherManager,
+		"the PV binder completes the claim reference when it binds"},
+	{"kubernetes:core/v1:Namespace", "metadata.labels[kubernetes.io/metadata.name]", OtherManager,
+		"the API server labels every namespace with its name"},
+	{JobType, "spec.selector, spec.template.metadata.labels", OtherManager,
+		"the Job controller generates the selector and its labels"},
+}
+
+// IgnoredFields are the fields of a resource type that the program ignores after creation.
+func IgnoredFields(typ string) []string {
+	var out []string
+	for _, d := range Drifts {
+		if d.Type == typ && d.Handling == Ignored {
+			out = append(out, d.Field)
+		}
+	}
+	return out
+}
+
+// TimeoutOf is a type's row of Timeouts.
+func TimeoutOf(typ string) (Timeout, bool) {
+	i := slices.IndexFunc(Timeouts, func(t Timeout) bool { return t.Type == typ })
+	if i < 0 {
+		return Timeout{}, false
+	}
+	return Timeouts[i], true
+}
+
+// Options are the resource options the tables give a resource type: its custom timeouts and
+// the fields it ignores.
+func Options(typ string) []pulumi.ResourceOption {
+	var opts []pulumi.ResourceOption
+	if t, ok := TimeoutOf(typ); ok {
+		opts = append(opts, pulumi.Timeouts(&pulumi.CustomTimeouts{Create: t.Create, Update: t.Update, Delete: t.Delete}))
+	}
+	if fields := IgnoredFields(typ); len(fields) > 0 {
+		opts = append(opts, pulumi.IgnoreChanges(fields))
+	}
+	return opts
+}

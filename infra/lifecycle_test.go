@@ -1,0 +1,126 @@
+package infra_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/lifecycle"
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+	"gke-rl/storage"
+)
+
+// lifecycleVariants cover every resource type the program creates.
+var lifecycleVariants = map[string][]string{
+	"b200-spot":                        nil,
+	"h200-reserved":                    nil,
+	"b200-spot on GCS FUSE":            {"storage.type=gcsfuse"},
+	"h200-reserved on Lustre":          {"storage.type=lustre"},
+	"b200-spot on Autopilot with verl": {"cluster.mode=autopilot", "framework=verl", "job.dataset=gsm8k"},
+}
+
+func eachVariant(t *testing.T, check func(t *testing.T, res *plan.Result)) {
+	for name, overrides := range lifecycleVariants {
+		t.Run(name, func(t *testing.T) {
+			check(t, plantest.Plan(t, strings.Fields(name)[0], overrides...))
+		})
+	}
+}
+
+func TestSlowResourcesCarryTimeoutsLongerThanTheProvidersDefault(t *testing.T) {
+	for _, row := range lifecycle.Timeouts {
+		create, err := time.ParseDuration(row.Create)
+		require.NoError(t, err, row.Type)
+		if row.ProviderCreate != "" {
+			def, err := time.ParseDuration(row.ProviderCreate)
+			require.NoError(t, err)
+			assert.Greater(t, create, def, "%s: the custom create timeout replaces a shorter default", row.Type)
+		}
+		assert.NotEmpty(t, row.Why, row.Type)
+	}
+	seen := map[string]bool{}
+	eachVariant(t, func(t *testing.T, res *plan.Result) {
+		for _, r := range res.Resources {
+			row, slow := lifecycle.TimeoutOf(r.Type)
+			if !slow {
+				assert.Nil(t, r.Options.CustomTimeouts, "%s %s", r.Type, r.Name)
+				continue
+			}
+			seen[r.Type] = true
+			require.NotNil(t, r.Options.CustomTimeouts, "%s %s has no custom timeouts", r.Type, r.Name)
+			assert.Equal(t, row.Create, r.Options.CustomTimeouts.Create, r.Name)
+			assert.Equal(t, row.Update, r.Options.CustomTimeouts.Update, r.Name)
+			assert.Equal(t, row.Delete, r.Options.CustomTimeouts.Delete, r.Name)
+		}
+	})
+	for _, typ := range []string{lifecycle.LustreType, lifecycle.ClusterType, lifecycle.NodePoolType, lifecycle.JobType} {
+		assert.True(t, seen[typ], "no %s was checked", typ)
+	}
+}
+
+// A second `pulumi up` proposes no change: every field the cloud changes after creation is
+// either ignored or never set, as the table says.
+func TestFieldsTheCloudChangesAreIgnoredOrNotSet(t *testing.T) {
+	eachVariant(t, func(t *testing.T, res *plan.Result) {
+		for _, r := range res.Resources {
+			assert.ElementsMatch(t, lifecycle.IgnoredFields(r.Type), r.Options.IgnoreChanges, "%s %s", r.Type, r.Name)
+			for _, d := range lifecycle.Drifts {
+				if d.Type == r.Type && d.Handling == lifecycle.NotSet {
+					_, set := r.Input(d.Field)
+					assert.False(t, set, "%s %s sets %s: %s", r.Type, r.Name, d.Field, d.Why)
+				}
+			}
+		}
+		for _, p := range res.OfType("pulumi:providers:kubernetes") {
+			assert.Equal(t, true, plantest.Input(t, p, "enableServerSideApply"), "fields of other managers are not diffed only under server-side apply")
+		}
+	})
+	gke := plantest.Plan(t, "b200-spot").Find(lifecycle.ClusterType, "cluster-gke")
+	assert.Contains(t, gke.Options.IgnoreChanges, "nodeConfig", "the default pool's config would replace the cluster")
+}
+
+func TestDestroyRemovesThePSAPeering(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot")
+	conn := res.Find(lifecycle.ConnectionType, "storage-psa")
+	assert.Equal(t, "ABANDON", plantest.Input(t, conn, "deletionPolicy"), "deleting the connection fails while the producer holds the range")
+	cleanup := res.Find("command:local:Command", "storage-psa-cleanup")
+	require.NotNil(t, cleanup)
+	assert.Contains(t, cleanup.Dependencies, conn.URN, "created after the connection, so deleted before it")
+	assert.Equal(t, storage.PeeringCleanupScript, plantest.Input(t, cleanup, "delete"))
+	assert.Equal(t, "ray-a4-gpu-spot-net", plantest.Input(t, cleanup, "environment.NETWORK"))
+	instance := res.Find(lifecycle.LustreType, "storage-lustre")
+	assert.Contains(t, instance.Dependencies, cleanup.URN, "the cleanup runs only once the instance is gone")
+	network := res.Find("gcp:compute/network:Network", "networks-main")
+	assert.True(t, res.DependencyClosure(cleanup)[network.URN], "and before the network goes")
+	assert.True(t, slices.ContainsFunc(strings.Split(storage.PeeringCleanupScript, "\n"), func(l string) bool {
+		return strings.Contains(l, "gcloud compute networks peerings delete")
+	}), "falls back to removing the peering from the VPC's side")
+}
+
+func TestPreemptibleCapacityScalesFromZero(t *testing.T) {
+	for _, tc := range []struct {
+		prov          string
+		min, max, now int
+	}{
+		{"spot", 0, 8, 0},
+		{"flex-start", 0, 8, 0},
+		{"on-demand", 8, 8, 8},
+		{"reservation", 8, 8, 8},
+	} {
+		t.Run(tc.prov, func(t *testing.T) {
+			o := []string{"gpu.provisioning=" + tc.prov}
+			if tc.prov == "reservation" {
+				o = append(o, "gpu.reservation=res-1")
+			}
+			pool := plantest.Plan(t, "b200-spot", o...).Find(lifecycle.NodePoolType, "cluster-gpu")
+			assert.EqualValues(t, tc.min, plantest.Input(t, pool, "autoscaling.totalMinNodeCount"))
+			assert.EqualValues(t, tc.max, plantest.Input(t, pool, "autoscaling.totalMaxNodeCount"))
+			assert.EqualValues(t, tc.now, plantest.Input(t, pool, "initialNodeCount"), "`pulumi up` does not wait for capacity that the job asks for later")
+		})
+	}
+}
