@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pulumi/pulumi-command/sdk/go/command/local"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/compute"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/lustre"
-	"github.com/pulumi/pulumi-command/sdk/go/command/local"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/servicenetworking"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -96,10 +96,10 @@ type Lustre struct {
 	Peering  *servicenetworking.Connection
 	// PeeringCleanup deletes the Private Service Access peering on `pulumi destroy`.
 	PeeringCleanup *local.Command
-	Instance *lustre.Instance
-	Firewall *compute.Firewall
-	PV       *corev1.PersistentVolume
-	Claim    *corev1.PersistentVolumeClaim
+	Instance       *lustre.Instance
+	Firewall       *compute.Firewall
+	PV             *corev1.PersistentVolume
+	Claim          *corev1.PersistentVolumeClaim
 }
 
 // LustreVolume is how pods mount a Lustre claim: any service account will do.

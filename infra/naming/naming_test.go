@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"gke-rl/infra/naming"
 	_ "gke-rl/infra/golden" // every test binary accepts -update
+	"gke-rl/infra/naming"
 )
 
 func TestShortNamesAreJoined(t *testing.T) {
