@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
+	"github.com/pulumi/pulumi-command/sdk/go/command/local"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/container"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/serviceaccount"
@@ -89,8 +91,37 @@ type Cluster struct {
 	// Provider talks to the cluster's API server; every in-cluster object uses it.
 	Provider  *kubernetes.Provider
 	Namespace *corev1.Namespace
-	spec      Spec
+	// CRDs waits until the custom resource definitions that GKE's Ray add-on and
+	// multi-networking install after the cluster exists are established: custom resources wait
+	// for it.
+	CRDs *local.Command
+	spec Spec
 }
+
+// CRDs are the custom resource definitions the program's custom resources need. GKE installs
+// them asynchronously after the cluster is created, and pulumi-kubernetes gives up on "no matches
+// for kind" after a few retries (pulumi-kubernetes #1446).
+var CRDs = []string{
+	"rayclusters.ray.io",
+	"rayjobs.ray.io",
+	"gkenetworkparamsets.networking.gke.io",
+	"networks.networking.gke.io",
+}
+
+// waitForCRDsScript waits for each CRD in $CRDS to exist and be established, up to 15 minutes
+// each. It reads the kubeconfig (no credential: the exec plugin authenticates) from $KUBECONFIG_DATA
+// and needs kubectl and gke-gcloud-auth-plugin, as `pulumi up` does.
+const waitForCRDsScript = `set -eu
+kubeconfig=$(mktemp); trap 'rm -f "$kubeconfig"' EXIT
+printf '%s' "$KUBECONFIG_DATA" > "$kubeconfig"
+for crd in $CRDS; do
+  for attempt in $(seq 1 90); do
+    kubectl --kubeconfig "$kubeconfig" get crd "$crd" >/dev/null 2>&1 && break
+    echo "waiting for CRD $crd ($attempt)"; sleep 10
+  done
+  kubectl --kubeconfig "$kubeconfig" wait --for condition=established --timeout=300s "crd/$crd"
+done
+`
 
 // PoolNames are the node pools' GKE names; pods select them through the node pool label.
 func PoolNames(clusterName string) (cpu, gpu string) {
@@ -128,6 +159,18 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}, gkeOpts...)
 	if err != nil {
 		return nil, err
+	}
+	crdName, crdOpts := b.child("crds", "")
+	c.CRDs, err = local.NewCommand(ctx, crdName, &local.CommandArgs{
+		Create:      pulumi.String(waitForCRDsScript),
+		Interpreter: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("-c")},
+		Environment: pulumi.StringMap{
+			"KUBECONFIG_DATA": Kubeconfig(c.Cluster),
+			"CRDS":            pulumi.String(strings.Join(CRDs, " ")),
+		},
+	}, crdOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("crd wait: %w", err)
 	}
 	inCluster := kube.Placement{Provider: c.Provider, Cluster: c.Cluster}
 	if err := newRDMAInstaller(ctx, naming.Child(name, "rdma"), args.Mode, args.GPUPool.Accelerator, inCluster, pulumi.Parent(c)); err != nil {

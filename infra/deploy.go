@@ -86,7 +86,8 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	mapping, err := network.NewMapping(ctx, "network-mapping", &network.MappingArgs{NICs: attachments, Placement: inCluster})
+	// Custom resources wait until their CRDs are established.
+	mapping, err := network.NewMapping(ctx, "network-mapping", &network.MappingArgs{NICs: attachments, Placement: inCluster.WaitingFor(gke.CRDs)})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
-	rayPlacement := inCluster.WaitingFor(append(shared.Ready(), mapping.Objects...)...)
+	rayPlacement := inCluster.WaitingFor(append(append(shared.Ready(), mapping.Objects...), gke.CRDs)...)
 	if secret != nil {
 		rayPlacement = rayPlacement.WaitingFor(secret)
 	}

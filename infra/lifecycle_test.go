@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cluster"
 	"gke-rl/infra/lifecycle"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
@@ -123,4 +124,26 @@ func TestPreemptibleCapacityScalesFromZero(t *testing.T) {
 			assert.EqualValues(t, tc.now, plantest.Input(t, pool, "initialNodeCount"), "`pulumi up` does not wait for capacity that the job asks for later")
 		})
 	}
+}
+
+func TestCustomResourcesWaitForTheirCRDs(t *testing.T) {
+	eachVariant(t, func(t *testing.T, res *plan.Result) {
+		crds := res.Find("command:local:Command", "cluster-crds")
+		require.NotNil(t, crds)
+		assert.Equal(t, strings.Join(cluster.CRDs, " "), plantest.Input(t, crds, "environment.CRDS"))
+		var custom int
+		for _, r := range res.Resources {
+			if !strings.HasPrefix(r.Type, "kubernetes:ray.io/") && !strings.HasPrefix(r.Type, "kubernetes:networking.gke.io/") {
+				continue
+			}
+			custom++
+			assert.True(t, res.DependencyClosure(r)[crds.URN], "%s waits until its CRD is established", r.Name)
+		}
+		assert.Positive(t, custom)
+		for _, net := range res.OfType("kubernetes:networking.gke.io/v1:Network") {
+			name := strings.TrimPrefix(net.Name, "network-mapping-network-")
+			paramSet := res.Find("kubernetes:networking.gke.io/v1:GKENetworkParamSet", "network-mapping-gkenetworkparamset-"+name)
+			assert.Contains(t, net.Dependencies, paramSet.URN, "a Network is applied after the param set it names")
+		}
+	})
 }

@@ -25,7 +25,7 @@ var deviceModes = map[gpunode.NICKind]networkv1.DeviceModeType{
 // MappingArgs are the extra NICs with their networks, in NIC order (eth1, eth2, ...).
 type MappingArgs struct {
 	NICs []Attachment
-	// Placement is where the objects go; they are cluster-scoped.
+	// Placement is where the objects go (they are cluster-scoped); it waits for the CRDs.
 	Placement kube.Placement
 }
 
@@ -77,7 +77,8 @@ func NewMapping(ctx *pulumi.Context, name string, args *MappingArgs, opts ...pul
 		if err != nil {
 			return nil, err
 		}
-		net, err := m.customResource(ctx, name, "Network", a.NIC.Name, netFields, args.Placement)
+		// A Network refers to its param set by name: it is applied after it.
+		net, err := m.customResource(ctx, name, "Network", a.NIC.Name, netFields, args.Placement.WaitingFor(paramSet))
 		if err != nil {
 			return nil, err
 		}
