@@ -107,6 +107,8 @@ type StorageConfig struct {
 	Bucket     string `json:"bucket"`
 	MountPath  string `json:"mountPath"`
 	Protect    bool   `json:"protect"`
+	// Adopt takes over the storage that an earlier `pulumi destroy` kept, instead of creating it.
+	Adopt bool `json:"adopt"`
 	// CheckpointBudgetSeconds is how long one checkpoint may take before the plan warns.
 	CheckpointBudgetSeconds int `json:"checkpointBudgetSeconds"`
 }

@@ -45,6 +45,7 @@ type rawConfig struct {
 		Bucket      *string `json:"bucket"`
 		MountPath   *string `json:"mountPath"`
 		Protect     *bool   `json:"protect"`
+		Adopt       *bool   `json:"adopt"`
 
 		CheckpointBudgetSeconds *int `json:"checkpointBudgetSeconds"`
 	}
@@ -154,6 +155,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Bucket:      or(r.Storage.Bucket, defaultBucket(c.Project, c.Cluster.Name)),
 		MountPath:   or(r.Storage.MountPath, DefaultMountPath),
 		Protect:     or(r.Storage.Protect, true),
+		Adopt:       or(r.Storage.Adopt, false),
 
 		CheckpointBudgetSeconds: or(r.Storage.CheckpointBudgetSeconds, DefaultCheckpointBudgetSeconds),
 	}

@@ -147,3 +147,15 @@ func TestCustomResourcesWaitForTheirCRDs(t *testing.T) {
 		}
 	})
 }
+
+func TestAdoptTakesOverWhatDestroyKept(t *testing.T) {
+	lustre := plantest.Plan(t, "b200-spot", "storage.adopt=true")
+	assert.Equal(t, "projects/your-project-id/global/networks/ray-a4-gpu-spot-net",
+		lustre.Find("gcp:compute/network:Network", "networks-main").Options.Import, "the kept instance holds on to its VPC")
+	assert.NotEmpty(t, lustre.Find(lifecycle.LustreType, "storage-lustre").Options.Import)
+	assert.Empty(t, lustre.Find("gcp:compute/network:Network", "networks-rdma").Options.Import)
+
+	bucket := plantest.Plan(t, "h200-reserved", "storage.adopt=true")
+	assert.Equal(t, "your-project-id-verl-h200-rl", bucket.Find("gcp:storage/bucket:Bucket", "storage-bucket").Options.Import)
+	assert.Empty(t, bucket.Find("gcp:compute/network:Network", "networks-main").Options.Import, "a bucket needs no VPC")
+}

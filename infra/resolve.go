@@ -46,6 +46,8 @@ func Resolve(c *Config) (*Blueprint, error) {
 			GVNICCIDR:   addrs.GVNIC,
 			RDMASubnets: addrs.RDMA,
 			MTU:         c.Network.MTU,
+			// The Lustre instance that an earlier destroy kept holds on to the main VPC.
+			AdoptMain: c.Storage.Adopt && c.Storage.Type == kinds.Lustre,
 		},
 		Tokens: workloads.Tokens{
 			HF: c.HFToken.Output(), HasHF: c.HFToken.IsSet(),
@@ -107,7 +109,7 @@ func resolveStorage(c *Config) StoragePlan {
 	s := c.Storage
 	plan := StoragePlan{Type: s.Type, WriteMBps: storageWriteMBps(c)}
 	if s.Type == kinds.GCSFuse {
-		plan.Bucket = &storage.BucketSpec{Project: c.Project, Region: c.Region, Name: s.Bucket, NamePrefix: c.Cluster.Name, Protect: s.Protect}
+		plan.Bucket = &storage.BucketSpec{Project: c.Project, Region: c.Region, Name: s.Bucket, NamePrefix: c.Cluster.Name, Protect: s.Protect, Adopt: s.Adopt}
 		plan.Volume = storage.BucketVolume(s.MountPath)
 		return plan
 	}
@@ -119,6 +121,7 @@ func resolveStorage(c *Config) StoragePlan {
 		Filesystem:           s.Filesystem,
 		GKESupport:           s.GKESupport,
 		Protect:              s.Protect,
+		Adopt:                s.Adopt,
 	}
 	plan.Volume = storage.LustreVolume(s.MountPath)
 	return plan

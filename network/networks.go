@@ -5,6 +5,7 @@ package network
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/compute"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -29,6 +30,9 @@ type NetworksArgs struct {
 	RDMASubnets []netip.Prefix
 	// MTU of the gVNIC and RDMA VPCs (8896 for GPUDirect RDMA).
 	MTU int
+	// AdoptMain takes over the existing main VPC of the same name (kept by `pulumi destroy`
+	// with a protected Lustre instance on it) instead of creating it.
+	AdoptMain bool
 }
 
 // PodRangeName names the main subnet's secondary range for pods (IP aliases).
@@ -141,13 +145,18 @@ func (b builder) child(role string) (string, []pulumi.ResourceOption) {
 // nodes can pull images and download models.
 func (n *Networks) main(b builder) error {
 	name, opts := b.child("main")
+	netName := b.names.Resource("net")
+	netOpts := opts
+	if b.args.AdoptMain {
+		netOpts = append(slices.Clone(opts), pulumi.Import(pulumi.ID(fmt.Sprintf("projects/%s/global/networks/%s", b.args.Project, netName))))
+	}
 	var err error
 	n.MainNetwork, err = compute.NewNetwork(b.ctx, name, &compute.NetworkArgs{
 		Project:               b.project(),
-		Name:                  pulumi.String(b.names.Resource("net")),
+		Name:                  pulumi.String(netName),
 		AutoCreateSubnetworks: pulumi.Bool(false),
 		RoutingMode:           pulumi.String("REGIONAL"),
-	}, opts...)
+	}, netOpts...)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,9 @@ type BucketSpec struct {
 	NamePrefix string
 	// Protect keeps the bucket and its objects through `pulumi destroy` (retained on delete).
 	Protect bool
+	// Adopt takes over the existing bucket of the same name (a retained bucket is no longer in
+	// the stack's state, and creating it again fails with 409 "you already own this bucket").
+	Adopt bool
 }
 
 // BucketArgs are the spec and where its in-cluster objects go.
@@ -104,6 +107,7 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 	var err error
 
 	bucketName, bucketOpts := kids.Of("bucket", "bucket", pulumi.RetainOnDelete(args.Protect))
+	bucketOpts = adopt(args.Adopt, bucketOpts, pulumi.String(args.Name))
 	b.Bucket, err = storage.NewBucket(ctx, bucketName, &storage.BucketArgs{
 		Project:  pulumi.String(args.Project),
 		Name:     pulumi.String(args.Name),

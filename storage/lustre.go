@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -48,6 +49,15 @@ done
 gcloud compute networks peerings delete "$peering" --network="$NETWORK" --project="$PROJECT" --quiet
 `
 
+// adopt adds the import of an existing resource to opts when the storage is adopted. The import
+// only acts while the resource is not in the stack's state, so the setting may stay on.
+func adopt(on bool, opts []pulumi.ResourceOption, id pulumi.StringInput) []pulumi.ResourceOption {
+	if !on {
+		return opts
+	}
+	return append(slices.Clone(opts), pulumi.Import(id.ToStringOutput().ApplyT(func(s string) pulumi.ID { return pulumi.ID(s) }).(pulumi.IDOutput)))
+}
+
 // LustrePort is the port an instance listens on.
 func LustrePort(gkeSupport bool) int {
 	if gkeSupport {
@@ -73,6 +83,9 @@ type LustreSpec struct {
 	GKESupport bool
 	// Protect keeps the instance through `pulumi destroy`: destroy refuses to start.
 	Protect bool
+	// Adopt takes over the existing instance of the same name and its PSA range and connection
+	// (kept by `pulumi destroy --exclude-protected`) instead of creating them.
+	Adopt bool
 }
 
 // LustreArgs are the spec and what it attaches to, known once that exists.
@@ -120,15 +133,16 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 	var err error
 
 	psaName, psaOpts := kids.Of("psa", "psa")
+	rangeName := names.Resource("psa")
 	l.PSARange, err = compute.NewGlobalAddress(ctx, psaName, &compute.GlobalAddressArgs{
 		Project:      project,
-		Name:         pulumi.String(names.Resource("psa")),
+		Name:         pulumi.String(rangeName),
 		Purpose:      pulumi.String("VPC_PEERING"),
 		AddressType:  pulumi.String("INTERNAL"),
 		PrefixLength: pulumi.Int(args.PSAPrefixLength),
 		Network:      args.Network,
 		Description:  pulumi.String("Private Service Access range for Managed Lustre"),
-	}, psaOpts...)
+	}, adopt(args.Adopt, psaOpts, pulumi.String(fmt.Sprintf("projects/%s/global/addresses/%s", args.Project, rangeName)))...)
 	if err != nil {
 		return nil, fmt.Errorf("psa range: %w", err)
 	}
@@ -141,7 +155,11 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 		// connection", terraform-provider-google #16275, #18834, #19908). ABANDON (the only
 		// value the pinned provider's deletion_policy accepts) leaves it to the cleanup below.
 		DeletionPolicy: pulumi.String("ABANDON"),
-	}, psaOpts...)
+	}, adopt(args.Adopt, psaOpts, args.Network.ToStringOutput().ApplyT(func(network string) string {
+		// The provider's import ID: the network and the service, each query-escaped
+		// (services/servicenetworking/resource_service_networking_connection.go).
+		return url.QueryEscape(network) + ":" + url.QueryEscape("servicenetworking.googleapis.com")
+	}).(pulumi.StringOutput))...)
 	if err != nil {
 		return nil, fmt.Errorf("psa connection: %w", err)
 	}
@@ -161,9 +179,11 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 	}
 
 	lustreName, lustreOpts := kids.Of("lustre", "lustre")
+	instanceID := names.Name(63, "lustre")
+	instanceOpts := adopt(args.Adopt, lustreOpts, pulumi.String(fmt.Sprintf("projects/%s/locations/%s/instances/%s", args.Project, args.Zone, instanceID)))
 	l.Instance, err = lustre.NewInstance(ctx, lustreName, &lustre.InstanceArgs{
 		Project:                  project,
-		InstanceId:               pulumi.String(names.Name(63, "lustre")),
+		InstanceId:               pulumi.String(instanceID),
 		Location:                 pulumi.String(args.Zone),
 		CapacityGib:              pulumi.String(strconv.Itoa(args.CapacityGiB)),
 		PerUnitStorageThroughput: pulumi.String(strconv.Itoa(args.ThroughputMBpsPerTiB)),
@@ -171,7 +191,7 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 		Network:                  args.Network,
 		GkeSupportEnabled:        pulumi.Bool(args.GKESupport),
 		Description:              pulumi.String("Data, models and checkpoints of " + args.NamePrefix),
-	}, slices.Concat(lustreOpts, []pulumi.ResourceOption{
+	}, slices.Concat(instanceOpts, []pulumi.ResourceOption{
 		// No data flows from the peering to the instance, but the instance needs it; and the
 		// cleanup of the peering must wait for the instance to be gone.
 		pulumi.DependsOn([]pulumi.Resource{l.Peering, l.PeeringCleanup}),

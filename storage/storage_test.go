@@ -227,3 +227,19 @@ func TestRenamedChildrenKeepTheirURNs(t *testing.T) {
 	bucket := recordBucket(t, bucketFixture()).Find(bucketType, "storage-bucket")
 	assert.Equal(t, []string{"urn:pulumi:test::gke-rl::gke-rl:storage:Bucket$gcp:storage/bucket:Bucket::bucket"}, bucket.Options.Aliases)
 }
+
+// Storage that an earlier destroy kept is adopted by import, not created again.
+func TestAdoptImportsTheKeptStorage(t *testing.T) {
+	b := bucketFixture()
+	b.Adopt = true
+	assert.Equal(t, "acme-rl-data", recordBucket(t, b).Find(bucketType, "storage-bucket").Options.Import)
+	assert.Empty(t, recordBucket(t, bucketFixture()).Find(bucketType, "storage-bucket").Options.Import, "a first up creates")
+
+	l := lustreFixture()
+	l.Adopt = true
+	rec := recordLustre(t, l)
+	assert.Equal(t, "projects/acme-rl/locations/us-east1-b/instances/rl-lustre", rec.Find(lustreType, "storage-lustre").Options.Import)
+	assert.Equal(t, "projects/acme-rl/global/addresses/rl-psa", rec.Find(addressType, "storage-psa").Options.Import)
+	assert.Equal(t, "projects%2Facme-rl%2Fglobal%2Fnetworks%2Frl-net:servicenetworking.googleapis.com", rec.Find(connectionType, "storage-psa").Options.Import)
+	assert.Empty(t, rec.Find(firewallType, "storage-lustre").Options.Import, "what destroy deleted is created again")
+}

@@ -55,6 +55,8 @@ type Options struct {
 	Aliases []string `json:"aliases,omitempty"`
 	// CustomTimeouts are the resource's own create, update and delete timeouts.
 	CustomTimeouts *Timeouts `json:"customTimeouts,omitempty"`
+	// Import is the ID of an existing resource the stack adopts, if any.
+	Import string `json:"import,omitempty"`
 }
 
 // Timeouts are custom timeouts as Go durations (`90m`); empty means the provider's default.
@@ -221,6 +223,7 @@ func (r *Recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 			Provider:       args.Provider,
 			Aliases:        aliases,
 			CustomTimeouts: timeouts,
+			Import:         rpc.GetImportId(),
 		},
 	}
 	r.mu.Lock()
