@@ -34,10 +34,11 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	stack := fs.String("stack", "", "stack name: reads Pulumi.<stack>.yaml (required)")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into this directory")
+	destroy := fs.Bool("destroy", false, "print what `pulumi destroy` would do: the order, and what stays")
 	var overrides repeated
 	fs.Var(&overrides, "config", "override a config value, PATH=VALUE in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR]")
+		fmt.Fprintln(stderr, "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -78,6 +79,17 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		if !*asJSON {
 			fmt.Fprintf(stdout, "wrote %d Kubernetes manifests to %s\n", len(files), *manifests)
 		}
+	}
+	if *destroy {
+		write := WriteDestroy
+		if *asJSON {
+			write = WriteDestroyJSON
+		}
+		if err := write(stdout, Destroy(result)); err != nil {
+			fmt.Fprintf(stderr, "error: writing the destroy plan (not a problem with your configuration): %v\n", err)
+			return ExitOutput
+		}
+		return ExitOK
 	}
 	if *asJSON {
 		if err := WriteJSON(stdout, result); err != nil {
