@@ -159,3 +159,16 @@ func TestAdoptTakesOverWhatDestroyKept(t *testing.T) {
 	assert.Equal(t, "your-project-id-verl-h200-rl", bucket.Find("gcp:storage/bucket:Bucket", "storage-bucket").Options.Import)
 	assert.Empty(t, bucket.Find("gcp:compute/network:Network", "networks-main").Options.Import, "a bucket needs no VPC")
 }
+
+// Objects with finalizers (RayJob, RayCluster, claims, the Lustre PV) must not hang destroy:
+// every in-cluster object goes with the cluster, without a call to its API server.
+func TestInClusterObjectsGoWithTheCluster(t *testing.T) {
+	eachVariant(t, func(t *testing.T, res *plan.Result) {
+		gke := res.Find(lifecycle.ClusterType, "cluster-gke")
+		for _, r := range res.Resources {
+			if r.Custom && strings.HasPrefix(r.Type, "kubernetes:") {
+				assert.Equal(t, gke.URN, r.Options.DeletedWith, "%s %s", r.Type, r.Name)
+			}
+		}
+	})
+}
