@@ -176,7 +176,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		KeepCheckpoints:      or(r.Job.KeepCheckpoints, DefaultKeepCheckpoints),
 		Args:                 r.Job.Args,
 
-		Recipe:                or(r.Job.Recipe, workloads.DefaultNeMoRLRecipe),
+		Recipe:                orNonEmpty(r.Job.Recipe, workloads.DefaultNeMoRLRecipe),
 		BackoffLimit:          or(r.Job.BackoffLimit, DefaultBackoffLimit),
 		ActiveDeadlineSeconds: or(r.Job.ActiveDeadlineSeconds, 0),
 	}
@@ -194,6 +194,8 @@ func explicitNumbers(r *rawConfig) map[string]bool {
 	return map[string]bool{
 		"job.maxSteps": r.Job.MaxSteps != nil,
 		"job.epochs":   r.Job.Epochs != nil,
+		// An empty recipe clears the stack's (`--config job.recipe=` when switching to verl).
+		"job.recipe": r.Job.Recipe != nil && *r.Job.Recipe != "",
 	}
 }
 
@@ -204,6 +206,13 @@ func defaultBucket(project, cluster string) string {
 		name = naming.New(project).Name(naming.MaxResourceNameLength, cluster, "rl")
 	}
 	return name
+}
+
+func orNonEmpty(p *string, fallback string) string {
+	if p != nil && *p != "" {
+		return *p
+	}
+	return fallback
 }
 
 func or[T any](p *T, fallback T) T {

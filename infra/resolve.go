@@ -3,6 +3,7 @@ package infra
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -185,8 +186,10 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 
 // resolveJob builds the RayJob of the run and its data preparation.
 func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env []corev1.EnvVar) (*rayv1.RayJob, *batchv1.Job, error) {
+	billions, _ := modelParameters(c)
 	run := workloads.Run{
 		Model:                c.Job.Model,
+		ModelBillions:        billions / 1e9,
 		Dataset:              c.Job.Dataset,
 		Recipe:               c.Job.Recipe,
 		Nodes:                c.GPU.Nodes,
@@ -207,6 +210,13 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		BackoffLimit:          c.Job.BackoffLimit,
 		ActiveDeadlineSeconds: c.Job.ActiveDeadlineSeconds,
 	}
+	var errs Errors
+	for _, p := range workloads.CheckRun(c.Framework, run) {
+		errs.Add(p.Origin, "%s", p.Message)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, nil, err
+	}
 	var prep *batchv1.Job
 	switch c.Framework {
 	case kinds.Verl:
@@ -220,7 +230,10 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 			Script:       workloads.PrepScript(workloads.VerlPrepSteps(run)),
 			NodeSelector: pods.HeadNodeSelector,
 			Storage:      pods.Storage,
-			Env:          env,
+			// The verl image installs verl and uninstalls it again (verl's
+			// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
+			// verl.utils: they run against the checkout the first step makes.
+			Env: append(slices.Clone(env), corev1.EnvVar{Name: "PYTHONPATH", Value: plan.Layout.VerlSource()}),
 		})
 	default:
 		args.Entrypoint = workloads.NeMoRLEntrypoint(run)

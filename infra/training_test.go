@@ -126,7 +126,7 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 }
 
 func TestFrameworksSwapOnEitherStack(t *testing.T) {
-	verl := plantest.Plan(t, "b200-spot", "framework=verl", "job.dataset=gsm8k")
+	verl := plantest.Plan(t, "b200-spot", "framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]")
 	assert.Contains(t, get(t, one(t, verl, "RayJob"), "spec.entrypoint"), "verl.trainer.main_ppo")
 	assert.Equal(t, "verlai/verl:vllm011.dev7", get(t, clusterSpecOf(t, verl), "workerGroupSpecs.0.template.spec.containers.0.image"))
 	assert.Len(t, manifestsOf(verl, "Job"), 1, "verl prepares its data")
@@ -232,7 +232,7 @@ func TestRunMatrix(t *testing.T) {
 								o = append(o, "gpu.reservation=res-1")
 							}
 							if fw == kinds.Verl {
-								o = append(o, "job.dataset=gsm8k")
+								o = append(o, "job.dataset=gsm8k", "job.recipe=", "job.args=[]")
 							}
 							bp := plantest.Resolve(t, "b200-spot", o...)
 							require.NotNil(t, bp.Run.RayJob)

@@ -35,10 +35,8 @@ var (
 	imagePattern       = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
 	machineTypePattern = regexp.MustCompile(`^[a-z][a-z0-9]*-[a-z]+-[0-9]+[a-z0-9-]*$`)
 	modelPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	// recipePattern is a relative path to a YAML file inside NeMo RL's source tree.
-	recipePattern   = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./-]*\.ya?ml$`)
-	overridePattern = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
-	releaseChannels = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
+	overridePattern    = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
+	releaseChannels    = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
 	// reservedMountPaths are directories a container image needs for itself.
 	reservedMountPaths = []string{"/", "/bin", "/dev", "/dev/shm", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/tmp", "/usr", "/usr/local/nvidia", "/usr/local/gib", "/var"}
 )
@@ -297,13 +295,24 @@ func validateJob(c *Config, errs *Errors) {
 			errs.Add(key, "%s sets %s, which the program already sets from the job.* and gpu.* keys; change those instead", quote(arg), workloads.OverrideKey(arg))
 		}
 	}
+	for _, p := range workloads.CheckArgs(c.Framework, j.Recipe, j.Args) {
+		if !errs.Has(p.Origin) {
+			errs.Add(p.Origin, "%s", p.Message)
+		}
+	}
+	if c.Framework == kinds.NeMoRL && !slices.Contains(workloads.NeMoRLDatasets, j.Dataset) {
+		errs.Add("job.dataset", "%s is not a dataset that NeMo RL %s's math GRPO example loads (load_response_dataset); allowed with framework nemo-rl: %s", quote(j.Dataset), workloads.NeMoRLConfigTag, strings.Join(workloads.NeMoRLDatasets, ", "))
+	}
 	if c.Framework == kinds.Verl {
 		if _, ok := workloads.VerlDatasets[j.Dataset]; !ok {
 			errs.Add("job.dataset", "%s has no verl preparation script; allowed with framework verl: %s", quote(j.Dataset), strings.Join(slices.Sorted(maps.Keys(workloads.VerlDatasets)), ", "))
 		}
 	}
-	if !recipePattern.MatchString(j.Recipe) || strings.Contains(j.Recipe, "..") {
-		errs.Add("job.recipe", "%s is not a NeMo RL recipe path; allowed: a relative .yaml path such as %s", quote(j.Recipe), workloads.DefaultNeMoRLRecipe)
+	switch {
+	case c.Framework == kinds.Verl && c.explicit["job.recipe"]:
+		errs.Add("job.recipe", "%s is a NeMo RL recipe, which framework verl does not read; remove it (`pulumi config rm --path job.recipe`) or set framework nemo-rl", quote(j.Recipe))
+	case c.Framework == kinds.NeMoRL && !slices.Contains(workloads.NeMoRLRecipes(), j.Recipe):
+		errs.Add("job.recipe", "%s is not a GRPO math recipe of NeMo RL %s; allowed: %s", quote(j.Recipe), workloads.NeMoRLConfigTag, strings.Join(workloads.NeMoRLRecipes(), ", "))
 	}
 	if j.BackoffLimit < 0 {
 		errs.Add("job.backoffLimit", "%d is not allowed; allowed: 0 or more retries", j.BackoffLimit)

@@ -7,12 +7,16 @@ import (
 	"al.essio.dev/pkg/shellescape"
 
 	"gke-rl/infra/kinds"
+	"gke-rl/workloads/frameworkconfig"
 )
 
 // Run is what a GRPO run trains, framework aside.
 type Run struct {
-	Model   string
-	Dataset string
+	Model string
+	// ModelBillions is the model's parameter count in billions (0 when unknown), which sizes
+	// verl's micro batches, rollout parallelism and offloading.
+	ModelBillions float64
+	Dataset       string
 	// Recipe is NeMo RL's config file, relative to its source directory.
 	Recipe      string
 	Nodes       int
@@ -31,45 +35,46 @@ type Run struct {
 	Extra []string
 }
 
-// Override is one `key=value` framework override.
-type Override struct {
-	Key, Value string
-}
+// Override is one `key=value` framework override and the config key it comes from.
+type Override = frameworkconfig.Override
 
-func (o Override) String() string { return o.Key + "=" + o.Value }
+func set(key, value, origin string) Override { return Override{Key: key, Value: value, Origin: origin} }
 
 // WandBProject is the Weights & Biases project every run logs to.
 const WandBProject = "gke-rl"
 
-// NeMoRLOverrides are the overrides of NeMo RL's GRPO example, in a fixed order.
+// NeMoRLOverrides are the overrides of NeMo RL's GRPO example, in a fixed order. Every key is a
+// key of the v0.5.0 recipes (frameworkconfig/data), which the plan checks.
 func NeMoRLOverrides(r Run) []Override {
 	o := []Override{
-		{"policy.model_name", r.Model},
-		{"cluster.num_nodes", fmt.Sprint(r.Nodes)},
-		{"cluster.gpus_per_node", fmt.Sprint(r.GPUsPerNode)},
-		{"grpo.num_prompts_per_step", fmt.Sprint(r.PromptsPerStep)},
-		{"grpo.num_generations_per_prompt", fmt.Sprint(r.GenerationsPerPrompt)},
+		set("policy.model_name", r.Model, "job.model"),
+		set("cluster.num_nodes", fmt.Sprint(r.Nodes), "gpu.nodes"),
+		set("cluster.gpus_per_node", fmt.Sprint(r.GPUsPerNode), "gpu.type"),
+		set("grpo.num_prompts_per_step", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
+		set("grpo.num_generations_per_prompt", fmt.Sprint(r.GenerationsPerPrompt), "job.generationsPerPrompt"),
 		// One optimizer step per GRPO step: every generation of every prompt.
-		{"policy.train_global_batch_size", fmt.Sprint(r.PromptsPerStep * r.GenerationsPerPrompt)},
+		set("policy.train_global_batch_size", fmt.Sprint(r.PromptsPerStep*r.GenerationsPerPrompt), "job.promptsPerStep"),
 	}
 	if r.MaxSteps > 0 {
-		o = append(o, Override{"grpo.max_num_steps", fmt.Sprint(r.MaxSteps)})
+		o = append(o, set("grpo.max_num_steps", fmt.Sprint(r.MaxSteps), "job.maxSteps"))
 	}
 	if r.Epochs > 0 {
-		o = append(o, Override{"grpo.max_num_epochs", fmt.Sprint(r.Epochs)})
+		o = append(o, set("grpo.max_num_epochs", fmt.Sprint(r.Epochs), "job.epochs"))
 	}
 	o = append(o,
-		Override{"data.dataset_name", r.Dataset},
-		Override{"checkpointing.enabled", "True"},
-		Override{"checkpointing.checkpoint_dir", r.Layout.Checkpoints()},
-		Override{"checkpointing.save_period", fmt.Sprint(r.CheckpointPeriod)},
-		Override{"checkpointing.keep_top_k", fmt.Sprint(r.KeepCheckpoints)},
+		set("data.dataset_name", r.Dataset, "job.dataset"),
+		set("checkpointing.enabled", "True", "job.checkpointPeriod"),
+		// NeMo RL resumes from the newest checkpoint in checkpoint_dir by itself: the same
+		// directory on every retry.
+		set("checkpointing.checkpoint_dir", r.Layout.Checkpoints(), "storage.mountPath"),
+		set("checkpointing.save_period", fmt.Sprint(r.CheckpointPeriod), "job.checkpointPeriod"),
+		set("checkpointing.keep_top_k", fmt.Sprint(r.KeepCheckpoints), "job.keepCheckpoints"),
 		// Without a metric, keep_top_k keeps the newest checkpoints: the ones a resume needs.
-		Override{"checkpointing.metric_name", "null"},
-		Override{"logger.wandb_enabled", pyBool(r.WandB)},
+		set("checkpointing.metric_name", "null", "job.keepCheckpoints"),
+		set("logger.wandb_enabled", pyBool(r.WandB), "wandbApiKey"),
 	)
 	if r.WandB {
-		o = append(o, Override{"logger.wandb.project", WandBProject}, Override{"logger.wandb.name", r.Layout.Run})
+		o = append(o, set("logger.wandb.project", WandBProject, "wandbApiKey"), set("logger.wandb.name", r.Layout.Run, "wandbApiKey"))
 	}
 	return o
 }
@@ -77,8 +82,7 @@ func NeMoRLOverrides(r Run) []Override {
 // NeMoRLSourceDir is where the NeMo RL image keeps its source and examples.
 const NeMoRLSourceDir = "/opt/nemo-rl"
 
-// NeMoRLEntrypoint is the RayJob entrypoint of a NeMo RL GRPO run. NeMo RL resumes from the
-// newest checkpoint in checkpointing.checkpoint_dir by itself.
+// NeMoRLEntrypoint is the RayJob entrypoint of a NeMo RL GRPO run.
 func NeMoRLEntrypoint(r Run) string {
 	argv := []string{"uv", "run", "python", "examples/run_grpo_math.py", "--config", r.Recipe}
 	argv = append(argv, overrideArgs(NeMoRLOverrides(r), r.Extra)...)
@@ -87,40 +91,91 @@ func NeMoRLEntrypoint(r Run) string {
 	return "cd " + shellescape.Quote(NeMoRLSourceDir) + " && RAY_OVERRIDE_JOB_RUNTIME_ENV=1 " + shellescape.QuoteCommand(argv)
 }
 
-// VerlOverrides are the overrides of verl's PPO trainer for GRPO, in a fixed order.
+// VerlSizing is what verl v0.6.0 requires set and what the model's size decides: micro batch
+// sizes (verl/workers/config/actor.py and verl/utils/config.py reject a run without them),
+// rollout tensor parallelism and memory, and offloading for models that do not fit otherwise.
+type VerlSizing struct {
+	MicroBatchPerGPU, LogProbMicroBatchPerGPU int
+	RolloutTensorParallel                     int
+	Offload                                   bool
+}
+
+// SizeVerl sizes a run from the model's parameter count: small models take larger micro
+// batches and split vLLM across fewer GPUs; a 70B-class model takes one sequence per GPU, vLLM
+// across the whole node and offloads to host memory. The verl guide runs 32B on two H200 nodes
+// with rollout memory 0.6. An unknown size gets the settings of the largest class.
+func SizeVerl(billions float64, gpusPerNode int) VerlSizing {
+	switch {
+	case billions > 0 && billions <= 8:
+		return VerlSizing{MicroBatchPerGPU: 4, LogProbMicroBatchPerGPU: 8, RolloutTensorParallel: 2}
+	case billions > 0 && billions <= 35:
+		return VerlSizing{MicroBatchPerGPU: 2, LogProbMicroBatchPerGPU: 4, RolloutTensorParallel: min(4, gpusPerNode)}
+	default:
+		// 70B-class: one sequence per GPU, vLLM across the node, parameters and optimizer
+		// state offloaded to host memory (an A4 or A3 Ultra node has 2.9 to 3.9 TiB).
+		return VerlSizing{MicroBatchPerGPU: 1, LogProbMicroBatchPerGPU: 2, RolloutTensorParallel: gpusPerNode, Offload: true}
+	}
+}
+
+// VerlOverrides are the overrides of verl's PPO trainer for GRPO, in a fixed order. Every key is
+// a key of verl v0.6.0's composed config (frameworkconfig/data), which the plan checks.
 func VerlOverrides(r Run) []Override {
 	data := r.Layout.Dataset(r.Dataset)
 	loggers := `["console"]`
 	if r.WandB {
 		loggers = `["console","wandb"]`
 	}
+	size := SizeVerl(r.ModelBillions, r.GPUsPerNode)
 	o := []Override{
-		{"algorithm.adv_estimator", "grpo"},
-		{"data.train_files", data + "/train.parquet"},
-		{"data.val_files", data + "/test.parquet"},
-		{"data.train_batch_size", fmt.Sprint(r.PromptsPerStep)},
-		{"actor_rollout_ref.model.path", r.Layout.Model(r.Model)},
-		{"actor_rollout_ref.rollout.name", "vllm"},
-		{"actor_rollout_ref.rollout.n", fmt.Sprint(r.GenerationsPerPrompt)},
-		{"trainer.nnodes", fmt.Sprint(r.Nodes)},
-		{"trainer.n_gpus_per_node", fmt.Sprint(r.GPUsPerNode)},
+		set("algorithm.adv_estimator", "grpo", "framework"),
+		set("data.train_files", data+"/train.parquet", "job.dataset"),
+		set("data.val_files", data+"/test.parquet", "job.dataset"),
+		set("data.train_batch_size", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
+		set("actor_rollout_ref.model.path", r.Layout.Model(r.Model), "job.model"),
+		set("actor_rollout_ref.model.use_remove_padding", "True", "job.model"),
+		// One optimizer step per GRPO step, as with NeMo RL; verl requires
+		// train_batch_size >= ppo_mini_batch_size (default 256).
+		set("actor_rollout_ref.actor.ppo_mini_batch_size", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
+		set("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", fmt.Sprint(size.MicroBatchPerGPU), "job.model"),
+		// GRPO's KL term is a loss against the reference policy, not a reward penalty (verl's
+		// examples/grpo_trainer).
+		set("actor_rollout_ref.actor.use_kl_loss", "True", "framework"),
+		set("actor_rollout_ref.actor.kl_loss_coef", "0.001", "framework"),
+		set("actor_rollout_ref.actor.kl_loss_type", "low_var_kl", "framework"),
+		set("actor_rollout_ref.rollout.name", "vllm", "framework"),
+		set("actor_rollout_ref.rollout.n", fmt.Sprint(r.GenerationsPerPrompt), "job.generationsPerPrompt"),
+		set("actor_rollout_ref.rollout.tensor_model_parallel_size", fmt.Sprint(size.RolloutTensorParallel), "job.model"),
+		set("actor_rollout_ref.rollout.gpu_memory_utilization", "0.6", "job.model"),
+		set("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", fmt.Sprint(size.LogProbMicroBatchPerGPU), "job.model"),
+		set("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", fmt.Sprint(size.LogProbMicroBatchPerGPU), "job.model"),
 	}
+	if size.Offload {
+		o = append(o,
+			set("actor_rollout_ref.actor.fsdp_config.param_offload", "True", "job.model"),
+			set("actor_rollout_ref.actor.fsdp_config.optimizer_offload", "True", "job.model"),
+			set("actor_rollout_ref.ref.fsdp_config.param_offload", "True", "job.model"),
+		)
+	}
+	o = append(o,
+		set("trainer.nnodes", fmt.Sprint(r.Nodes), "gpu.nodes"),
+		set("trainer.n_gpus_per_node", fmt.Sprint(r.GPUsPerNode), "gpu.type"),
+	)
 	if r.Epochs > 0 {
-		o = append(o, Override{"trainer.total_epochs", fmt.Sprint(r.Epochs)})
+		o = append(o, set("trainer.total_epochs", fmt.Sprint(r.Epochs), "job.epochs"))
 	}
 	if r.MaxSteps > 0 {
-		o = append(o, Override{"trainer.total_training_steps", fmt.Sprint(r.MaxSteps)})
+		o = append(o, set("trainer.total_training_steps", fmt.Sprint(r.MaxSteps), "job.maxSteps"))
 	}
 	return append(o,
-		Override{"trainer.save_freq", fmt.Sprint(r.CheckpointPeriod)},
-		Override{"trainer.max_actor_ckpt_to_keep", fmt.Sprint(r.KeepCheckpoints)},
-		Override{"trainer.default_local_dir", r.Layout.Checkpoints()},
+		set("trainer.save_freq", fmt.Sprint(r.CheckpointPeriod), "job.checkpointPeriod"),
+		set("trainer.max_actor_ckpt_to_keep", fmt.Sprint(r.KeepCheckpoints), "job.keepCheckpoints"),
+		set("trainer.default_local_dir", r.Layout.Checkpoints(), "storage.mountPath"),
 		// Resume from the newest checkpoint in default_local_dir, if any: a retried RayJob
 		// after a spot preemption continues where it stopped.
-		Override{"trainer.resume_mode", "auto"},
-		Override{"trainer.logger", loggers},
-		Override{"trainer.project_name", WandBProject},
-		Override{"trainer.experiment_name", r.Layout.Run},
+		set("trainer.resume_mode", "auto", "framework"),
+		set("trainer.logger", loggers, "wandbApiKey"),
+		set("trainer.project_name", WandBProject, "framework"),
+		set("trainer.experiment_name", r.Layout.Run, "cluster.name"),
 	)
 }
 
@@ -131,19 +186,28 @@ func VerlEntrypoint(r Run) string {
 	return "cd " + shellescape.Quote(r.Layout.VerlSource()) + " && " + shellescape.QuoteCommand(argv)
 }
 
-// ManagedKeys are the override keys the program sets for a framework: `job.args` may not set
-// them again (verl's Hydra rejects a key given twice; NeMo RL would silently take the last).
-func ManagedKeys(f kinds.Framework) []string {
-	var o []Override
-	sample := Run{MaxSteps: 1, Epochs: 1, WandB: true}
+// Overrides are every override a run gives its framework, the program's then `job.args`, with
+// the config key each comes from.
+func Overrides(f kinds.Framework, r Run) []Override {
+	own := NeMoRLOverrides(r)
 	if f == kinds.Verl {
-		o = VerlOverrides(sample)
-	} else {
-		o = NeMoRLOverrides(sample)
+		own = VerlOverrides(r)
 	}
-	keys := make([]string, len(o))
-	for i, ov := range o {
-		keys[i] = ov.Key
+	for i, arg := range r.Extra {
+		own = append(own, frameworkconfig.ParseOverride(arg, fmt.Sprintf("job.args[%d]", i)))
+	}
+	return own
+}
+
+// ManagedKeys are the override keys the program sets for a framework. `job.args` may not set
+// them again: both frameworks would take the last value (Hydra 1.3 and NeMo RL's
+// parse_hydra_overrides apply overrides in order), silently replacing what the program derived
+// from the job.* and gpu.* keys and breaking the checks made on those.
+func ManagedKeys(f kinds.Framework) []string {
+	sample := Run{MaxSteps: 1, Epochs: 1, WandB: true}
+	var keys []string
+	for _, ov := range Overrides(f, sample) {
+		keys = append(keys, ov.Key)
 	}
 	return keys
 }
@@ -157,7 +221,7 @@ func OverrideKey(arg string) string {
 func overrideArgs(own []Override, extra []string) []string {
 	out := make([]string, 0, len(own)+len(extra))
 	for _, o := range own {
-		out = append(out, o.String())
+		out = append(out, o.Key+"="+o.Value)
 	}
 	return append(out, extra...)
 }

@@ -33,7 +33,7 @@ func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
 	variants := map[string][]string{
 		"b200-spot":                        nil,
 		"h200-reserved":                    nil,
-		"b200-spot with verl":              {"framework=verl", "job.dataset=gsm8k"},
+		"b200-spot with verl":              {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
 		"h200-reserved with nemo-rl":       {"framework=nemo-rl", "job.dataset=DeepScaler"},
 		"b200-spot on Autopilot":           {"cluster.mode=autopilot"},
 		"h200-reserved without a job":      {"job.enabled=false"},

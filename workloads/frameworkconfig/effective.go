@@ -1,0 +1,140 @@
+package frameworkconfig
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Override is one `key=value` given to the framework, with Hydra's prefix (`+` adds a key,
+// `++` adds or sets, `~` deletes) and the stack config key it comes from.
+type Override struct {
+	Prefix, Key, Value string
+	// Origin is the config key that produced it (`job.promptsPerStep`, `job.args[2]`).
+	Origin string
+}
+
+// ParseOverride splits `+key=value`.
+func ParseOverride(arg, origin string) Override {
+	kv, value, _ := strings.Cut(arg, "=")
+	key := strings.TrimLeft(kv, "+~")
+	return Override{Prefix: kv[:len(kv)-len(key)], Key: key, Value: value, Origin: origin}
+}
+
+// Problem is an override the framework would refuse, about the config key it came from.
+type Problem struct {
+	Origin, Message string
+}
+
+// Effective is a table with overrides applied in order; the last value of a key wins, as in
+// Hydra 1.3 and NeMo RL's parse_hydra_overrides.
+type Effective struct {
+	Table *Table
+	set   map[string]Override
+}
+
+// Apply checks each override against the table as the framework's struct-mode config does (a
+// key must exist unless added with `+`/`++`; `+` must not add an existing one) and returns the
+// effective config with every problem.
+func (t *Table) Apply(overrides []Override) (*Effective, []Problem) {
+	e := &Effective{Table: t, set: map[string]Override{}}
+	var problems []Problem
+	for _, o := range overrides {
+		exists := t.Has(o.Key)
+		switch {
+		case o.Prefix == "" && !exists:
+			problems = append(problems, Problem{o.Origin, fmt.Sprintf("%s is not a key of %s %s's config (%s)", o.Key, t.Framework, t.Tag, t.Source)})
+		case o.Prefix == "+" && exists:
+			problems = append(problems, Problem{o.Origin, fmt.Sprintf("+%s adds a key that %s %s's config already has; set it without the +", o.Key, t.Framework, t.Tag)})
+		}
+		e.set[o.Key] = o
+	}
+	return e, problems
+}
+
+// Value is a key's effective value: the last override, or the table's default, with OmegaConf's
+// `${key}` and `${oc.select:key,default}` interpolations resolved.
+func (e *Effective) Value(key string) any {
+	if o, ok := e.set[key]; ok {
+		if o.Prefix == "~" {
+			return nil
+		}
+		var v any
+		if yaml.Unmarshal([]byte(o.Value), &v) != nil {
+			return o.Value
+		}
+		return normalize(v)
+	}
+	return e.resolve(e.Table.Keys[key], 0)
+}
+
+func (e *Effective) resolve(v any, depth int) any {
+	s, ok := v.(string)
+	if !ok || depth > 8 || !strings.HasPrefix(s, "${") || !strings.HasSuffix(s, "}") {
+		return v
+	}
+	inner := s[2 : len(s)-1]
+	if rest, ok := strings.CutPrefix(inner, "oc.select:"); ok {
+		key, def, _ := strings.Cut(rest, ",")
+		if _, set := e.set[key]; set || e.Table.Keys[key] != nil {
+			return e.resolve(e.Value(key), depth+1)
+		}
+		var d any
+		if yaml.Unmarshal([]byte(def), &d) != nil {
+			return def
+		}
+		return normalize(d)
+	}
+	if strings.ContainsAny(inner, ":{$") {
+		return v // a resolver this table does not evaluate
+	}
+	return e.resolve(e.Value(inner), depth+1)
+}
+
+// normalize turns YAML's Python spellings into values: True, False, None.
+func normalize(v any) any {
+	if s, ok := v.(string); ok {
+		switch s {
+		case "True", "true":
+			return true
+		case "False", "false":
+			return false
+		case "None", "null":
+			return nil
+		}
+	}
+	return v
+}
+
+// Int is a key's effective value as an integer; ok is false when it is not one.
+func (e *Effective) Int(key string) (int, bool) {
+	switch v := e.Value(key).(type) {
+	case float64:
+		return int(v), v == float64(int(v))
+	case int:
+		return v, true
+	case string:
+		n, err := strconv.Atoi(v)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// Bool is a key's effective value as a boolean (false when unset).
+func (e *Effective) Bool(key string) bool {
+	b, _ := e.Value(key).(bool)
+	return b
+}
+
+// IsSet reports whether a key has a non-null effective value.
+func (e *Effective) IsSet(key string) bool { return e.Value(key) != nil }
+
+// Origin is the config key that set a framework key last, or the table's source.
+func (e *Effective) Origin(key string) string {
+	if o, ok := e.set[key]; ok {
+		return o.Origin
+	}
+	return ""
+}

@@ -1,0 +1,199 @@
+package workloads
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gke-rl/infra/kinds"
+	"gke-rl/workloads/frameworkconfig"
+)
+
+// Pinned framework releases whose configuration tables the plan checks against.
+const (
+	VerlConfigTag   = VerlSourceTag
+	VerlConfigFile  = "verl/trainer/config/_generated_ppo_trainer.yaml"
+	NeMoRLConfigTag = "v0.5.0"
+)
+
+// NeMoRLDatasets are the `data.dataset_name` values that NeMo RL v0.5.0's math GRPO example
+// loads by itself (nemo_rl/data/datasets/response_datasets/__init__.py, load_response_dataset:
+// any other name stops the run with "Unsupported dataset_name", and the remaining built-ins are
+// SFT or vision datasets, or need files of their own).
+var NeMoRLDatasets = []string{"DAPOMath17K", "DeepScaler", "OpenMathInstruct-2"}
+
+// NeMoRLRecipes are the GRPO math recipes of NeMo RL v0.5.0 that the plan has tables for.
+func NeMoRLRecipes() []string { return frameworkconfig.Sources("nemo-rl", NeMoRLConfigTag) }
+
+// Problem is a reason the framework would refuse the run at startup, about the config key to
+// change.
+type Problem = frameworkconfig.Problem
+
+// CheckArgs checks `job.args` alone against the framework's configuration: each key must exist
+// there (or be added with `+`), so that a key of the other framework or a misspelled one fails
+// the plan with the config key that holds it.
+func CheckArgs(f kinds.Framework, recipe string, args []string) []Problem {
+	table, err := load(f, recipe)
+	if err != nil {
+		return nil // the recipe's own check reports it
+	}
+	var overrides []Override
+	for i, arg := range args {
+		overrides = append(overrides, frameworkconfig.ParseOverride(arg, fmt.Sprintf("job.args[%d]", i)))
+	}
+	_, problems := table.Apply(overrides)
+	for i := range problems {
+		problems[i].Message += foreignHint(f, problems[i].Message)
+	}
+	return problems
+}
+
+func load(f kinds.Framework, recipe string) (*frameworkconfig.Table, error) {
+	if f == kinds.Verl {
+		return frameworkconfig.Load("verl", VerlConfigTag, VerlConfigFile)
+	}
+	return frameworkconfig.Load("nemo-rl", NeMoRLConfigTag, recipe)
+}
+
+// CheckRun composes the command a run would execute against its framework's configuration at the
+// pinned tag and runs the framework's own startup checks on the effective values. It returns
+// every problem, each naming the config key to change and the upstream rule.
+func CheckRun(f kinds.Framework, r Run) []Problem {
+	table, err := load(f, r.Recipe)
+	if err != nil {
+		return []Problem{{Origin: "job.recipe", Message: err.Error()}}
+	}
+	eff, problems := table.Apply(Overrides(f, r))
+	for i := range problems {
+		problems[i].Message += foreignHint(f, problems[i].Message)
+	}
+	if f == kinds.Verl {
+		return append(problems, verlChecks(eff)...)
+	}
+	return append(problems, nemoRLChecks(eff)...)
+}
+
+// foreignHint says when an unknown key belongs to the other framework.
+func foreignHint(f kinds.Framework, message string) string {
+	key, _, _ := strings.Cut(message, " ")
+	key = strings.TrimPrefix(key, "+")
+	other, tag, file := "verl", VerlConfigTag, VerlConfigFile
+	if f == kinds.Verl {
+		other, tag, file = "nemo-rl", NeMoRLConfigTag, DefaultNeMoRLRecipe
+	}
+	t, err := frameworkconfig.Load(other, tag, file)
+	if err != nil || !t.Has(key) {
+		return ""
+	}
+	return fmt.Sprintf("; it is a %s key: remove it with framework %s", other, f)
+}
+
+func intOf(e *frameworkconfig.Effective, key string) int {
+	n, _ := e.Int(key)
+	return n
+}
+
+// origin is the config key to name for a check on framework keys: the first that the stack set.
+func origin(e *frameworkconfig.Effective, keys ...string) string {
+	for _, k := range keys {
+		if o := e.Origin(k); o != "" && o != "framework" {
+			return o
+		}
+	}
+	return "job.args"
+}
+
+// verlChecks are verl v0.6.0's startup checks on the effective config.
+func verlChecks(e *frameworkconfig.Effective) []Problem {
+	const (
+		ar = "actor_rollout_ref."
+	)
+	var out []Problem
+	fail := func(rule string, keys []string, format string, args ...any) {
+		out = append(out, Problem{Origin: origin(e, keys...), Message: fmt.Sprintf(format, args...) + " (verl " + VerlConfigTag + " " + rule + ")"})
+	}
+	nGPUs := intOf(e, "trainer.nnodes") * intOf(e, "trainer.n_gpus_per_node")
+	train := intOf(e, "data.train_batch_size")
+	n := intOf(e, ar+"rollout.n")
+	mini := intOf(e, ar+"actor.ppo_mini_batch_size")
+	if e.Bool(ar + "actor.use_dynamic_bsz") {
+		return out
+	}
+	if nGPUs > 0 && e.Value(ar+"actor.strategy") != "megatron" && (train*n)%nGPUs != 0 {
+		fail("verl/utils/config.py validate_config", []string{"data.train_batch_size", ar + "rollout.n"},
+			"data.train_batch_size × rollout.n = %d × %d = %d must be divisible by the %d GPUs", train, n, train*n, nGPUs)
+	}
+	for _, pair := range [][2]string{
+		{ar + "actor.ppo_micro_batch_size", ar + "actor.ppo_micro_batch_size_per_gpu"},
+		{ar + "rollout.log_prob_micro_batch_size", ar + "rollout.log_prob_micro_batch_size_per_gpu"},
+		{ar + "ref.log_prob_micro_batch_size", ar + "ref.log_prob_micro_batch_size_per_gpu"},
+	} {
+		if !e.IsSet(pair[0]) && !e.IsSet(pair[1]) {
+			fail("verl/utils/config.py and verl/workers/config/actor.py", pair[:], "%s must be set (or the deprecated %s)", pair[1], pair[0])
+		}
+		if e.IsSet(pair[0]) && e.IsSet(pair[1]) {
+			fail("verl/utils/config.py and verl/workers/config/actor.py", pair[:], "%s and the deprecated %s are both set", pair[1], pair[0])
+		}
+	}
+	if train < mini {
+		fail("verl/workers/config/actor.py ActorConfig.validate", []string{"data.train_batch_size", ar + "actor.ppo_mini_batch_size"},
+			"data.train_batch_size (%d) must be at least actor.ppo_mini_batch_size (%d)", train, mini)
+	}
+	sp := max(1, intOf(e, ar+"actor.ulysses_sequence_parallel_size"))
+	if micro := intOf(e, ar+"actor.ppo_micro_batch_size_per_gpu"); nGPUs > 0 && micro > 0 {
+		normalized := mini * n / (nGPUs / sp)
+		if normalized == 0 || normalized%micro != 0 {
+			fail("verl/workers/fsdp_workers.py", []string{ar + "actor.ppo_mini_batch_size", "data.train_batch_size", ar + "actor.ppo_micro_batch_size_per_gpu"},
+				"the mini batch per GPU, ppo_mini_batch_size × rollout.n / GPUs = %d × %d / %d = %d, must be a positive multiple of ppo_micro_batch_size_per_gpu (%d)",
+				mini, n, nGPUs, normalized, micro)
+		}
+	}
+	infer := max(1, intOf(e, ar+"rollout.tensor_model_parallel_size")) * max(1, intOf(e, ar+"rollout.data_parallel_size")) * max(1, intOf(e, ar+"rollout.pipeline_model_parallel_size"))
+	if nGPUs > 0 && nGPUs%infer != 0 {
+		fail("verl/workers/fsdp_workers.py", []string{ar + "rollout.tensor_model_parallel_size"},
+			"the rollout's tensor × data × pipeline parallel size (%d) must divide the %d GPUs", infer, nGPUs)
+	}
+	return out
+}
+
+// nemoRLChecks are NeMo RL v0.5.0's startup checks on the effective config.
+func nemoRLChecks(e *frameworkconfig.Effective) []Problem {
+	var out []Problem
+	fail := func(rule string, keys []string, format string, args ...any) {
+		out = append(out, Problem{Origin: origin(e, keys...), Message: fmt.Sprintf(format, args...) + " (NeMo RL " + NeMoRLConfigTag + " " + rule + ")"})
+	}
+	if name, _ := e.Value("data.dataset_name").(string); !slices.Contains(NeMoRLDatasets, name) {
+		fail("nemo_rl/data/datasets/response_datasets/__init__.py load_response_dataset", []string{"data.dataset_name"},
+			"%q is not a dataset that the math GRPO example loads; allowed: %s", name, strings.Join(NeMoRLDatasets, ", "))
+	}
+	world := intOf(e, "cluster.num_nodes") * intOf(e, "cluster.gpus_per_node")
+	var tp, pp, cp int
+	var parallelKeys []string
+	if e.Bool("policy.megatron_cfg.enabled") {
+		tp, pp, cp = intOf(e, "policy.megatron_cfg.tensor_model_parallel_size"), intOf(e, "policy.megatron_cfg.pipeline_model_parallel_size"), intOf(e, "policy.megatron_cfg.context_parallel_size")
+		parallelKeys = []string{"policy.megatron_cfg.tensor_model_parallel_size", "policy.megatron_cfg.pipeline_model_parallel_size", "cluster.num_nodes"}
+	} else {
+		tp, pp, cp = intOf(e, "policy.dtensor_cfg.tensor_parallel_size"), 1, intOf(e, "policy.dtensor_cfg.context_parallel_size")
+		parallelKeys = []string{"policy.dtensor_cfg.tensor_parallel_size", "cluster.num_nodes"}
+	}
+	model := max(1, tp) * max(1, pp) * max(1, cp)
+	if world%model != 0 || world < model {
+		fail("nemo_rl/models/policy/lm_policy.py", parallelKeys,
+			"the policy's PP × CP × TP (%d) must divide the %d GPUs (num_nodes × gpus_per_node)", model, world)
+	} else if gbs, dp := intOf(e, "policy.train_global_batch_size"), world/model; gbs%dp != 0 {
+		fail("nemo_rl/distributed/batched_data_dict.py shard_by_batch_size", []string{"policy.train_global_batch_size", "cluster.num_nodes"},
+			"policy.train_global_batch_size (%d) must be a multiple of the data-parallel size (%d GPUs / %d = %d)", gbs, world, model, dp)
+	}
+	if gbs, total := intOf(e, "policy.train_global_batch_size"), intOf(e, "grpo.num_prompts_per_step")*intOf(e, "grpo.num_generations_per_prompt"); gbs == 0 || total%gbs != 0 {
+		fail("nemo_rl/distributed/batched_data_dict.py shard_by_batch_size", []string{"policy.train_global_batch_size", "grpo.num_prompts_per_step"},
+			"the step's samples (prompts × generations = %d) must be a multiple of policy.train_global_batch_size (%d)", total, gbs)
+	}
+	if e.Bool("policy.generation.colocated.enabled") {
+		vllm := max(1, intOf(e, "policy.generation.vllm_cfg.tensor_parallel_size")) * max(1, intOf(e, "policy.generation.vllm_cfg.pipeline_parallel_size"))
+		if world%vllm != 0 {
+			fail("nemo_rl/models/generation/vllm/vllm_generation.py", []string{"policy.generation.vllm_cfg.tensor_parallel_size", "cluster.num_nodes"},
+				"vLLM's TP × PP (%d) must divide the %d GPUs", vllm, world)
+		}
+	}
+	return out
+}
