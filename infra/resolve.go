@@ -162,6 +162,8 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		NICs:               bp.NICs,
 		Storage:            bp.Storage.Volume,
 		Env:                env,
+		Volumes:            bp.Tokens.Volumes(),
+		Mounts:             bp.Tokens.Mounts(),
 	}
 
 	var errs Errors
@@ -217,27 +219,31 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 	if err := errs.Err(); err != nil {
 		return nil, nil, err
 	}
-	var prep *batchv1.Job
+	// The model and the dataset are staged on CPU nodes before the RayJob asks for GPU
+	// workers; on spot and flex-start capacity no GPU node exists meanwhile.
+	steps, prepEnv := workloads.NeMoRLPrepSteps(run), env
 	switch c.Framework {
 	case kinds.Verl:
 		args.Entrypoint = workloads.VerlEntrypoint(run)
 		args.Env = map[string]string{"PYTHONPATH": plan.Layout.VerlSource()}
-		// verl's one-time data preparation, on the head's CPU nodes with the Ray pods' storage,
-		// service account and environment.
-		prep = workloads.PrepJob(workloads.PrepJobArgs{
-			Name: c.Cluster.Name + "-data-prep", Namespace: WorkloadNamespace,
-			Image:        pods.Image,
-			Script:       workloads.PrepScript(workloads.VerlPrepSteps(run)),
-			NodeSelector: pods.HeadNodeSelector,
-			Storage:      pods.Storage,
-			// The verl image installs verl and uninstalls it again (verl's
-			// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
-			// verl.utils: they run against the checkout the first step makes.
-			Env: append(slices.Clone(env), corev1.EnvVar{Name: "PYTHONPATH", Value: plan.Layout.VerlSource()}),
-		})
+		steps = workloads.VerlPrepSteps(run)
+		// The verl image installs verl and uninstalls it again (verl's
+		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
+		// verl.utils: they run against the checkout the first step makes.
+		prepEnv = append(slices.Clone(env), corev1.EnvVar{Name: "PYTHONPATH", Value: plan.Layout.VerlSource()})
 	default:
 		args.Entrypoint = workloads.NeMoRLEntrypoint(run)
 	}
+	prep := workloads.PrepJob(workloads.PrepJobArgs{
+		Name: c.Cluster.Name + "-data-prep", Namespace: WorkloadNamespace,
+		Image:        pods.Image,
+		Script:       workloads.PrepScript(steps),
+		NodeSelector: pods.HeadNodeSelector,
+		Storage:      pods.Storage,
+		Env:          prepEnv,
+		Volumes:      pods.Volumes,
+		Mounts:       pods.Mounts,
+	})
 	if plan.Mode == kinds.OwnCluster {
 		spec := ray.ClusterSpec(pods)
 		args.OwnCluster = &spec

@@ -3,8 +3,10 @@ package infra_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/google/shlex"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +17,7 @@ import (
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
+	"gke-rl/workloads"
 )
 
 const (
@@ -134,7 +137,9 @@ func TestFrameworksSwapOnEitherStack(t *testing.T) {
 	nemo := plantest.Plan(t, "h200-reserved", "framework=nemo-rl", "job.dataset=DeepScaler")
 	assert.Contains(t, get(t, one(t, nemo, "RayJob"), "spec.entrypoint"), "examples/run_grpo_math.py")
 	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, clusterSpecOf(t, nemo), "headGroupSpec.template.spec.containers.0.image"))
-	assert.Empty(t, manifestsOf(nemo, "Job"), "NeMo RL downloads what it needs itself")
+	prep := get(t, one(t, nemo, "Job"), "spec.template.spec.containers.0")
+	assert.Contains(t, get(t, prep, "command.2"), "DeepScaleR-Preview-Dataset", "NeMo RL's data is staged on CPU nodes too")
+	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, prep, "image"))
 }
 
 func TestInterfaceAnnotationNamesTheNetworkObjects(t *testing.T) {
@@ -164,19 +169,42 @@ func TestTunerFileMatchesTheGPU(t *testing.T) {
 	}
 }
 
-func TestTokensReachPodsOnlyThroughTheSecret(t *testing.T) {
-	res := plantest.Plan(t, "b200-spot", "hfToken=hf_x", "wandbApiKey=wb_x")
-	one(t, res, "Secret")
-	spec := clusterSpecOf(t, res)
-	for _, path := range []string{"headGroupSpec.template.spec.containers.0", "workerGroupSpecs.0.template.spec.containers.0"} {
-		env := envOf(t, get(t, spec, path))
-		for _, key := range []string{"HF_TOKEN", "WANDB_API_KEY"} {
-			assert.Equal(t, map[string]any{"secretKeyRef": map[string]any{"name": "rl-tokens", "key": key}}, env[key], "%s %s", path, key)
+// Tokens reach pods only as files from the Secret, never as environment variables: NeMo RL
+// copies the driver's environment into every actor's runtime environment, which the Ray
+// dashboard shows.
+func TestTokensReachPodsOnlyAsFiles(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack, "hfToken=hf_x", "wandbApiKey=wb_x")
+		one(t, res, "Secret")
+		spec := clusterSpecOf(t, res)
+		pods := map[string]any{
+			"head":   get(t, spec, "headGroupSpec.template.spec"),
+			"worker": get(t, spec, "workerGroupSpecs.0.template.spec"),
+			"prep":   get(t, one(t, res, "Job"), "spec.template.spec"),
 		}
+		for name, pod := range pods {
+			container := get(t, pod, "containers.0")
+			env := envOf(t, container)
+			assert.Equal(t, "/var/run/secrets/gke-rl/tokens/hf-token", env["HF_TOKEN_PATH"], "%s %s", stack, name)
+			assert.Equal(t, "/var/run/secrets/gke-rl/tokens/netrc", env["NETRC"], "%s %s", stack, name)
+			for key, v := range env {
+				_, byRef := v.(map[string]any)
+				assert.False(t, byRef, "%s %s: %s comes from a Secret into the environment", stack, name, key)
+			}
+			assert.NotContains(t, env, "HF_TOKEN")
+			assert.NotContains(t, env, "WANDB_API_KEY")
+			var mounted bool
+			for _, v := range get(t, pod, "volumes").([]any) {
+				if get(t, v, "secret.secretName") == "rl-tokens" {
+					mounted = true
+				}
+			}
+			assert.True(t, mounted, "%s %s mounts the token files", stack, name)
+		}
+		rayJob := res.OfType(rayJobType)[0]
+		assert.True(t, res.DependencyClosure(rayJob)[res.OfType(secretType)[0].URN], "pods start after the Secret exists")
 	}
-	assert.Contains(t, get(t, one(t, res, "RayJob"), "spec.entrypoint"), "logger.wandb_enabled=True", "W&B is on with a key")
-	rayJob := res.OfType(rayJobType)[0]
-	assert.True(t, res.DependencyClosure(rayJob)[res.OfType(secretType)[0].URN], "pods start after the Secret exists")
+	assert.Contains(t, get(t, one(t, plantest.Plan(t, "b200-spot", "wandbApiKey=wb_x"), "RayJob"), "spec.entrypoint"), "logger.wandb_enabled=True", "W&B is on with a key")
 }
 
 func TestRayObjectsWaitForWhatTheyUseOnly(t *testing.T) {
@@ -278,4 +306,112 @@ func envValue(env []corev1.EnvVar, name string) string {
 		}
 	}
 	return ""
+}
+
+// NeMo RL's driver runs on the head and copies its environment into every actor: the head must
+// carry the workers' NCCL settings, or the actors on GPU nodes lose the gIB plugin's library
+// path and NCCL falls back to sockets.
+func TestEveryRayProcessHasTheWorkersNCCLSettings(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		spec := rayClusterSpec(plantest.Resolve(t, stack))
+		head := spec.HeadGroupSpec.Template.Spec.Containers[0].Env
+		worker := spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Env
+		for _, name := range []string{"LD_LIBRARY_PATH", "NCCL_TUNER_CONFIG_PATH", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"} {
+			assert.NotEmpty(t, envValue(worker, name), "%s worker %s", stack, name)
+			assert.Equal(t, envValue(worker, name), envValue(head, name), "%s: the head passes %s on to the actors", stack, name)
+		}
+		assert.Equal(t, "INIT,NET", envValue(worker, "NCCL_DEBUG_SUBSYS"), "each communicator says which transport it uses, once")
+	}
+}
+
+// A preempted run resumes from the newest checkpoint: each framework's resume setting, a
+// checkpoint directory on the shared volume named after the run (the same on every retry), and
+// data staged by a Job outside the RayJob, which a retry does not repeat.
+func TestPreemptedRunsResumeFromTheNewestCheckpoint(t *testing.T) {
+	cases := []struct {
+		framework string
+		overrides []string
+		resume    []string
+	}{
+		// NeMo RL resumes by itself from the newest checkpoint in checkpointing.checkpoint_dir.
+		{"nemo-rl", nil, []string{"checkpointing.enabled=True", "checkpointing.checkpoint_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo"}},
+		// verl resumes with trainer.resume_mode=auto from trainer.default_local_dir.
+		{"verl", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}, []string{"trainer.resume_mode=auto", "trainer.default_local_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.framework, func(t *testing.T) {
+			bp := plantest.Resolve(t, "b200-spot", tc.overrides...)
+			job := bp.Run.RayJob
+			require.Equal(t, kinds.OwnCluster, bp.Run.Mode)
+			assert.Equal(t, "ray-a4-gpu-spot-grpo", job.Name, "a deterministic name: the same directory on every retry")
+			for _, o := range tc.resume {
+				assert.Contains(t, job.Spec.Entrypoint, o)
+			}
+			assert.True(t, strings.HasPrefix(bp.Run.Layout.Checkpoints(), bp.Storage.Volume.MountPath+"/"), "on the shared volume")
+			assert.NotNil(t, job.Spec.BackoffLimit, "KubeRay retries on a fresh cluster")
+			require.NotNil(t, bp.Run.Prep, "data is staged by a Job of its own")
+			assert.NotContains(t, job.Spec.Entrypoint, "snapshot_download", "a retry does not download again")
+		})
+	}
+}
+
+// The command each shipped stack runs, with either framework, is one the framework accepts: its
+// overrides, read back from the rendered RayJob, are keys of the framework's config at the
+// pinned tag and pass the framework's startup checks.
+func TestRenderedCommandsPassTheFrameworksChecks(t *testing.T) {
+	switchTo := map[string][]string{
+		"nemo-rl": {"framework=nemo-rl", "job.dataset=DeepScaler"},
+		"verl":    {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
+	}
+	for _, stack := range plantest.Stacks {
+		for _, fw := range kinds.Frameworks {
+			t.Run(stack+" "+string(fw), func(t *testing.T) {
+				bp := plantest.Resolve(t, stack, switchTo[string(fw)]...)
+				words, err := shlex.Split(bp.Run.RayJob.Spec.Entrypoint)
+				require.NoError(t, err)
+				recipe := ""
+				for i, w := range words {
+					if w == "--config" {
+						recipe = words[i+1]
+					}
+				}
+				var overrides []string
+				for _, w := range words {
+					if k, _, ok := strings.Cut(w, "="); ok && strings.Contains(k, ".") {
+						overrides = append(overrides, w)
+					}
+				}
+				require.NotEmpty(t, overrides)
+				assert.Empty(t, workloads.CheckCommand(fw, recipe, overrides))
+			})
+		}
+	}
+}
+
+func TestFrameworkRulesFailThePlanWithTheirKey(t *testing.T) {
+	verl := []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}
+	cases := []struct {
+		sentence  string
+		stack     string
+		overrides []string
+		key       string
+		mentions  string
+	}{
+		{"a misspelled override", "h200-reserved", []string{"job.args[0]=actor_rollout_ref.actor.ppo_mini_batch_sze=8"}, "job.args[0]", "is not a key of verl v0.6.0's config"},
+		{"a NeMo RL override with verl", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe="}, "job.args[0]", "it is a nemo-rl key"},
+		{"a NeMo RL recipe with verl", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.args=[]"}, "job.recipe", "framework verl does not read"},
+		{"a verl dataset with NeMo RL", "h200-reserved", []string{"framework=nemo-rl"}, "job.dataset", "DAPOMath17K, DeepScaler, OpenMathInstruct-2"},
+		{"too few prompts for verl's GPUs", "b200-spot", append(verl, "job.promptsPerStep=4"), "job.promptsPerStep", "must be divisible by the 64 GPUs"},
+		{"nodes that the recipe's parallelism does not divide", "b200-spot", []string{"gpu.nodes=3"}, "gpu.nodes", "PP × CP × TP (16) must divide the 24 GPUs"},
+		{"a recipe the pinned release does not ship", "b200-spot", []string{"job.recipe=examples/configs/grpo_math_9B.yaml"}, "job.recipe", "allowed: examples/configs/grpo_math_1B.yaml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			_, err := plantest.TryResolve(tc.stack, tc.overrides...)
+			var cfgErr *plan.ConfigError
+			require.ErrorAs(t, err, &cfgErr)
+			require.True(t, cfgErr.Problems.Has(tc.key), "%v", cfgErr)
+			assert.Contains(t, cfgErr.Error(), tc.mentions)
+		})
+	}
 }

@@ -57,9 +57,11 @@ type SpecArgs struct {
 	// NICs are the GPU nodes' extra NICs, which every worker attaches.
 	NICs    []gpunode.NIC
 	Storage kube.SharedVolume
-	// Env is added to every Ray container, after the program's own variables (tokens by
-	// secretKeyRef, HF_HOME).
+	// Env is added to every Ray container before the program's own variables.
 	Env []corev1.EnvVar
+	// Volumes and Mounts are further volumes of every Ray pod (the token files).
+	Volumes []corev1.Volume
+	Mounts  []corev1.VolumeMount
 }
 
 // ClusterSpec is the RayCluster spec: a CPU head and one fixed-size GPU worker group.
@@ -104,8 +106,12 @@ func HeadTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			{Name: "dashboard", ContainerPort: DashboardPort},
 			{Name: "client", ContainerPort: 10001},
 		},
-		Env:          append(slices.Clone(a.Env), rayEnv()...),
-		VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
+		// The head carries the workers' NCCL settings too: NeMo RL's driver runs here and copies
+		// its whole environment into every actor (nemo_rl/distributed/virtual_cluster.py,
+		// init_ray), which would otherwise replace the workers' LD_LIBRARY_PATH and lose the
+		// gIB plugin, and NCCL would fall back to sockets.
+		Env:          slices.Concat(a.Env, rayEnv(), NCCLEnv(a.GPU.NCCLTunerConfig)),
+		VolumeMounts: append([]corev1.VolumeMount{a.Storage.Mount()}, a.Mounts...),
 	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
@@ -113,7 +119,7 @@ func HeadTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			ServiceAccountName: a.Storage.ServiceAccountName,
 			NodeSelector:       cloneOrNil(a.HeadNodeSelector),
 			Containers:         []corev1.Container{c},
-			Volumes:            []corev1.Volume{a.Storage.Volume()},
+			Volumes:            append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
 		},
 	}
 }
@@ -138,12 +144,12 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 		Command:   []string{"source", gpunode.NCCLEnvScript},
 		Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
 		Env:       append(append(slices.Clone(a.Env), rayEnv()...), NCCLEnv(a.GPU.NCCLTunerConfig)...),
-		VolumeMounts: []corev1.VolumeMount{
+		VolumeMounts: append([]corev1.VolumeMount{
 			a.Storage.Mount(),
 			{Name: "dshm", MountPath: "/dev/shm"},
 			{Name: "nvidia", MountPath: gpunode.NvidiaPath},
 			{Name: "gib", MountPath: gpunode.GIBPath},
-		},
+		}, a.Mounts...),
 	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
@@ -152,24 +158,28 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			NodeSelector:       cloneOrNil(a.WorkerNodeSelector),
 			Tolerations:        []corev1.Toleration{gpunode.Toleration()},
 			Containers:         []corev1.Container{c},
-			Volumes: []corev1.Volume{
+			Volumes: append([]corev1.Volume{
 				a.Storage.Volume(),
 				{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
 				hostPath("nvidia", gpunode.NvidiaHostPath),
 				hostPath("gib", gpunode.GIBHostPath),
-			},
+			}, a.Volumes...),
 		},
 	}
 }
 
 // NCCLEnv is the NCCL environment of a GPU worker: libraries from the host, the tuner file of
 // the machine family, and bootstrap sockets on eth0 (the RDMA NICs carry the collectives).
+// NCCL_DEBUG=INFO limited to initialization and networking makes every communicator say once
+// which transport it uses ("NET/gIB" over RDMA, "NET/Socket" on a silent fallback to TCP).
 func NCCLEnv(tunerConfig string) []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64:" + gpunode.GIBPath + "/lib64"},
 		{Name: "NCCL_TUNER_CONFIG_PATH", Value: tunerConfig},
 		{Name: "NCCL_SOCKET_IFNAME", Value: "eth0"},
 		{Name: "GLOO_SOCKET_IFNAME", Value: "eth0"},
+		{Name: "NCCL_DEBUG", Value: "INFO"},
+		{Name: "NCCL_DEBUG_SUBSYS", Value: "INIT,NET"},
 	}
 }
 

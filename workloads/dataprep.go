@@ -15,15 +15,19 @@ import (
 )
 
 // CompleteMarker is written into a prepared directory as the last step: a directory without it
-// is prepared again from scratch, so that an interrupted download never passes for a finished one.
+// is prepared again, so that an interrupted download never passes for a finished one.
 const CompleteMarker = ".gke-rl-complete"
 
 // PrepStep prepares one directory on the shared volume, once.
 type PrepStep struct {
 	// Name says what the step prepares, in the Job's log.
 	Name string
-	// Dir is the directory the step fills; it is emptied first.
+	// Dir is the directory the step fills (or, for a download into a cache, that marks it done).
 	Dir string
+	// Fresh empties Dir before the command runs (a clone, a conversion). Downloads are not
+	// fresh: Hugging Face's downloads skip the files already complete, so an interrupted one
+	// resumes.
+	Fresh bool
 	// Command fills Dir.
 	Command []string
 }
@@ -37,16 +41,49 @@ func PrepScript(steps []PrepStep) string {
 		marker := shellescape.Quote(path.Join(s.Dir, CompleteMarker))
 		name := shellescape.Quote(s.Name)
 		b.WriteString("if [ -e " + marker + " ]; then echo " + name + "': ready, skipped'; else\n")
-		b.WriteString("  echo " + name + "': preparing'; rm -rf " + dir + " && mkdir -p " + dir + "\n")
+		if s.Fresh {
+			b.WriteString("  echo " + name + "': preparing'; rm -rf " + dir + " && mkdir -p " + dir + "\n")
+		} else {
+			b.WriteString("  echo " + name + "': preparing (resumes what an earlier attempt downloaded)'; mkdir -p " + dir + "\n")
+		}
 		b.WriteString("  " + shellescape.QuoteCommand(s.Command) + "\n")
-		b.WriteString("  touch " + marker + "\nfi\n")
+		// The size on the shared volume shows progress and the result in `kubectl logs`.
+		b.WriteString("  touch " + marker + "; echo " + name + "\": done, $(du -sh " + dir + " | cut -f1)\"\nfi\n")
 	}
 	return b.String()
 }
 
-// downloadModel fetches a Hugging Face model into a directory (HF_TOKEN, when set, comes from
-// the environment); the Python API is used because the CLI's name changed across releases.
+// downloadModel fetches a Hugging Face model into a directory (the token, when set, is read from
+// HF_TOKEN_PATH); the Python API is used because the CLI's name changed across releases.
 const downloadModel = "import sys; from huggingface_hub import snapshot_download; snapshot_download(repo_id=sys.argv[1], local_dir=sys.argv[2])"
+
+// cacheModel fetches a Hugging Face model into the Hugging Face cache under HF_HOME, where
+// NeMo RL's from_pretrained(policy.model_name) finds it.
+const cacheModel = "import sys; from huggingface_hub import snapshot_download; print(snapshot_download(repo_id=sys.argv[1]))"
+
+// cacheDatasets fetches Hugging Face datasets, every split, into the datasets cache under HF_HOME.
+const cacheDatasets = "import sys, datasets; [print(name, datasets.load_dataset(name)) for name in sys.argv[1:]]"
+
+// NeMoRLDatasetSources are the Hugging Face datasets that NeMo RL v0.5.0 loads for each
+// `data.dataset_name` of the math GRPO example, training then validation
+// (nemo_rl/data/datasets/response_datasets/{deepscaler,dapo_math,openmathinstruct2}.py).
+var NeMoRLDatasetSources = map[string][]string{
+	"DeepScaler":         {"agentica-org/DeepScaleR-Preview-Dataset", "HuggingFaceH4/aime_2024"},
+	"DAPOMath17K":        {"BytedTsinghua-SIA/DAPO-Math-17k", "BytedTsinghua-SIA/AIME-2024"},
+	"OpenMathInstruct-2": {"nvidia/OpenMathInstruct-2"},
+}
+
+// NeMoRLPrepSteps stage the model and the datasets in the Hugging Face cache on the shared
+// volume, so that the run's GPU nodes find them there instead of downloading on GPU time.
+func NeMoRLPrepSteps(r Run) []PrepStep {
+	prepared := path.Join(r.Layout.Root, "prepared")
+	return []PrepStep{
+		{Name: "model " + r.Model, Dir: path.Join(prepared, "models", r.Model),
+			Command: []string{"python3", "-c", cacheModel, r.Model}},
+		{Name: "dataset " + r.Dataset, Dir: path.Join(prepared, "datasets", r.Dataset),
+			Command: append([]string{"python3", "-c", cacheDatasets}, NeMoRLDatasetSources[r.Dataset]...)},
+	}
+}
 
 // VerlPrepSteps check out verl, turn the dataset into parquet files and download the model.
 func VerlPrepSteps(r Run) []PrepStep {
@@ -54,9 +91,9 @@ func VerlPrepSteps(r Run) []PrepStep {
 	data := r.Layout.Dataset(r.Dataset)
 	model := r.Layout.Model(r.Model)
 	return []PrepStep{
-		{Name: "verl " + VerlSourceTag, Dir: src,
+		{Name: "verl " + VerlSourceTag, Dir: src, Fresh: true,
 			Command: []string{"git", "clone", "--depth", "1", "--branch", VerlSourceTag, VerlRepository, src}},
-		{Name: "dataset " + r.Dataset, Dir: data,
+		{Name: "dataset " + r.Dataset, Dir: data, Fresh: true,
 			Command: []string{"python3", path.Join(src, VerlDatasets[r.Dataset]), "--local_save_dir", data}},
 		{Name: "model " + r.Model, Dir: model,
 			Command: []string{"python3", "-c", downloadModel, r.Model, model}},
@@ -72,6 +109,9 @@ type PrepJobArgs struct {
 	NodeSelector map[string]string
 	Storage      kube.SharedVolume
 	Env          []corev1.EnvVar
+	// Volumes and Mounts are further volumes (the token files).
+	Volumes []corev1.Volume
+	Mounts  []corev1.VolumeMount
 }
 
 // PrepJob is the Job that runs the preparation script once, on a CPU node.
@@ -97,9 +137,9 @@ func PrepJob(a PrepJobArgs) *batchv1.Job {
 						Command:      []string{"/bin/bash", "-c", a.Script},
 						Env:          a.Env,
 						Resources:    corev1.ResourceRequirements{Requests: res, Limits: res},
-						VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
+						VolumeMounts: append([]corev1.VolumeMount{a.Storage.Mount()}, a.Mounts...),
 					}},
-					Volumes: []corev1.Volume{a.Storage.Volume()},
+					Volumes: append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
 				},
 			},
 		},

@@ -59,11 +59,25 @@ func load(f kinds.Framework, recipe string) (*frameworkconfig.Table, error) {
 // pinned tag and runs the framework's own startup checks on the effective values. It returns
 // every problem, each naming the config key to change and the upstream rule.
 func CheckRun(f kinds.Framework, r Run) []Problem {
-	table, err := load(f, r.Recipe)
+	return check(f, r.Recipe, Overrides(f, r))
+}
+
+// CheckCommand runs the same checks on the overrides of a command line (`key=value` words after
+// the trainer's module or the recipe), whoever wrote it.
+func CheckCommand(f kinds.Framework, recipe string, args []string) []Problem {
+	overrides := make([]Override, len(args))
+	for i, arg := range args {
+		overrides[i] = frameworkconfig.ParseOverride(arg, fmt.Sprintf("argument %d", i+1))
+	}
+	return check(f, recipe, overrides)
+}
+
+func check(f kinds.Framework, recipe string, overrides []Override) []Problem {
+	table, err := load(f, recipe)
 	if err != nil {
 		return []Problem{{Origin: "job.recipe", Message: err.Error()}}
 	}
-	eff, problems := table.Apply(Overrides(f, r))
+	eff, problems := table.Apply(overrides)
 	for i := range problems {
 		problems[i].Message += foreignHint(f, problems[i].Message)
 	}

@@ -149,17 +149,46 @@ func TestRuntimeEnvHoldsOnlyWhatItIsGiven(t *testing.T) {
 	assert.Equal(t, map[string]map[string]string{"env_vars": {"PYTHONPATH": "/data/verl/v0.6.0"}}, env)
 }
 
-func TestTokensReachPodsBySecretReference(t *testing.T) {
-	env := workloads.Tokens{HasHF: true, HasWandB: true}.Env()
-	require.Len(t, env, 2)
-	for _, e := range env {
-		assert.Empty(t, e.Value, "never by value")
-		require.NotNil(t, e.ValueFrom.SecretKeyRef)
-		assert.Equal(t, workloads.TokensSecret, e.ValueFrom.SecretKeyRef.Name)
-		assert.Equal(t, e.Name, e.ValueFrom.SecretKeyRef.Key)
+// Tokens reach pods as files from the Secret: an environment variable would be copied into every
+// NeMo RL actor's runtime environment, which the Ray dashboard shows.
+func TestTokensReachPodsAsFiles(t *testing.T) {
+	both := workloads.Tokens{HasHF: true, HasWandB: true}
+	env := map[string]string{}
+	for _, e := range both.Env() {
+		assert.Nil(t, e.ValueFrom, "a path, never the token by reference")
+		env[e.Name] = e.Value
 	}
-	assert.Empty(t, workloads.Tokens{}.Env())
+	assert.Equal(t, map[string]string{
+		"HF_TOKEN_PATH": "/var/run/secrets/gke-rl/tokens/hf-token", // read by huggingface_hub
+		"NETRC":         "/var/run/secrets/gke-rl/tokens/netrc",    // read by wandb
+	}, env)
+	require.Len(t, both.Volumes(), 1)
+	assert.Equal(t, workloads.TokensSecret, both.Volumes()[0].Secret.SecretName)
+	assert.EqualValues(t, 0o400, *both.Volumes()[0].Secret.DefaultMode)
+	require.Len(t, both.Mounts(), 1)
+	assert.True(t, both.Mounts()[0].ReadOnly)
+	assert.Equal(t, both.Volumes()[0].Name, both.Mounts()[0].Name)
+
+	none := workloads.Tokens{}
+	assert.Empty(t, none.Env())
+	assert.Empty(t, none.Volumes())
+	assert.Empty(t, none.Mounts())
 	assert.Len(t, workloads.Tokens{HasWandB: true}.Env(), 1)
+}
+
+func TestNeMoRLPrepStagesTheModelAndDatasetsInTheCache(t *testing.T) {
+	steps := workloads.NeMoRLPrepSteps(run())
+	require.Len(t, steps, 2)
+	assert.Equal(t, "Qwen/Qwen2.5-72B-Instruct", steps[0].Command[3])
+	assert.Contains(t, steps[0].Command[2], "snapshot_download(repo_id=sys.argv[1])", "into the cache under HF_HOME, where from_pretrained finds it")
+	assert.Equal(t, []string{"agentica-org/DeepScaleR-Preview-Dataset", "HuggingFaceH4/aime_2024"}, steps[1].Command[3:])
+	for _, s := range steps {
+		assert.False(t, s.Fresh, "downloads resume after an interruption")
+		assert.True(t, strings.HasPrefix(s.Dir, "/lustre/prepared/"), "markers only: the cache itself is never emptied")
+	}
+	for _, name := range workloads.NeMoRLDatasets {
+		assert.NotEmpty(t, workloads.NeMoRLDatasetSources[name], name)
+	}
 }
 
 func TestVerlPrepSteps(t *testing.T) {
@@ -183,7 +212,7 @@ func TestPrepScriptRunsOnceAndRedoesAnInterruptedStep(t *testing.T) {
 	counter := filepath.Join(root, "runs")
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b dir")
 	steps := []workloads.PrepStep{
-		{Name: "a", Dir: a, Command: []string{"sh", "-c", `echo a >> "$0"; echo ok > "$1/file"`, counter, a}},
+		{Name: "a", Dir: a, Fresh: true, Command: []string{"sh", "-c", `echo a >> "$0"; echo ok > "$1/file"`, counter, a}},
 		{Name: "b", Dir: b, Command: []string{"sh", "-c", `echo b >> "$0"; echo ok > "$1/file"`, counter, b}},
 	}
 	script := workloads.PrepScript(steps)
@@ -192,18 +221,22 @@ func TestPrepScriptRunsOnceAndRedoesAnInterruptedStep(t *testing.T) {
 		require.NoError(t, err, string(out))
 		return string(out)
 	}
-	runScript()
+	assert.Contains(t, runScript(), "b: done, ", "each step reports its size")
 	assert.Contains(t, runScript(), "a: ready, skipped")
 	runs, _ := os.ReadFile(counter)
 	assert.Equal(t, "a\nb\n", string(runs), "each step ran once over two runs")
 
-	// An interrupted step leaves no marker: the next run starts it again, from an empty directory.
-	require.NoError(t, os.Remove(filepath.Join(b, workloads.CompleteMarker)))
-	require.NoError(t, os.WriteFile(filepath.Join(b, "partial"), []byte("x"), 0o644))
+	// An interrupted step leaves no marker: the next run starts it again. A fresh step starts
+	// from an empty directory; a download keeps what it had, to resume.
+	for _, dir := range []string{a, b} {
+		require.NoError(t, os.Remove(filepath.Join(dir, workloads.CompleteMarker)))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "partial"), []byte("x"), 0o644))
+	}
 	runScript()
 	runs, _ = os.ReadFile(counter)
-	assert.Equal(t, "a\nb\nb\n", string(runs))
-	assert.NoFileExists(t, filepath.Join(b, "partial"))
+	assert.Equal(t, "a\nb\na\nb\n", string(runs))
+	assert.NoFileExists(t, filepath.Join(a, "partial"))
+	assert.FileExists(t, filepath.Join(b, "partial"))
 
 	// A failing step stops the script and is not marked complete.
 	failing := workloads.PrepScript([]workloads.PrepStep{{Name: "c", Dir: filepath.Join(root, "c"), Command: []string{"false"}}})

@@ -173,8 +173,8 @@ func TestSecretsNeverPrint(t *testing.T) {
 				assert.NotContains(t, string(b), sentinel, f.Name())
 				if strings.HasPrefix(f.Name(), "secret-") {
 					secrets++
-					assert.Contains(t, string(b), "HF_TOKEN: '[redacted]'")
-					assert.Contains(t, string(b), "WANDB_API_KEY: '[redacted]'")
+					assert.Contains(t, string(b), "hf-token: '[redacted]'")
+					assert.Contains(t, string(b), "netrc: '[redacted]'")
 				}
 			}
 			assert.Equal(t, 1, secrets, "the tokens are in exactly one Secret")

@@ -1,0 +1,124 @@
+package workloads_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/kinds"
+	"gke-rl/workloads"
+)
+
+// verlGuideCommand is the verl guide's command (shared seeds, 2 H200 nodes), which verl v0.6.0
+// accepts.
+var verlGuideCommand = []string{
+	"data.train_files=/data/gsm8k/train.parquet", "data.val_files=/data/gsm8k/test.parquet",
+	"data.train_batch_size=256", "data.max_prompt_length=512", "data.max_response_length=512",
+	"actor_rollout_ref.model.path=Qwen/Qwen2.5-32B-Instruct", "actor_rollout_ref.actor.optim.lr=1e-5",
+	"actor_rollout_ref.actor.ppo_mini_batch_size=256", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=64",
+	"actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+	"actor_rollout_ref.rollout.tensor_model_parallel_size=8", "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
+	"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4", "actor_rollout_ref.actor.strategy=fsdp2",
+	"algorithm.kl_ctrl.kl_coef=0.001", "trainer.logger=console", "trainer.val_before_train=False",
+	"trainer.n_gpus_per_node=8", "trainer.nnodes=2", "trainer.save_freq=10", "trainer.test_freq=10",
+	"algorithm.adv_estimator=grpo", "actor_rollout_ref.rollout.n=8", "trainer.total_epochs=2",
+}
+
+func without(args []string, key string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, key+"=") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// with is a copy of args with more, so that cases never share a backing array.
+func with(args []string, more ...string) []string {
+	return append(append([]string(nil), args...), more...)
+}
+
+func messages(problems []workloads.Problem) string {
+	var b strings.Builder
+	for _, p := range problems {
+		b.WriteString(p.Origin + ": " + p.Message + "\n")
+	}
+	return b.String()
+}
+
+func TestVerlStartupChecks(t *testing.T) {
+	require.Empty(t, workloads.CheckCommand(kinds.Verl, "", verlGuideCommand), "the guide's command passes")
+
+	cases := []struct {
+		sentence string
+		args     []string
+		mentions string
+	}{
+		{"a missing actor micro batch size", without(verlGuideCommand, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
+			"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu must be set (or the deprecated actor_rollout_ref.actor.ppo_micro_batch_size) (verl v0.6.0 verl/utils/config.py and verl/workers/config/actor.py)"},
+		{"a missing rollout log-prob micro batch size", without(verlGuideCommand, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"),
+			"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu must be set"},
+		{"a train batch below the default mini batch of 256", with(without(without(verlGuideCommand, "data.train_batch_size"), "actor_rollout_ref.actor.ppo_mini_batch_size"), "data.train_batch_size=32"),
+			"data.train_batch_size (32) must be at least actor.ppo_mini_batch_size (256)"},
+		{"samples that do not split over the GPUs", with(without(verlGuideCommand, "trainer.nnodes"), "trainer.nnodes=3"),
+			"must be divisible by the 24 GPUs"},
+		{"a rollout parallelism that does not divide the GPUs", with(without(verlGuideCommand, "actor_rollout_ref.rollout.tensor_model_parallel_size"), "actor_rollout_ref.rollout.tensor_model_parallel_size=3"),
+			"(3) must divide the 16 GPUs"},
+		{"a misspelled key", with(verlGuideCommand, "actor_rollout_ref.actor.ppo_mini_batch_sze=8"),
+			"actor_rollout_ref.actor.ppo_mini_batch_sze is not a key of verl v0.6.0's config"},
+		{"a NeMo RL key", with(verlGuideCommand, "policy.megatron_cfg.converter_type=Qwen2ForCausalLM"),
+			"it is a nemo-rl key: remove it with framework verl"},
+		{"adding a key that exists", with(verlGuideCommand, "+trainer.nnodes=2"),
+			"+trainer.nnodes adds a key that verl v0.6.0's config already has"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			assert.Contains(t, messages(workloads.CheckCommand(kinds.Verl, "", tc.args)), tc.mentions)
+		})
+	}
+	assert.Empty(t, workloads.CheckCommand(kinds.Verl, "", with(verlGuideCommand, "+trainer.new_key=1")), "+ adds a new key")
+}
+
+func TestNeMoRLStartupChecks(t *testing.T) {
+	const recipe = "examples/configs/grpo_math_70B_megatron.yaml"
+	base := workloads.NeMoRLOverrides(run())
+	var args []string
+	for _, o := range base {
+		args = with(args, o.Key+"="+o.Value)
+	}
+	require.Empty(t, workloads.CheckCommand(kinds.NeMoRL, recipe, args), "b200-spot's command passes")
+
+	cases := []struct {
+		sentence string
+		args     []string
+		mentions string
+	}{
+		{"a dataset the math example does not load", with(args, "data.dataset_name=gsm8k"),
+			`"gsm8k" is not a dataset that the math GRPO example loads`},
+		{"a world that the model parallelism does not divide", with(args, "cluster.num_nodes=3"),
+			"PP × CP × TP (16) must divide the 24 GPUs"},
+		{"a global batch the data-parallel ranks cannot split", with(args, "policy.train_global_batch_size=250", "grpo.num_prompts_per_step=125", "grpo.num_generations_per_prompt=2"),
+			"policy.train_global_batch_size (250) must be a multiple of the data-parallel size"},
+		{"a step that is not a whole number of global batches", with(args, "policy.train_global_batch_size=192"),
+			"must be a multiple of policy.train_global_batch_size (192)"},
+		{"a verl key", with(args, "trainer.nnodes=2"), "it is a verl key: remove it with framework nemo-rl"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			assert.Contains(t, messages(workloads.CheckCommand(kinds.NeMoRL, recipe, tc.args)), tc.mentions)
+		})
+	}
+}
+
+func TestVerlSizingFollowsTheModel(t *testing.T) {
+	small, mid, large := workloads.SizeVerl(7, 8), workloads.SizeVerl(32, 8), workloads.SizeVerl(72, 8)
+	assert.Greater(t, small.MicroBatchPerGPU, mid.MicroBatchPerGPU)
+	assert.Greater(t, mid.MicroBatchPerGPU, large.MicroBatchPerGPU)
+	assert.False(t, mid.Offload)
+	assert.True(t, large.Offload, "a 72B model offloads parameters and optimizer state")
+	assert.Equal(t, 8, large.RolloutTensorParallel, "vLLM across the node")
+	assert.Equal(t, large, workloads.SizeVerl(0, 8), "an unknown size gets the largest class")
+}
