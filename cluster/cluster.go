@@ -24,14 +24,12 @@ import (
 	"gke-rl/infra/naming"
 )
 
-// NodeRoles are the only project roles the node service account gets: write logs and metrics,
-// read monitoring, write resource metadata, pull images.
+// NodeRoles are the only project roles the node service account gets: GKE's own role for node
+// service accounts (logs, metrics, resource metadata; GKE's hardening guide,
+// https://cloud.google.com/kubernetes-engine/docs/how-to/service-accounts) and image pulls.
 var NodeRoles = []string{
 	"roles/artifactregistry.reader",
-	"roles/logging.logWriter",
-	"roles/monitoring.metricWriter",
-	"roles/monitoring.viewer",
-	"roles/stackdriver.resourceMetadata.writer",
+	"roles/container.defaultNodeServiceAccount",
 }
 
 // cloudPlatformScope is the only OAuth scope nodes get: IAM decides what they may do.
@@ -57,12 +55,29 @@ type Spec struct {
 	GPUPool GPUPoolSpec
 	// Namespace is created for the storage claim, the Ray cluster and the training run.
 	Namespace string
+	// Maintenance is when GKE may maintain the cluster and what it may not do mid-run.
+	Maintenance Maintenance
+}
+
+// Maintenance is the cluster's maintenance policy.
+type Maintenance struct {
+	// DailyStart is the daily window's start, HH:MM in UTC.
+	DailyStart string
+	// NoUpgradesFrom and NoUpgradesUntil bound an exclusion of scope NO_MINOR_OR_NODE_UPGRADES:
+	// no minor version and no node upgrade (either would drain the GPU nodes mid-run), while
+	// security patches of the control plane still apply. Fixed times, so that a second
+	// `pulumi up` shows no diff; no exclusion when NoUpgradesUntil is empty.
+	NoUpgradesFrom, NoUpgradesUntil string
 }
 
 // CPUPoolSpec describes the CPU node pool.
 type CPUPoolSpec struct {
 	Name        string
 	MachineType string
+	// SecureBoot is off when the pool mounts Managed Lustre: the Lustre client's kernel modules
+	// load on Secure Boot nodes only of GPU machine types (Managed Lustre's "Connect from GKE"
+	// limitations, https://cloud.google.com/managed-lustre/docs/connect-from-kubernetes-engine-existing-instance).
+	SecureBoot bool
 }
 
 // ClusterArgs are the Spec and the networks it attaches to, known once they exist.
@@ -264,7 +279,12 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 			EnablePrivateNodes:    pulumi.Bool(true),
 			EnablePrivateEndpoint: pulumi.Bool(false),
 		},
-		MasterAuthorizedNetworksConfig: &container.ClusterMasterAuthorizedNetworksConfigArgs{CidrBlocks: authorized},
+		MasterAuthorizedNetworksConfig: &container.ClusterMasterAuthorizedNetworksConfigArgs{
+			CidrBlocks: authorized,
+			// Only the listed CIDRs reach the public endpoint, not every Google Cloud address.
+			GcpPublicCidrsAccessEnabled: pulumi.Bool(false),
+		},
+		MaintenancePolicy: maintenancePolicy(args.Maintenance),
 		WorkloadIdentityConfig:         &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: pulumi.String(args.Project + ".svc.id.goog")},
 		AddonsConfig: &container.ClusterAddonsConfigArgs{
 			RayOperatorConfigs: container.ClusterAddonsConfigRayOperatorConfigArray{
@@ -329,6 +349,14 @@ func (c *Cluster) nodePools(b builder, args *ClusterArgs) error {
 	}
 	gpu.NodeConfig = gpuNodeConfig(pool, c.NodeServiceAccount.Email)
 	gpu.NetworkConfig = &container.NodePoolNetworkConfigArgs{AdditionalNodeNetworkConfigs: extra}
+	// One node at a time and no spare: an exactly-sized reservation has no spare GPU machine
+	// for a surge node (Cluster Toolkit's gke-node-pool defaults).
+	gpu.UpgradeSettings = &container.NodePoolUpgradeSettingsArgs{
+		Strategy: pulumi.String("SURGE"), MaxSurge: pulumi.Int(0), MaxUnavailable: pulumi.Int(1),
+	}
+	if pool.CompactPlacement {
+		gpu.PlacementPolicy = &container.NodePoolPlacementPolicyArgs{Type: pulumi.String("COMPACT")}
+	}
 	gpuName, gpuOpts := b.child("gpu", "gpu")
 	c.GPUPool, err = container.NewNodePool(b.ctx, gpuName, gpu, append(gpuOpts, lifecycle.Options(lifecycle.NodePoolType)...)...)
 	if err != nil {
@@ -346,6 +374,28 @@ func (c *Cluster) poolArgs(args *ClusterArgs, poolName string) *container.NodePo
 		Name:          pulumi.String(poolName),
 		NodeLocations: pulumi.StringArray{pulumi.String(args.Zone)},
 	}
+}
+
+// maintenancePolicy is the daily window and, when set, the exclusion that keeps GKE from
+// upgrading the minor version or the nodes (Cluster Toolkit's gke-a4 and gke-a3-ultragpu
+// blueprints set the same scope).
+func maintenancePolicy(m Maintenance) *container.ClusterMaintenancePolicyArgs {
+	p := &container.ClusterMaintenancePolicyArgs{
+		DailyMaintenanceWindow: &container.ClusterMaintenancePolicyDailyMaintenanceWindowArgs{StartTime: pulumi.String(m.DailyStart)},
+	}
+	if m.NoUpgradesUntil != "" {
+		p.MaintenanceExclusions = container.ClusterMaintenancePolicyMaintenanceExclusionArray{
+			container.ClusterMaintenancePolicyMaintenanceExclusionArgs{
+				ExclusionName: pulumi.String("no-minor-or-node-upgrades"),
+				StartTime:     pulumi.String(m.NoUpgradesFrom),
+				EndTime:       pulumi.String(m.NoUpgradesUntil),
+				ExclusionOptions: &container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs{
+					Scope: pulumi.String("NO_MINOR_OR_NODE_UPGRADES"),
+				},
+			},
+		}
+	}
+	return p
 }
 
 // Kubeconfig is a kubeconfig for the cluster that authenticates with gke-gcloud-auth-plugin, so

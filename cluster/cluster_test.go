@@ -33,12 +33,15 @@ func fixture() *cluster.ClusterArgs {
 			AuthorizedNetworks: []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32")},
 			PodRangeName:       "rl-pods", ServiceRangeName: "rl-services",
 			LustreLegacyPort: true,
-			CPUPool:          cluster.CPUPoolSpec{Name: cpu, MachineType: "n2-standard-16"},
+			CPUPool:          cluster.CPUPoolSpec{Name: cpu, MachineType: "n2-standard-16", SecureBoot: true},
 			GPUPool: cluster.GPUPoolSpec{
 				Name: gpu, MachineType: "a4-highgpu-8g", Accelerator: "nvidia-b200", GPUsPerNode: 8,
-				Nodes: 8, MinNodes: 8, MaxNodes: 8, Provisioning: kinds.Spot,
+				Nodes: 8, MinNodes: 8, MaxNodes: 8, Provisioning: kinds.Spot, LocalSSDs: 32,
 			},
 			Namespace: "gke-rl",
+			Maintenance: cluster.Maintenance{
+				DailyStart: "03:00", NoUpgradesFrom: "2026-11-01T00:00:00Z", NoUpgradesUntil: "2027-04-30T00:00:00Z",
+			},
 		},
 		Network:    pulumi.String("projects/acme-rl/global/networks/rl-net"),
 		Subnetwork: pulumi.String("projects/acme-rl/regions/us-east1/subnetworks/rl-sub"),
@@ -213,10 +216,11 @@ func TestNodeSelectors(t *testing.T) {
 
 	gpu, head = cluster.NodeSelectors(kinds.Autopilot, args.CPUPool, args.GPUPool)
 	assert.Equal(t, map[string]string{
-		"cloud.google.com/gke-accelerator":       "nvidia-b200",
-		"cloud.google.com/gke-accelerator-count": "8",
-		"cloud.google.com/compute-class":         "Performance",
-		"cloud.google.com/gke-spot":              "true",
+		"cloud.google.com/gke-accelerator":                 "nvidia-b200",
+		"cloud.google.com/gke-accelerator-count":           "8",
+		"cloud.google.com/compute-class":                   "Performance",
+		"cloud.google.com/gke-spot":                        "true",
+		"cloud.google.com/gke-ephemeral-storage-local-ssd": "true",
 	}, gpu)
 	assert.Empty(t, head, "Autopilot puts a pod without GPU requests on general-purpose, on-demand nodes")
 
@@ -279,4 +283,49 @@ func TestTwoInstancesCoexist(t *testing.T) {
 		return err
 	})
 	assert.NoError(t, err, "child names derive from the component's name")
+}
+
+// What keeps a multi-day run alive: no upgrade drains the GPU nodes mid-run, an upgrade needs no
+// spare GPU machine, ephemeral storage is on local SSDs.
+func TestGPUNodesLastForDays(t *testing.T) {
+	rec := record(t, fixture())
+	gke := rec.Find(clusterType, "cluster-gke")
+	assert.Equal(t, "03:00", input(t, gke, "maintenancePolicy.dailyMaintenanceWindow.startTime"))
+	assert.Equal(t, []any{map[string]any{
+		"exclusionName":    "no-minor-or-node-upgrades",
+		"startTime":        "2026-11-01T00:00:00Z",
+		"endTime":          "2027-04-30T00:00:00Z",
+		"exclusionOptions": map[string]any{"scope": "NO_MINOR_OR_NODE_UPGRADES"},
+	}}, input(t, gke, "maintenancePolicy.maintenanceExclusions"))
+
+	pool := rec.Find(nodePoolType, "cluster-gpu")
+	assert.Equal(t, "SURGE", input(t, pool, "upgradeSettings.strategy"))
+	assert.EqualValues(t, 0, input(t, pool, "upgradeSettings.maxSurge"), "no spare GPU machine")
+	assert.EqualValues(t, 1, input(t, pool, "upgradeSettings.maxUnavailable"))
+	assert.EqualValues(t, 32, input(t, pool, "nodeConfig.ephemeralStorageLocalSsdConfig.localSsdCount"))
+	_, compact := pool.Input("placementPolicy")
+	assert.False(t, compact)
+
+	args := fixture()
+	args.Maintenance.NoUpgradesUntil = ""
+	args.GPUPool.CompactPlacement = true
+	rec = record(t, args)
+	_, excluded := rec.Find(clusterType, "cluster-gke").Input("maintenancePolicy.maintenanceExclusions")
+	assert.False(t, excluded, "none: GKE upgrades freely")
+	assert.Equal(t, "COMPACT", input(t, rec.Find(nodePoolType, "cluster-gpu"), "placementPolicy.type"))
+}
+
+func TestControlPlaneAdmitsOnlyTheListedCIDRs(t *testing.T) {
+	gke := record(t, fixture()).Find(clusterType, "cluster-gke")
+	assert.Equal(t, false, input(t, gke, "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled"), "not every Google Cloud address")
+}
+
+func TestSecureBootFollowsTheSpec(t *testing.T) {
+	for _, secure := range []bool{true, false} {
+		args := fixture()
+		args.CPUPool.SecureBoot = secure
+		rec := record(t, args)
+		assert.Equal(t, secure, input(t, rec.Find(nodePoolType, "cluster-cpu"), "nodeConfig.shieldedInstanceConfig.enableSecureBoot"))
+		assert.Equal(t, true, input(t, rec.Find(nodePoolType, "cluster-gpu"), "nodeConfig.shieldedInstanceConfig.enableSecureBoot"), "GPU machine types load the Lustre client with Secure Boot")
+	}
 }

@@ -24,6 +24,11 @@ type GPUPoolSpec struct {
 	// Reservation is `<name>` or `<name>/reservationBlocks/<block>` when Provisioning is
 	// Reservation.
 	Reservation string
+	// LocalSSDs is the count of local SSDs that back the node's ephemeral storage (images,
+	// container layers, Ray's spilling and logs, caches), instead of the boot disk.
+	LocalSSDs int
+	// CompactPlacement places the nodes close together (a compact placement policy).
+	CompactPlacement bool
 }
 
 // cpuNodeConfig is the node configuration of the CPU pool: on-demand, never spot, because a
@@ -36,7 +41,7 @@ func cpuNodeConfig(spec CPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 		WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")},
 		Labels:                 pulumi.StringMap{gpunode.RoleLabel: pulumi.String("cpu")},
 		ShieldedInstanceConfig: &container.NodePoolNodeConfigShieldedInstanceConfigArgs{
-			EnableSecureBoot: pulumi.Bool(true), EnableIntegrityMonitoring: pulumi.Bool(true),
+			EnableSecureBoot: pulumi.Bool(spec.SecureBoot), EnableIntegrityMonitoring: pulumi.Bool(true),
 		},
 	}
 }
@@ -56,6 +61,11 @@ func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 			},
 		},
 		Gvnic:                  &container.NodePoolNodeConfigGvnicArgs{Enabled: pulumi.Bool(true)},
+		// Cluster Toolkit's modules/compute/gke-node-pool/disk_definitions.tf gives A4 and A3 Ultra
+		// nodes 32 local SSDs as ephemeral storage.
+		EphemeralStorageLocalSsdConfig: &container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs{
+			LocalSsdCount: pulumi.Int(spec.LocalSSDs),
+		},
 		WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")},
 		ShieldedInstanceConfig: &container.NodePoolNodeConfigShieldedInstanceConfigArgs{
 			EnableSecureBoot:          pulumi.Bool(true),
@@ -124,6 +134,10 @@ func autopilotSelectors(spec GPUPoolSpec) map[string]string {
 		gpunode.AcceleratorLabel:      spec.Accelerator,
 		gpunode.AcceleratorCountLabel: strconv.Itoa(spec.GPUsPerNode),
 		gpunode.ComputeClassLabel:     "Performance",
+	}
+	if spec.LocalSSDs > 0 {
+		// Autopilot's equivalent of local SSD ephemeral storage.
+		sel[gpunode.LocalSSDEphemeralLabel] = "true"
 	}
 	switch spec.Provisioning {
 	case kinds.Spot:

@@ -66,6 +66,12 @@ type ClusterConfig struct {
 	AuthorizedNetworks []string   `json:"authorizedNetworks"`
 	// CPUMachineType sizes the Standard cluster's CPU pool (Ray head and system pods).
 	CPUMachineType string `json:"cpuMachineType"`
+	// MaintenanceStart is the daily maintenance window's start, HH:MM in UTC.
+	MaintenanceStart string `json:"maintenanceStart"`
+	// NoUpgradesFrom and NoUpgradesUntil bound the maintenance exclusion that keeps GKE from
+	// upgrading the minor version or the nodes mid-run (RFC 3339; Until "none" removes it).
+	NoUpgradesFrom  string `json:"noUpgradesFrom"`
+	NoUpgradesUntil string `json:"noUpgradesUntil"`
 }
 
 // NetworkConfig is `network.*`: the address plan of the three VPCs.
@@ -94,6 +100,8 @@ type GPUConfig struct {
 	// MinNodes and MaxNodes bound the GPU pool's autoscaler.
 	MinNodes int `json:"minNodes"`
 	MaxNodes int `json:"maxNodes"`
+	// Placement is "" or "compact" (a compact placement policy for the GPU pool).
+	Placement string `json:"placement"`
 }
 
 // StorageConfig is `storage.*`.

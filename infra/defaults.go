@@ -17,6 +17,9 @@ type rawConfig struct {
 		ReleaseChannel     *string  `json:"releaseChannel"`
 		AuthorizedNetworks []string `json:"authorizedNetworks"`
 		CPUMachineType     *string  `json:"cpuMachineType"`
+		MaintenanceStart   *string  `json:"maintenanceStart"`
+		NoUpgradesFrom     *string  `json:"noUpgradesFrom"`
+		NoUpgradesUntil    *string  `json:"noUpgradesUntil"`
 	}
 	Network struct {
 		NodeCIDR        *string `json:"nodeCidr"`
@@ -35,6 +38,7 @@ type rawConfig struct {
 		Reservation  *string `json:"reservation"`
 		MinNodes     *int    `json:"minNodes"`
 		MaxNodes     *int    `json:"maxNodes"`
+		Placement    *string `json:"placement"`
 	}
 	Storage struct {
 		Type        *string `json:"type"`
@@ -101,6 +105,14 @@ const (
 	DefaultKeepCheckpoints = 2
 	// DefaultBackoffLimit retries a spot run on ten fresh clusters before giving up.
 	DefaultBackoffLimit = 10
+	// DefaultMaintenanceStart puts GKE's daily maintenance window at 03:00 UTC.
+	DefaultMaintenanceStart = "03:00"
+	// DefaultNoUpgradesFrom and DefaultNoUpgradesUntil are a fixed exclusion window (the same
+	// on every `pulumi up`, so that no diff appears): no minor or node upgrades until the end of
+	// April 2027, within the support of the minor versions the release channels offered in
+	// November 2026. Move cluster.noUpgradesUntil forward to keep it.
+	DefaultNoUpgradesFrom  = "2026-11-01T00:00:00Z"
+	DefaultNoUpgradesUntil = "2027-04-30T00:00:00Z"
 )
 
 // defaultDatasets is the dataset each framework's GRPO example trains on.
@@ -116,6 +128,9 @@ func applyDefaults(c *Config, r *rawConfig) {
 		ReleaseChannel:     strings.ToUpper(or(r.Cluster.ReleaseChannel, DefaultReleaseChannel)),
 		AuthorizedNetworks: r.Cluster.AuthorizedNetworks,
 		CPUMachineType:     or(r.Cluster.CPUMachineType, DefaultCPUMachineType),
+		MaintenanceStart:   or(r.Cluster.MaintenanceStart, DefaultMaintenanceStart),
+		NoUpgradesFrom:     or(r.Cluster.NoUpgradesFrom, DefaultNoUpgradesFrom),
+		NoUpgradesUntil:    or(r.Cluster.NoUpgradesUntil, DefaultNoUpgradesUntil),
 	}
 	gpuType := or(r.GPU.Type, DefaultGPUType)
 	rdmaSubnets := 8
@@ -137,6 +152,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Nodes:        or(r.GPU.Nodes, DefaultGPUNodes),
 		Provisioning: kinds.Provisioning(or(r.GPU.Provisioning, string(kinds.OnDemand))),
 		Reservation:  or(r.GPU.Reservation, ""),
+		Placement:    or(r.GPU.Placement, ""),
 	}
 	c.GPU.MinNodes = or(r.GPU.MinNodes, c.GPU.Nodes)
 	c.GPU.MaxNodes = or(r.GPU.MaxNodes, c.GPU.Nodes)
@@ -151,7 +167,9 @@ func applyDefaults(c *Config, r *rawConfig) {
 		CapacityGiB: or(r.Storage.CapacityGiB, DefaultCapacityGiB),
 		Throughput:  or(r.Storage.Throughput, DefaultThroughput),
 		Filesystem:  or(r.Storage.Filesystem, DefaultFilesystem),
-		GKESupport:  or(r.Storage.GKESupport, true),
+		// Port 988 is GKE's recommended default for new clusters; GKE support (port 6988, the
+		// legacy port) is an opt-in for instances created with it.
+		GKESupport: or(r.Storage.GKESupport, false),
 		Bucket:      or(r.Storage.Bucket, defaultBucket(c.Project, c.Cluster.Name)),
 		MountPath:   or(r.Storage.MountPath, DefaultMountPath),
 		Protect:     or(r.Storage.Protect, true),

@@ -22,12 +22,18 @@ type GPUSpec struct {
 	RDMANICs int
 	// NCCLTunerConfig is the gIB tuner file for this machine family.
 	NCCLTunerConfig string
+	// LocalSSDs is the count of 375 GiB local SSDs the node's ephemeral storage goes on (Cluster
+	// Toolkit's modules/compute/gke-node-pool/disk_definitions.tf).
+	LocalSSDs int
 	// RayWorkerCPUs and RayWorkerMemoryGiB are what one Ray worker requests: the node minus
 	// GKE's reservation (about 2% of memory above 128 GiB) and room for the system DaemonSets
 	// (RDMA installer, GCS FUSE and Lustre drivers, logging, DCGM).
 	RayWorkerCPUs      int
 	RayWorkerMemoryGiB int
 }
+
+// LocalSSDGiB is the size of one local SSD.
+const LocalSSDGiB = 375
 
 // SharedMemoryGiB sizes a GPU worker's /dev/shm (240 to 250 GiB in the seeds' manifests); it
 // counts against the worker's memory.
@@ -42,6 +48,7 @@ var gpuCatalog = map[string]GPUSpec{
 		GPUsPerNode:     8,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a4.txtpb",
+		LocalSSDs:       32,
 		// 224 vCPUs and 3968 GiB; ~86 GiB reserved leaves ~3880 allocatable, and 3600 keeps 280
 		// for the system pods.
 		RayWorkerCPUs:      208,
@@ -54,6 +61,7 @@ var gpuCatalog = map[string]GPUSpec{
 		GPUsPerNode:     8,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a3u.txtpb",
+		LocalSSDs:       32,
 		// 224 vCPUs and 2952 GiB; ~66 GiB reserved leaves ~2885 allocatable, and 2700 keeps 185
 		// for the system pods.
 		RayWorkerCPUs:      208,

@@ -69,6 +69,18 @@ func TestRejectedConfigRegistersNothing(t *testing.T) {
 	}
 }
 
+// removedOnPurpose are earlier resources that the program deletes on the next `pulumi up`: the
+// node service account's hand-picked roles, replaced by roles/container.defaultNodeServiceAccount
+// (issue 12). Deleting an IAM binding loses nothing.
+func removedOnPurpose(urn string) bool {
+	for _, role := range []string{"logging.logWriter", "monitoring.metricWriter", "monitoring.viewer", "stackdriver.resourceMetadata.writer"} {
+		if strings.HasSuffix(urn, "IAMMember::nodes-"+role) {
+			return true
+		}
+	}
+	return false
+}
+
 // Resources renamed when child names became derived from their component's name keep the URNs
 // they had: each carries an alias to its former URN, so `pulumi up` renames it in the state
 // instead of replacing it. testdata/urns-before-blueprint holds the URNs the program registered
@@ -99,7 +111,11 @@ func TestRenamedResourcesKeepTheirURNs(t *testing.T) {
 				}
 			}
 			for _, urn := range strings.Fields(string(before)) {
-				assert.Contains(t, now, urn, "a resource of the earlier program has no URN or alias now: `pulumi up` would replace it")
+				if removedOnPurpose(urn) {
+					continue
+				}
+				_, ok := now[urn]
+				assert.True(t, ok, "%s of the earlier program has no URN or alias now: `pulumi up` would replace it", urn)
 			}
 		})
 	}

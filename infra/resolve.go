@@ -58,7 +58,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 	}
 	bp.Cluster = resolveCluster(c, bp)
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
-	bp.Storage = resolveStorage(c)
+	bp.Storage = resolveStorage(c, bp.Hardware)
 	bp.Warnings = warnings(c, bp.Checkpoint)
 	if bp.Run, err = resolveRun(c, bp); err != nil {
 		return nil, err
@@ -90,7 +90,9 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 		// The instance listens on GKE's port (6988) exactly when it has GKE support, and the
 		// cluster's Lustre CSI driver must then use the legacy port.
 		LustreLegacyPort: c.Storage.Type == kinds.Lustre && c.Storage.GKESupport,
-		CPUPool:          cluster.CPUPoolSpec{Name: cpuPool, MachineType: c.Cluster.CPUMachineType},
+		CPUPool: cluster.CPUPoolSpec{Name: cpuPool, MachineType: c.Cluster.CPUMachineType,
+			// The Ray head and the data preparation mount Lustre from this pool.
+			SecureBoot: c.Storage.Type != kinds.Lustre},
 		GPUPool: cluster.GPUPoolSpec{
 			Name:         gpuPool,
 			MachineType:  bp.Hardware.MachineType,
@@ -99,18 +101,35 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 			Nodes:        c.GPU.Nodes,
 			MinNodes:     c.GPU.MinNodes,
 			MaxNodes:     c.GPU.MaxNodes,
-			Provisioning: c.GPU.Provisioning,
-			Reservation:  c.GPU.Reservation,
+			Provisioning:     c.GPU.Provisioning,
+			Reservation:      c.GPU.Reservation,
+			LocalSSDs:        bp.Hardware.LocalSSDs,
+			CompactPlacement: c.GPU.Placement == PlacementCompact,
 		},
 		Namespace: WorkloadNamespace,
+		Maintenance: cluster.Maintenance{
+			DailyStart:      c.Cluster.MaintenanceStart,
+			NoUpgradesFrom:  c.Cluster.NoUpgradesFrom,
+			NoUpgradesUntil: noUpgradesUntil(c.Cluster.NoUpgradesUntil),
+		},
 	}
 }
 
-func resolveStorage(c *Config) StoragePlan {
+func noUpgradesUntil(v string) string {
+	if v == NoUpgradesNone {
+		return ""
+	}
+	return v
+}
+
+func resolveStorage(c *Config, hw GPUSpec) StoragePlan {
 	s := c.Storage
 	plan := StoragePlan{Type: s.Type, WriteMBps: storageWriteMBps(c)}
 	if s.Type == kinds.GCSFuse {
-		plan.Bucket = &storage.BucketSpec{Project: c.Project, Region: c.Region, Name: s.Bucket, NamePrefix: c.Cluster.Name, Protect: s.Protect, Adopt: s.Adopt}
+		plan.Bucket = &storage.BucketSpec{Project: c.Project, Region: c.Region, Name: s.Bucket, NamePrefix: c.Cluster.Name, Protect: s.Protect, Adopt: s.Adopt,
+			// Half of a GPU node's local SSDs: the file cache lives in the FUSE sidecar's
+			// ephemeral storage, and an unbounded one would fill the node.
+			FileCacheMiB: hw.LocalSSDs * LocalSSDGiB * 1024 / 2}
 		plan.Volume = storage.BucketVolume(s.MountPath)
 		return plan
 	}

@@ -415,3 +415,17 @@ func TestFrameworkRulesFailThePlanWithTheirKey(t *testing.T) {
 		})
 	}
 }
+
+func TestNodePoolsFitLustreAndMultiDayRuns(t *testing.T) {
+	lustre := plantest.Resolve(t, "b200-spot")
+	assert.False(t, lustre.Cluster.CPUPool.SecureBoot, "the head's pool mounts Lustre, whose client loads on Secure Boot nodes only of GPU machine types")
+	assert.Equal(t, 32, lustre.Cluster.GPUPool.LocalSSDs)
+	assert.Equal(t, "2027-04-30T00:00:00Z", lustre.Cluster.Maintenance.NoUpgradesUntil)
+	fuse := plantest.Resolve(t, "h200-reserved")
+	assert.True(t, fuse.Cluster.CPUPool.SecureBoot, "no Lustre client, Secure Boot stays")
+	assert.Equal(t, 32*375*1024/2, fuse.Storage.Bucket.FileCacheMiB, "half of a GPU node's local SSDs")
+	assert.Empty(t, plantest.Resolve(t, "b200-spot", "cluster.noUpgradesUntil=none").Cluster.Maintenance.NoUpgradesUntil)
+	assert.True(t, plantest.Resolve(t, "b200-spot", "gpu.placement=compact").Cluster.GPUPool.CompactPlacement)
+	assert.False(t, plantest.Resolve(t, "b200-spot", "storage.gkeSupport=false").Cluster.LustreLegacyPort, "port 988, GKE's default for new clusters")
+	assert.True(t, lustre.Cluster.LustreLegacyPort, "the shipped stack opts into GKE support, and the cluster follows")
+}

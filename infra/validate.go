@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/naming"
@@ -95,11 +96,42 @@ func validateCluster(c *Config, errs *Errors) {
 		errs.Add("cluster.authorizedNetworks", "is required: the CIDRs allowed to reach the control plane, e.g. your workstation's /32 (`curl -s ifconfig.me`)")
 	}
 	for i, cidr := range c.Cluster.AuthorizedNetworks {
-		if _, err := parseCIDR(cidr); err != nil {
-			errs.Add(fmt.Sprintf("cluster.authorizedNetworks[%d]", i), "%s %v", quote(cidr), err)
+		key := fmt.Sprintf("cluster.authorizedNetworks[%d]", i)
+		switch p, err := parseCIDR(cidr); {
+		case err != nil:
+			errs.Add(key, "%s %v", quote(cidr), err)
+		case p.Bits() < minAuthorizedPrefix:
+			// The authorized networks are the only gate in front of the public endpoint
+			// (gcpPublicCidrsAccessEnabled is off): a /0 or any prefix shorter than /8 opens
+			// the control plane to the internet.
+			errs.Add(key, "%s opens the control plane to a large part of the internet; allowed: a prefix of /%d or longer, e.g. your workstation's /32", quote(cidr), minAuthorizedPrefix)
+		}
+	}
+	if !hhmmPattern.MatchString(c.Cluster.MaintenanceStart) {
+		errs.Add("cluster.maintenanceStart", "%s is not a time of day; allowed: HH:MM in UTC, e.g. 03:00", quote(c.Cluster.MaintenanceStart))
+	}
+	from, errFrom := time.Parse(time.RFC3339, c.Cluster.NoUpgradesFrom)
+	if errFrom != nil {
+		errs.Add("cluster.noUpgradesFrom", "%s is not an RFC 3339 time; allowed: e.g. 2026-11-01T00:00:00Z", quote(c.Cluster.NoUpgradesFrom))
+	}
+	if c.Cluster.NoUpgradesUntil != NoUpgradesNone {
+		until, err := time.Parse(time.RFC3339, c.Cluster.NoUpgradesUntil)
+		switch {
+		case err != nil:
+			errs.Add("cluster.noUpgradesUntil", "%s is not an RFC 3339 time; allowed: e.g. 2027-04-30T00:00:00Z, or none for no exclusion", quote(c.Cluster.NoUpgradesUntil))
+		case errFrom == nil && !until.After(from):
+			errs.Add("cluster.noUpgradesUntil", "%s is not after cluster.noUpgradesFrom (%s); allowed: a later time, or none", quote(c.Cluster.NoUpgradesUntil), c.Cluster.NoUpgradesFrom)
 		}
 	}
 }
+
+// NoUpgradesNone as `cluster.noUpgradesUntil` leaves GKE free to upgrade the cluster.
+const NoUpgradesNone = "none"
+
+// minAuthorizedPrefix is the shortest authorized network accepted.
+const minAuthorizedPrefix = 8
+
+var hhmmPattern = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
 
 func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
 	spec, ok := LookupGPU(c.GPU.Type)
@@ -117,6 +149,7 @@ func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
 	}
 	if oneOf(errs, "gpu.provisioning", c.GPU.Provisioning, kinds.Provisionings) {
 		validateProvisioning(c, errs)
+		validatePlacement(c, errs)
 	}
 	return spec, ok
 }
@@ -138,6 +171,25 @@ func validateProvisioning(c *Config, errs *Errors) {
 		}
 	}
 }
+
+// Compact placement's rules (Cluster Toolkit's modules/compute/gke-node-pool preconditions and
+// GKE's compact placement guide): a single zone, which the program's pools always are; a node
+// pool, so not Autopilot; not with a specific reservation, whose blocks decide placement; with
+// flex-start only on A3 Ultra, A4 and H4D machines, which both GPU types are.
+func validatePlacement(c *Config, errs *Errors) {
+	switch {
+	case c.GPU.Placement == "":
+	case c.GPU.Placement != PlacementCompact:
+		errs.Add("gpu.placement", "%s is not a placement; allowed: compact, or empty for none", quote(c.GPU.Placement))
+	case c.GPU.Provisioning == kinds.Reservation:
+		errs.Add("gpu.placement", "compact is not allowed with gpu.provisioning=reservation: the reservation's blocks decide placement; allowed with spot, flex-start, on-demand")
+	case c.Cluster.Mode == kinds.Autopilot:
+		errs.Add("gpu.placement", "compact applies to a node pool, which Autopilot does not have; allowed with cluster.mode=standard")
+	}
+}
+
+// PlacementCompact is the `gpu.placement` value of a compact placement policy.
+const PlacementCompact = "compact"
 
 func validateNetwork(c *Config, spec GPUSpec, gpuOK bool, errs *Errors) {
 	n := c.Network

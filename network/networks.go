@@ -156,6 +156,9 @@ func (n *Networks) main(b builder) error {
 		Name:                  pulumi.String(netName),
 		AutoCreateSubnetworks: pulumi.Bool(false),
 		RoutingMode:           pulumi.String("REGIONAL"),
+		// Lustre traffic runs on this VPC: GKE's Managed Lustre guide and Cluster Toolkit use
+		// 8896, about 10 % faster reads than the default 1460.
+		Mtu: pulumi.Int(b.args.MTU),
 	}, netOpts...)
 	if err != nil {
 		return err

@@ -27,21 +27,25 @@ const (
 	bucketCapacity = "1Ti"
 )
 
-// GCSFuseMountOptions are the verl guide's options for training: file and metadata caches
-// without limits (checkpoints and parquet files are read again and again), parallel downloads,
-// and streaming writes so that a checkpoint does not stage on local disk first.
-var GCSFuseMountOptions = []string{
-	"implicit-dirs",
-	"metadata-cache:negative-ttl-secs:0",
-	"metadata-cache:ttl-secs:0",
-	"metadata-cache:stat-cache-max-size-mb:-1",
-	"metadata-cache:type-cache-max-size-mb:-1",
-	"file-cache:max-size-mb:-1",
-	"file-cache:cache-file-for-range-read:true",
-	"file-cache:enable-parallel-downloads:true",
-	"read_ahead_kb=1024",
-	"write:enable-streaming-writes:true",
-	"write:global-max-blocks:200000",
+// GCSFuseMountOptions are the verl guide's options for training: metadata caches without
+// limits, a file cache (checkpoints and parquet files are read again and again) bounded by what
+// the node's ephemeral storage holds, parallel downloads, and streaming writes so that a
+// checkpoint does not stage on local disk first. The guide's unbounded file cache
+// (`file-cache:max-size-mb:-1`) fills the node's ephemeral storage.
+func GCSFuseMountOptions(fileCacheMiB int) []string {
+	return []string{
+		"implicit-dirs",
+		"metadata-cache:negative-ttl-secs:0",
+		"metadata-cache:ttl-secs:0",
+		"metadata-cache:stat-cache-max-size-mb:-1",
+		"metadata-cache:type-cache-max-size-mb:-1",
+		fmt.Sprintf("file-cache:max-size-mb:%d", fileCacheMiB),
+		"file-cache:cache-file-for-range-read:true",
+		"file-cache:enable-parallel-downloads:true",
+		"read_ahead_kb=1024",
+		"write:enable-streaming-writes:true",
+		"write:global-max-blocks:200000",
+	}
 }
 
 // WorkloadIdentityPrincipal is the IAM principal of a Kubernetes service account under
@@ -63,6 +67,8 @@ type BucketSpec struct {
 	NamePrefix string
 	// Protect keeps the bucket and its objects through `pulumi destroy` (retained on delete).
 	Protect bool
+	// FileCacheMiB bounds GCS FUSE's file cache on each node.
+	FileCacheMiB int
 	// Adopt takes over the existing bucket of the same name (a retained bucket is no longer in
 	// the stack's state, and creating it again fails with 409 "you already own this bucket").
 	Adopt bool
@@ -152,7 +158,7 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 	b.PV, b.Claim, err = newClaim(ctx, kids, "gcsfuse", claimArgs{
 		PVName:       naming.New(args.NamePrefix).Name(63, "gcsfuse"),
 		Capacity:     bucketCapacity,
-		MountOptions: GCSFuseMountOptions,
+		MountOptions: GCSFuseMountOptions(args.FileCacheMiB),
 		// Deleting the volume object never touches the bucket; Retain says so to a reader.
 		Reclaim: "Retain",
 		Source: corev1.CSIPersistentVolumeSourceArgs{

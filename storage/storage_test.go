@@ -42,7 +42,7 @@ func lustreFixture() *storage.LustreArgs {
 
 func bucketFixture() *storage.BucketArgs {
 	return &storage.BucketArgs{
-		BucketSpec: storage.BucketSpec{Project: "acme-rl", Region: "us-south1", Name: "acme-rl-data", NamePrefix: "rl", Protect: true},
+		BucketSpec: storage.BucketSpec{Project: "acme-rl", Region: "us-south1", Name: "acme-rl-data", NamePrefix: "rl", Protect: true, FileCacheMiB: 6144000},
 		Placement:  kube.Placement{Namespace: "gke-rl"},
 	}
 }
@@ -187,7 +187,8 @@ func TestBucketSettings(t *testing.T) {
 	for _, o := range input(t, pv, "spec.mountOptions").([]any) {
 		opts = append(opts, o.(string))
 	}
-	assert.Equal(t, storage.GCSFuseMountOptions, opts)
+	assert.Equal(t, storage.GCSFuseMountOptions(6144000), opts)
+	assert.Contains(t, opts, "file-cache:max-size-mb:6144000", "bounded by what the node holds")
 }
 
 func TestBucketMemberIsTheServiceAccountsWorkloadIdentity(t *testing.T) {

@@ -39,6 +39,8 @@ const (
 	ComputeClassLabel        = "cloud.google.com/compute-class"
 	ReservationLabel         = "cloud.google.com/reservation-name"
 	ReservationAffinityLabel = "cloud.google.com/reservation-affinity"
+	// LocalSSDEphemeralLabel asks Autopilot for nodes whose ephemeral storage is on local SSDs.
+	LocalSSDEphemeralLabel = "cloud.google.com/gke-ephemeral-storage-local-ssd"
 	// RoleLabel marks the program's pools (`cpu`, `gpu`).
 	RoleLabel = "gke-rl/role"
 )
