@@ -284,8 +284,8 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 			// Only the listed CIDRs reach the public endpoint, not every Google Cloud address.
 			GcpPublicCidrsAccessEnabled: pulumi.Bool(false),
 		},
-		MaintenancePolicy: maintenancePolicy(args.Maintenance),
-		WorkloadIdentityConfig:         &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: pulumi.String(args.Project + ".svc.id.goog")},
+		MaintenancePolicy:      maintenancePolicy(args.Maintenance),
+		WorkloadIdentityConfig: &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: pulumi.String(args.Project + ".svc.id.goog")},
 		AddonsConfig: &container.ClusterAddonsConfigArgs{
 			RayOperatorConfigs: container.ClusterAddonsConfigRayOperatorConfigArray{
 				container.ClusterAddonsConfigRayOperatorConfigArgs{

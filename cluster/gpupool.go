@@ -60,7 +60,7 @@ func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 				},
 			},
 		},
-		Gvnic:                  &container.NodePoolNodeConfigGvnicArgs{Enabled: pulumi.Bool(true)},
+		Gvnic: &container.NodePoolNodeConfigGvnicArgs{Enabled: pulumi.Bool(true)},
 		// Cluster Toolkit's modules/compute/gke-node-pool/disk_definitions.tf gives A4 and A3 Ultra
 		// nodes 32 local SSDs as ephemeral storage.
 		EphemeralStorageLocalSsdConfig: &container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs{

@@ -170,10 +170,10 @@ func applyDefaults(c *Config, r *rawConfig) {
 		// Port 988 is GKE's recommended default for new clusters; GKE support (port 6988, the
 		// legacy port) is an opt-in for instances created with it.
 		GKESupport: or(r.Storage.GKESupport, false),
-		Bucket:      or(r.Storage.Bucket, defaultBucket(c.Project, c.Cluster.Name)),
-		MountPath:   or(r.Storage.MountPath, DefaultMountPath),
-		Protect:     or(r.Storage.Protect, true),
-		Adopt:       or(r.Storage.Adopt, false),
+		Bucket:     or(r.Storage.Bucket, defaultBucket(c.Project, c.Cluster.Name)),
+		MountPath:  or(r.Storage.MountPath, DefaultMountPath),
+		Protect:    or(r.Storage.Protect, true),
+		Adopt:      or(r.Storage.Adopt, false),
 
 		CheckpointBudgetSeconds: or(r.Storage.CheckpointBudgetSeconds, DefaultCheckpointBudgetSeconds),
 	}
