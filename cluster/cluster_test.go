@@ -329,3 +329,32 @@ func TestSecureBootFollowsTheSpec(t *testing.T) {
 		assert.Equal(t, true, input(t, rec.Find(nodePoolType, "cluster-gpu"), "nodeConfig.shieldedInstanceConfig.enableSecureBoot"), "GPU machine types load the Lustre client with Secure Boot")
 	}
 }
+
+// The installer follows container-engine-accelerators' current gpudirect-rdma manifests: the
+// Standard one installs the plugin only, the Autopilot one NCCL too, in its own namespace.
+func TestInstallerMatchesUpstreamPerMode(t *testing.T) {
+	std := record(t, fixture()).OfType("kubernetes:apps/v1:DaemonSet")[0]
+	inits := input(t, std, "spec.template.spec.initContainers").([]any)
+	require.Len(t, inits, 1, "the plugin installer only")
+	script := inits[0].(map[string]any)["args"].([]any)[0].(string)
+	assert.Contains(t, script, "/scripts/container_entry.sh install\n")
+	assert.Equal(t, "system-node-critical", input(t, std, "spec.template.spec.priorityClassName"))
+	assert.Equal(t, "kube-system", input(t, std, "metadata.namespace"))
+
+	args := fixture()
+	args.Mode = kinds.Autopilot
+	rec := record(t, args)
+	ap := rec.OfType("kubernetes:apps/v1:DaemonSet")[0]
+	script = input(t, ap, "spec.template.spec.initContainers").([]any)[0].(map[string]any)["args"].([]any)[0].(string)
+	assert.Contains(t, script, "/scripts/container_entry.sh install --install-nccl")
+	_, priority := ap.Input("spec.template.spec.priorityClassName")
+	assert.False(t, priority)
+	ns := rec.OfType("kubernetes:core/v1:Namespace")
+	var labelled bool
+	for _, n := range ns {
+		if v, _ := n.Input("metadata.labels.name"); v == "rdma-system" {
+			labelled = true
+		}
+	}
+	assert.True(t, labelled)
+}

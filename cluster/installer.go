@@ -11,33 +11,36 @@ import (
 	"gke-rl/infra/kube"
 )
 
-// The gIB NCCL plugin installer, managed here instead of `kubectl apply` of a moving branch.
-// Upstream: GoogleCloudPlatform/container-engine-accelerators, gpudirect-rdma/
-// nccl-rdma-installer.yaml (Standard) and nccl-rdma-installer-autopilot.yaml (Autopilot, which
-// pins nccl-plugin-gib v1.1.1; both variants use that version here).
+// The gIB NCCL plugin installer, managed here instead of `kubectl apply` of a moving branch. It
+// equals GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/
+// nccl-rdma-installer.yaml (Standard) and nccl-rdma-installer-autopilot.yaml (Autopilot) as of
+// commit 992db812 (June 2026), with one deliberate difference: the node affinity names only the
+// stack's accelerator, not every GPU the manifests support.
 const (
 	GIBInstallerImage = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
-	// PauseImage keeps the DaemonSet pod alive after the init containers install the plugin.
+	// PauseImage keeps the DaemonSet pod alive after the init container installs the plugin.
 	PauseImage = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
-	// SysctlImage runs the Standard variant's sysctl step (upstream uses alpine:latest).
-	SysctlImage   = "alpine:3.20.3"
+
 	installerName = "nccl-rdma-installer"
-	// autopilotInstallerNamespace is the upstream Autopilot variant's namespace: Autopilot does
-	// not admit privileged workloads into kube-system.
+	// autopilotInstallerNamespace is the Autopilot variant's namespace: Autopilot does not admit
+	// privileged workloads into kube-system.
 	autopilotInstallerNamespace = "rdma-system"
 )
 
-// installScript copies the plugin and its NCCL into the host directories the workers mount.
-const installScript = `set -ex
-/scripts/container_entry.sh install --install-nccl
+// installScript copies the plugin into the host directories the workers mount. The Standard
+// manifest no longer installs NCCL itself (upstream commit 2da1c92f, "Removed --install-nccl
+// from default and a4x installers"); the Autopilot manifest still does.
+func installScript(mode kinds.Mode) string {
+	install := "/scripts/container_entry.sh install"
+	if mode == kinds.Autopilot {
+		install += " --install-nccl"
+	}
+	return "set -ex\n" + install + `
 cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64
 cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib
 echo "installation finishes"
 `
-
-// martianScript silences the kernel's martian-packet logging on the RDMA NICs, as upstream does.
-const martianScript = `for i in 0 1 2 3 4 5 6 7; do sysctl -w net.ipv4.conf.gpu${i}rdma0.log_martians=0 || true; done
-`
+}
 
 // newRDMAInstaller registers the installer DaemonSet (and, on Autopilot, its namespace), on GPU
 // nodes only.
@@ -46,7 +49,10 @@ func newRDMAInstaller(ctx *pulumi.Context, name string, mode kinds.Mode, acceler
 	opts := p.ClusterScoped(parent)
 	if mode == kinds.Autopilot {
 		ns, err := corev1.NewNamespace(ctx, name+"-ns", &corev1.NamespaceArgs{
-			Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(autopilotInstallerNamespace)},
+			Metadata: &metav1.ObjectMetaArgs{
+				Name:   pulumi.String(autopilotInstallerNamespace),
+				Labels: pulumi.StringMap{"name": pulumi.String(autopilotInstallerNamespace)},
+			},
 		}, opts...)
 		if err != nil {
 			return err
@@ -70,26 +76,15 @@ func installerSpec(mode kinds.Mode, accelerator string) *appsv1.DaemonSetSpecArg
 		corev1.VolumeMountArgs{Name: pulumi.String("library-dir-host"), MountPath: pulumi.String("/usr/local/home/kubernetes/bin/nvidia/lib64")},
 		corev1.VolumeMountArgs{Name: pulumi.String("gib"), MountPath: pulumi.String("/usr/local/home/kubernetes/bin/gib")},
 	}
-	privileged := &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)}
-	inits := corev1.ContainerArray{}
-	if mode == kinds.Standard {
-		inits = append(inits, corev1.ContainerArgs{
-			Name:            pulumi.String("disable-log-martian"),
-			Image:           pulumi.String(SysctlImage),
-			Command:         pulumi.StringArray{pulumi.String("/bin/sh"), pulumi.String("-c")},
-			Args:            pulumi.StringArray{pulumi.String(martianScript)},
-			SecurityContext: privileged,
-		})
-	}
-	inits = append(inits, corev1.ContainerArgs{
+	inits := corev1.ContainerArray{corev1.ContainerArgs{
 		Name:            pulumi.String(installerName),
 		Image:           pulumi.String(GIBInstallerImage),
 		Command:         pulumi.StringArray{pulumi.String("/bin/sh"), pulumi.String("-c")},
-		Args:            pulumi.StringArray{pulumi.String(installScript)},
+		Args:            pulumi.StringArray{pulumi.String(installScript(mode))},
 		Resources:       &corev1.ResourceRequirementsArgs{Requests: pulumi.StringMap{"cpu": pulumi.String("150m")}},
-		SecurityContext: privileged,
+		SecurityContext: &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)},
 		VolumeMounts:    hostMounts,
-	})
+	}}
 	podSpec := &corev1.PodSpecArgs{
 		Affinity: &corev1.AffinityArgs{NodeAffinity: &corev1.NodeAffinityArgs{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelectorArgs{
