@@ -303,6 +303,7 @@ func TestGPUNodesLastForDays(t *testing.T) {
 	assert.EqualValues(t, 0, input(t, pool, "upgradeSettings.maxSurge"), "no spare GPU machine")
 	assert.EqualValues(t, 1, input(t, pool, "upgradeSettings.maxUnavailable"))
 	assert.EqualValues(t, 32, input(t, pool, "nodeConfig.ephemeralStorageLocalSsdConfig.localSsdCount"))
+	assert.Equal(t, "false", input(t, pool, "nodeConfig.labels").(map[string]any)["lustre.csi.storage.gke.io/multi-nic"], "Lustre stays on eth0")
 	_, compact := pool.Input("placementPolicy")
 	assert.False(t, compact)
 

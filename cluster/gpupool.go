@@ -73,7 +73,15 @@ func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 		},
 		ServiceAccount: serviceAccount,
 		OauthScopes:    pulumi.StringArray{pulumi.String(cloudPlatformScope)},
-		Labels:         pulumi.StringMap{gpunode.RoleLabel: pulumi.String("gpu")},
+		Labels: pulumi.StringMap{
+			gpunode.RoleLabel: pulumi.String("gpu"),
+			// The Lustre CSI driver's multi-NIC mode (on by default from GKE 1.35.2-gke.1842000)
+			// spreads Lustre traffic over every standard NIC and needs them all in the primary
+			// NIC's VPC; a GPU node's second standard NIC is in the gVNIC VPC, which has no
+			// route to the instance. Managed Lustre's "Disable multi-NIC on Lustre" (per node
+			// pool) keeps Lustre on eth0.
+			gpunode.LustreMultiNICLabel: pulumi.String("false"),
+		},
 		Taints: container.NodePoolNodeConfigTaintArray{
 			container.NodePoolNodeConfigTaintArgs{Key: pulumi.String(gpunode.TaintKey), Value: pulumi.String(gpunode.TaintValue), Effect: pulumi.String(gpunode.TaintEffectGKE)},
 		},

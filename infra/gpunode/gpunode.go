@@ -41,6 +41,8 @@ const (
 	ReservationAffinityLabel = "cloud.google.com/reservation-affinity"
 	// LocalSSDEphemeralLabel asks Autopilot for nodes whose ephemeral storage is on local SSDs.
 	LocalSSDEphemeralLabel = "cloud.google.com/gke-ephemeral-storage-local-ssd"
+	// LustreMultiNICLabel set to "false" keeps the Lustre CSI driver on the primary NIC.
+	LustreMultiNICLabel = "lustre.csi.storage.gke.io/multi-nic"
 	// RoleLabel marks the program's pools (`cpu`, `gpu`).
 	RoleLabel = "gke-rl/role"
 )
