@@ -284,7 +284,13 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 			// Only the listed CIDRs reach the public endpoint, not every Google Cloud address.
 			GcpPublicCidrsAccessEnabled: pulumi.Bool(false),
 		},
-		MaintenancePolicy:      maintenancePolicy(args.Maintenance),
+		MaintenancePolicy: maintenancePolicy(args.Maintenance),
+		// GKE's DNS-based endpoint authorizes by IAM, from anywhere: the Kubernetes provider
+		// (and a CI runner without a fixed IP) uses it, while the IP endpoint stays restricted
+		// to the authorized networks.
+		ControlPlaneEndpointsConfig: &container.ClusterControlPlaneEndpointsConfigArgs{
+			DnsEndpointConfig: &container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs{AllowExternalTraffic: pulumi.Bool(true)},
+		},
 		WorkloadIdentityConfig: &container.ClusterWorkloadIdentityConfigArgs{WorkloadPool: pulumi.String(args.Project + ".svc.id.goog")},
 		AddonsConfig: &container.ClusterAddonsConfigArgs{
 			RayOperatorConfigs: container.ClusterAddonsConfigRayOperatorConfigArray{
@@ -398,8 +404,14 @@ func maintenancePolicy(m Maintenance) *container.ClusterMaintenancePolicyArgs {
 	return p
 }
 
-// Kubeconfig is a kubeconfig for the cluster that authenticates with gke-gcloud-auth-plugin, so
-// that no credential is stored in the state.
+// DNSEndpoint is the cluster's DNS-based control-plane endpoint.
+func DNSEndpoint(cl *container.Cluster) pulumi.StringOutput {
+	return cl.ControlPlaneEndpointsConfig.DnsEndpointConfig().Endpoint().Elem()
+}
+
+// Kubeconfig is a kubeconfig for the cluster's DNS-based endpoint (a publicly trusted
+// certificate, access by IAM) that authenticates with gke-gcloud-auth-plugin, so that no
+// credential is stored in the state.
 func Kubeconfig(cl *container.Cluster) pulumi.StringOutput {
 	return pulumi.Sprintf(`apiVersion: v1
 kind: Config
@@ -407,7 +419,6 @@ clusters:
 - name: gke
   cluster:
     server: https://%s
-    certificate-authority-data: %s
 contexts:
 - name: gke
   context:
@@ -422,5 +433,5 @@ users:
       command: gke-gcloud-auth-plugin
       installHint: Install gke-gcloud-auth-plugin, e.g. gcloud components install gke-gcloud-auth-plugin
       provideClusterInfo: true
-`, cl.Endpoint, cl.MasterAuth.ClusterCaCertificate().Elem())
+`, DNSEndpoint(cl))
 }

@@ -359,3 +359,15 @@ func TestInstallerMatchesUpstreamPerMode(t *testing.T) {
 	}
 	assert.True(t, labelled)
 }
+
+// The Kubernetes provider reaches the control plane through its DNS-based endpoint, by IAM:
+// no runner IP needs to be in the authorized networks, and no credential is in the state.
+func TestProviderUsesTheDNSEndpoint(t *testing.T) {
+	rec := record(t, fixture())
+	gke := rec.Find(clusterType, "cluster-gke")
+	assert.Equal(t, true, input(t, gke, "controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic"))
+	kubeconfig := input(t, rec.Find("pulumi:providers:kubernetes", "cluster-gke"), "kubeconfig").(string)
+	assert.Contains(t, kubeconfig, "server: https://gke-rl-offline.us-east1.gke.goog")
+	assert.NotContains(t, kubeconfig, "certificate-authority-data", "a publicly trusted certificate")
+	assert.Contains(t, kubeconfig, "command: gke-gcloud-auth-plugin")
+}

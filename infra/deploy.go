@@ -99,7 +99,7 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	maps.Copy(outputs, pulumi.Map{
 		"clusterName":     gke.Cluster.Name,
 		"clusterEndpoint": gke.Cluster.Endpoint,
-		"kubeconfigCommand": pulumi.Sprintf("gcloud container clusters get-credentials %s --location %s --project %s",
+		"kubeconfigCommand": pulumi.Sprintf("gcloud container clusters get-credentials %s --location %s --project %s --dns-endpoint",
 			gke.Cluster.Name, bp.Region, bp.Project),
 		"podNetworks":  podNetworks,
 		"project":      pulumi.String(bp.Project),

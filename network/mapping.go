@@ -9,7 +9,6 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-	k8smeta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
@@ -99,7 +98,7 @@ func (m *Mapping) customResource(ctx *pulumi.Context, component, kind, name stri
 	role := fmt.Sprintf("%s-%s", strings.ToLower(kind), name)
 	childName, opts := naming.Children{Component: component, Parent: m}.Of(role, role)
 	return apiextensions.NewCustomResource(ctx, childName, &apiextensions.CustomResourceArgs{
-		ApiVersion:  pulumi.String(k8smeta.GroupVersion(networkv1.GroupVersion).String()),
+		ApiVersion:  pulumi.String(networkv1.GroupVersion.String()),
 		Kind:        pulumi.String(kind),
 		Metadata:    &metav1.ObjectMetaArgs{Name: pulumi.String(name)},
 		OtherFields: kubernetes.UntypedArgs{"spec": spec},

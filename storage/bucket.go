@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/organizations"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/storage"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -138,12 +137,12 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 		return nil, fmt.Errorf("service account: %w", err)
 	}
 
-	project := organizations.LookupProjectOutput(ctx, organizations.LookupProjectOutputArgs{
-		ProjectId: pulumi.String(args.Project),
-	}, pulumi.Parent(b))
-	member := pulumi.All(project.Number(), b.ServiceAccount.Metadata.Namespace().Elem(), b.ServiceAccount.Metadata.Name().Elem()).
+	// The project number comes from the bucket, not from the getProject invoke, which reads
+	// Cloud Billing too and so needs more than a preview should (and fails without Google
+	// access).
+	member := pulumi.All(b.Bucket.ProjectNumber, b.ServiceAccount.Metadata.Namespace().Elem(), b.ServiceAccount.Metadata.Name().Elem()).
 		ApplyT(func(v []any) string {
-			return WorkloadIdentityPrincipal(v[0].(string), args.Project, v[1].(string), v[2].(string))
+			return WorkloadIdentityPrincipal(fmt.Sprint(v[0]), args.Project, v[1].(string), v[2].(string))
 		}).(pulumi.StringOutput)
 	bindingName, bindingOpts := kids.Of("object-user", "storage-object-user")
 	b.Binding, err = storage.NewBucketIAMMember(ctx, bindingName, &storage.BucketIAMMemberArgs{

@@ -106,7 +106,7 @@ func projectKey(project, name string) (config.Key, error) {
 	}
 	key, err := config.ParseKey(name)
 	if err != nil {
-		return config.Key{}, fmt.Errorf("Pulumi.yaml config %q: %w", name, err)
+		return config.Key{}, fmt.Errorf("config %q in Pulumi.yaml: %w", name, err)
 	}
 	return key, nil
 }

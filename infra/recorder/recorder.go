@@ -26,6 +26,9 @@ const (
 	FakeLustreIP      = "192.0.2.10"
 )
 
+// fakeProjectNumberInt is FakeProjectNumber as the number resources report.
+const fakeProjectNumberInt = 123456789012
+
 // FakeCACertificate is the base64 cluster CA that the engine returns for GKE clusters.
 var FakeCACertificate = base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nOFFLINE-PLAN-PLACEHOLDER\n-----END CERTIFICATE-----\n"))
 
@@ -235,18 +238,11 @@ func (r *Recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 	return id, state, nil
 }
 
-// Call implements pulumi.MockResourceMonitor for the few invokes the program makes.
+// Call implements pulumi.MockResourceMonitor. The program makes no invoke: a preview then needs
+// no permission beyond reading what the stack manages, and works without Google access. Any
+// invoke fails the recording.
 func (r *Recorder) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
-	switch args.Token {
-	case "gcp:organizations/getProject:getProject":
-		project := StringInput(args.Args, "projectId", "offline-project")
-		return resource.PropertyMap{
-			"projectId": resource.NewProperty(project),
-			"number":    resource.NewProperty(FakeProjectNumber),
-			"name":      resource.NewProperty(project),
-		}, nil
-	}
-	return nil, fmt.Errorf("the offline plan does not answer invoke %s", args.Token)
+	return nil, fmt.Errorf("the program makes no invoke, but called %s", args.Token)
 }
 
 // urn mirrors the mock monitor's URN scheme so that parents and dependencies resolve.
@@ -305,6 +301,12 @@ func fakeState(typ, name string, inputs resource.PropertyMap, custom bool) (stri
 	case "gcp:container/cluster:Cluster":
 		location := StringInput(inputs, "location", region)
 		set("endpoint", FakeEndpoint)
+		state["controlPlaneEndpointsConfig"] = resource.NewProperty(resource.PropertyMap{
+			"dnsEndpointConfig": resource.NewProperty(resource.PropertyMap{
+				"endpoint":             resource.NewProperty("gke-" + resName + "-offline." + location + ".gke.goog"),
+				"allowExternalTraffic": resource.NewProperty(true),
+			}),
+		})
 		state["masterAuth"] = resource.NewProperty(resource.PropertyMap{
 			"clusterCaCertificate": resource.NewProperty(FakeCACertificate),
 		})
@@ -325,6 +327,7 @@ func fakeState(typ, name string, inputs resource.PropertyMap, custom bool) (stri
 		return fmt.Sprintf("projects/%s/serviceAccounts/%s", project, email), state
 	case "gcp:storage/bucket:Bucket":
 		set("url", "gs://"+resName)
+		state["projectNumber"] = resource.NewProperty(float64(fakeProjectNumberInt))
 		set("selfLink", "https://www.googleapis.com/storage/v1/b/"+resName)
 		return resName, state
 	}
