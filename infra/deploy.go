@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -150,6 +152,8 @@ func deployStorage(ctx *pulumi.Context, bp *Blueprint, networks *network.Network
 			return nil, nil, fmt.Errorf("storage: %w", err)
 		}
 		outputs["bucket"] = bucket.Bucket.Url
+		// The checkpoints are already objects of the bucket.
+		outputs["checkpointExport"] = pulumi.Sprintf("gcloud storage ls %s%s/", bucket.Bucket.Url, strings.TrimPrefix(bp.Run.Layout.Checkpoints(), s.Volume.MountPath))
 		outputs["storageServiceAccount"] = pulumi.String(storage.BucketServiceAccount)
 		return bucket, outputs, nil
 	}
@@ -164,6 +168,11 @@ func deployStorage(ctx *pulumi.Context, bp *Blueprint, networks *network.Network
 	}
 	outputs["lustreInstance"] = lustre.Instance.Name
 	outputs["lustreMountPoint"] = lustre.Instance.MountPoint
+	// Checkpoints out of Lustre before a destroy that deletes it: the run's directory, from the
+	// file system's root, into a bucket of the user's.
+	run := path.Join("/", strings.TrimPrefix(bp.Run.Layout.Checkpoints(), s.Volume.MountPath))
+	outputs["checkpointExport"] = pulumi.String(storage.ExportCommand(bp.Project, s.Lustre.Zone, storage.LustreInstanceID(s.Lustre.NamePrefix),
+		run, "gs://YOUR_BUCKET"+run+"/"))
 	return lustre, outputs, nil
 }
 

@@ -172,3 +172,18 @@ func TestInClusterObjectsGoWithTheCluster(t *testing.T) {
 		}
 	})
 }
+
+// Checkpoints can leave Lustre before a destroy that deletes it: the stack output is Managed
+// Lustre's export of the run's directory, given from the file system's root.
+func TestCheckpointExportCommand(t *testing.T) {
+	lustre := plantest.Plan(t, "b200-spot")
+	assert.Equal(t, "gcloud lustre instances export-data ray-a4-gpu-spot-lustre --location=us-east1-b --project=your-project-id"+
+		" --lustre-path=/checkpoints/ray-a4-gpu-spot-grpo --gcs-path-uri=gs://YOUR_BUCKET/checkpoints/ray-a4-gpu-spot-grpo/",
+		lustre.Outputs["checkpointExport"])
+	instance := lustre.Find(lifecycle.LustreType, "storage-lustre")
+	assert.Equal(t, "ray-a4-gpu-spot-lustre", plantest.Input(t, instance, "instanceId"), "the command names the instance the stack creates")
+	assert.Equal(t, "/lustre/checkpoints/ray-a4-gpu-spot-grpo", lustre.Outputs["checkpointDir"], "the same directory, seen from the pods")
+
+	fuse := plantest.Plan(t, "h200-reserved")
+	assert.Equal(t, "gcloud storage ls gs://your-project-id-verl-h200-rl/checkpoints/verl-h200-grpo/", fuse.Outputs["checkpointExport"], "already in the bucket")
+}

@@ -49,6 +49,17 @@ done
 gcloud compute networks peerings delete "$peering" --network="$NETWORK" --project="$PROJECT" --quiet
 `
 
+// LustreInstanceID is the instance's ID for a name prefix.
+func LustreInstanceID(namePrefix string) string { return naming.New(namePrefix).Name(63, "lustre") }
+
+// ExportCommand exports a directory of the Lustre file system (a path from the file system's
+// root, not the pods' mount path) to Cloud Storage with Managed Lustre's export API
+// (`gcloud lustre instances export-data`); the destination ends with a slash.
+func ExportCommand(project, zone, instanceID, lustrePath, gcsURI string) string {
+	return fmt.Sprintf("gcloud lustre instances export-data %s --location=%s --project=%s --lustre-path=%s --gcs-path-uri=%s",
+		instanceID, zone, project, lustrePath, gcsURI)
+}
+
 // adopt adds the import of an existing resource to opts when the storage is adopted. The import
 // only acts while the resource is not in the stack's state, so the setting may stay on.
 func adopt(on bool, opts []pulumi.ResourceOption, id pulumi.StringInput) []pulumi.ResourceOption {
@@ -179,7 +190,7 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 	}
 
 	lustreName, lustreOpts := kids.Of("lustre", "lustre")
-	instanceID := names.Name(63, "lustre")
+	instanceID := LustreInstanceID(args.NamePrefix)
 	instanceOpts := adopt(args.Adopt, lustreOpts, pulumi.String(fmt.Sprintf("projects/%s/locations/%s/instances/%s", args.Project, args.Zone, instanceID)))
 	l.Instance, err = lustre.NewInstance(ctx, lustreName, &lustre.InstanceArgs{
 		Project:                  project,

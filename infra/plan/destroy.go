@@ -155,7 +155,7 @@ func removal(res *Resource, why string) string {
 	}
 	switch {
 	case res.Type == "gcp:lustre/instance:Instance":
-		return fmt.Sprintf("copy out the checkpoints you want (gcloud lustre instances export-data %s --location=%s --project=%s --gcs-path=gs://<bucket>/<dir>), then pulumi state unprotect '%s' && pulumi destroy",
+		return fmt.Sprintf("copy out the checkpoints you want (the stack output checkpointExport: gcloud lustre instances export-data %s --location=%s --project=%s --lustre-path=/checkpoints --gcs-path-uri=gs://<bucket>/checkpoints/), then pulumi state unprotect '%s' && pulumi destroy",
 			str("instanceId"), str("location"), str("project"), res.URN)
 	case res.Type == "gcp:storage/bucket:Bucket":
 		return fmt.Sprintf("copy out what you want, then gcloud storage rm --recursive gs://%s", str("name"))
