@@ -14,6 +14,7 @@ import (
 	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/recorder"
+	"gke-rl/infra/recorder/recordertest"
 )
 
 const (
@@ -56,21 +57,14 @@ func fixture() *cluster.ClusterArgs {
 
 func record(t *testing.T, args *cluster.ClusterArgs) *recorder.Recording {
 	t.Helper()
-	rec, err := recorder.Run(func(ctx *pulumi.Context) error {
+	return recordertest.Record(t, func(ctx *pulumi.Context) error {
 		_, err := cluster.NewCluster(ctx, "cluster", args)
 		return err
 	})
-	require.NoError(t, err)
-	return rec
 }
 
-func input(t *testing.T, res *recorder.Resource, path string) any {
-	t.Helper()
-	require.NotNil(t, res)
-	v, ok := res.Input(path)
-	require.True(t, ok, "%s %s has no input %s", res.Type, res.Name, path)
-	return v
-}
+// input reads a resource's input, failing the test when it is not set.
+var input = recordertest.Input
 
 func TestGPUPoolPerProvisioningModel(t *testing.T) {
 	for _, prov := range kinds.Provisionings {

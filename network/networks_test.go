@@ -12,6 +12,7 @@ import (
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
 	"gke-rl/infra/recorder"
+	"gke-rl/infra/recorder/recordertest"
 	"gke-rl/network"
 )
 
@@ -43,7 +44,7 @@ func fixture() *network.NetworksArgs {
 // record registers the networks and, in the same program, the network objects of the NICs.
 func record(t *testing.T, args *network.NetworksArgs, nics []gpunode.NIC) *recorder.Recording {
 	t.Helper()
-	rec, err := recorder.Run(func(ctx *pulumi.Context) error {
+	return recordertest.Record(t, func(ctx *pulumi.Context) error {
 		n, err := network.NewNetworks(ctx, "networks", args)
 		if err != nil {
 			return err
@@ -55,17 +56,10 @@ func record(t *testing.T, args *network.NetworksArgs, nics []gpunode.NIC) *recor
 		_, err = network.NewMapping(ctx, "network-mapping", &network.MappingArgs{NICs: attachments, Placement: kube.Placement{Namespace: "gke-rl"}})
 		return err
 	})
-	require.NoError(t, err)
-	return rec
 }
 
-func input(t *testing.T, res *recorder.Resource, path string) any {
-	t.Helper()
-	require.NotNil(t, res)
-	v, ok := res.Input(path)
-	require.True(t, ok, "%s %s has no input %s", res.Type, res.Name, path)
-	return v
-}
+// input reads a resource's input, failing the test when it is not set.
+var input = recordertest.Input
 
 func TestNetworkInvariants(t *testing.T) {
 	rec := record(t, fixture(), gpunode.NICs(8))

@@ -12,6 +12,7 @@ import (
 	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/infra/kube"
 	"gke-rl/infra/recorder"
+	"gke-rl/infra/recorder/recordertest"
 	"gke-rl/storage"
 )
 
@@ -49,31 +50,22 @@ func bucketFixture() *storage.BucketArgs {
 
 func recordLustre(t *testing.T, args *storage.LustreArgs) *recorder.Recording {
 	t.Helper()
-	rec, err := recorder.Run(func(ctx *pulumi.Context) error {
+	return recordertest.Record(t, func(ctx *pulumi.Context) error {
 		_, err := storage.NewLustre(ctx, "storage", args)
 		return err
 	})
-	require.NoError(t, err)
-	return rec
 }
 
 func recordBucket(t *testing.T, args *storage.BucketArgs) *recorder.Recording {
 	t.Helper()
-	rec, err := recorder.Run(func(ctx *pulumi.Context) error {
+	return recordertest.Record(t, func(ctx *pulumi.Context) error {
 		_, err := storage.NewBucket(ctx, "storage", args)
 		return err
 	})
-	require.NoError(t, err)
-	return rec
 }
 
-func input(t *testing.T, res *recorder.Resource, path string) any {
-	t.Helper()
-	require.NotNil(t, res)
-	v, ok := res.Input(path)
-	require.True(t, ok, "%s %s has no input %s", res.Type, res.Name, path)
-	return v
-}
+// input reads a resource's input, failing the test when it is not set.
+var input = recordertest.Input
 
 func TestLustreInstanceAndPSA(t *testing.T) {
 	rec := recordLustre(t, lustreFixture())
