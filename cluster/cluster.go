@@ -123,16 +123,16 @@ var CRDs = []string{
 	"networks.networking.gke.io",
 }
 
-// waitForCRDsScript waits for each CRD in $CRDS to exist and be established, up to 15 minutes
+// WaitForCRDsScript waits for each CRD in $CRDS to exist and be established, up to 15 minutes
 // each. It reads the kubeconfig (no credential: the exec plugin authenticates) from $KUBECONFIG_DATA
 // and needs kubectl and gke-gcloud-auth-plugin, as `pulumi up` does.
-const waitForCRDsScript = `set -eu
+const WaitForCRDsScript = `set -eu
 kubeconfig=$(mktemp); trap 'rm -f "$kubeconfig"' EXIT
 printf '%s' "$KUBECONFIG_DATA" > "$kubeconfig"
 for crd in $CRDS; do
-  for attempt in $(seq 1 90); do
+  for attempt in $(seq 1 "${ATTEMPTS:-90}"); do
     kubectl --kubeconfig "$kubeconfig" get crd "$crd" >/dev/null 2>&1 && break
-    echo "waiting for CRD $crd ($attempt)"; sleep 10
+    echo "waiting for CRD $crd ($attempt)"; sleep "${RETRY_SECONDS:-10}"
   done
   kubectl --kubeconfig "$kubeconfig" wait --for condition=established --timeout=300s "crd/$crd"
 done
@@ -177,7 +177,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	crdName, crdOpts := b.child("crds", "")
 	c.CRDs, err = local.NewCommand(ctx, crdName, &local.CommandArgs{
-		Create:      pulumi.String(waitForCRDsScript),
+		Create:      pulumi.String(WaitForCRDsScript),
 		Interpreter: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("-c")},
 		Environment: pulumi.StringMap{
 			"KUBECONFIG_DATA": Kubeconfig(c.Cluster),

@@ -3,6 +3,9 @@ package cluster_test
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -364,4 +367,33 @@ func TestProviderUsesTheDNSEndpoint(t *testing.T) {
 	assert.Contains(t, kubeconfig, "server: https://gke-rl-offline.us-east1.gke.goog")
 	assert.NotContains(t, kubeconfig, "certificate-authority-data", "a publicly trusted certificate")
 	assert.Contains(t, kubeconfig, "command: gke-gcloud-auth-plugin")
+}
+
+// The CRD wait polls until each CRD exists, then waits for it to be established.
+func TestWaitForCRDsScript(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	dir := t.TempDir()
+	// A kubectl that knows each CRD only from its second `get` on.
+	kubectl := `#!/bin/sh
+echo "$*" >> "$STATE_DIR/calls"
+case "$*" in
+  *" get crd "*) crd=$(echo "$*" | sed 's/.* get crd //'); [ -e "$STATE_DIR/$crd" ] && exit 0; touch "$STATE_DIR/$crd"; exit 1 ;;
+  *" wait "*) exit 0 ;;
+esac
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubectl"), []byte(kubectl), 0o755))
+	cmd := exec.Command(bash, "-c", cluster.WaitForCRDsScript)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "STATE_DIR="+dir,
+		"KUBECONFIG_DATA=apiVersion: v1", "CRDS="+strings.Join(cluster.CRDs, " "), "RETRY_SECONDS=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	calls, err := os.ReadFile(filepath.Join(dir, "calls"))
+	require.NoError(t, err)
+	for _, crd := range cluster.CRDs {
+		assert.Equal(t, 2, strings.Count(string(calls), "get crd "+crd), "polled until it exists")
+		assert.Contains(t, string(calls), "wait --for condition=established --timeout=300s crd/"+crd)
+	}
 }

@@ -36,15 +36,15 @@ const (
 // side, so that the network can be deleted. It needs gcloud, as gke-gcloud-auth-plugin does.
 const PeeringCleanupScript = `set -u
 peering=servicenetworking-googleapis-com
-for attempt in $(seq 1 40); do
+for attempt in $(seq 1 "${ATTEMPTS:-40}"); do
   if ! gcloud compute networks peerings list --project "$PROJECT" --network "$NETWORK" --format='value(name)' | grep -qx "$peering"; then
     echo "no $peering peering left on $NETWORK"; exit 0
   fi
   if gcloud services vpc-peerings delete --service=servicenetworking.googleapis.com --network="$NETWORK" --project="$PROJECT" --quiet; then
     exit 0
   fi
-  echo "attempt $attempt: the producer still holds the range; retrying in 30 s" >&2
-  sleep 30
+  echo "attempt $attempt: the producer still holds the range; retrying in ${RETRY_SECONDS:-30} s" >&2
+  sleep "${RETRY_SECONDS:-30}"
 done
 gcloud compute networks peerings delete "$peering" --network="$NETWORK" --project="$PROJECT" --quiet
 `
