@@ -64,4 +64,13 @@ type RunPlan struct {
 	RayJob *rayv1.RayJob
 	// Prep is the data preparation Job that runs before the RayJob, or nil.
 	Prep *batchv1.Job
+	// Gate are the post-deploy checks that the Ray cluster and the run wait for, or nil.
+	Gate *GatePlan
+}
+
+// GatePlan is the post-deploy gate's Jobs.
+type GatePlan struct {
+	// NCCL checks every GPU of two nodes and NCCL's all_gather between them over RDMA (on a
+	// single node, its GPUs only); Storage writes and reads the shared volume from a GPU node.
+	NCCL, Storage *batchv1.Job
 }

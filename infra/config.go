@@ -28,6 +28,7 @@ const (
 	KeyFramework   = "framework"
 	KeyRay         = "ray"
 	KeyJob         = "job"
+	KeyGate        = "gate"
 	KeyHFToken     = "hfToken"
 	KeyWandbAPIKey = "wandbApiKey"
 
@@ -50,6 +51,7 @@ type Config struct {
 	Framework kinds.Framework
 	Ray       RayConfig
 	Job       JobConfig
+	Gate      GateConfig
 	// HFToken and WandbAPIKey are optional secrets; they never leave Pulumi's secret outputs.
 	HFToken     Secret
 	WandbAPIKey Secret
@@ -150,6 +152,17 @@ type JobConfig struct {
 	ActiveDeadlineSeconds int `json:"activeDeadlineSeconds"`
 }
 
+// GateConfig is `gate.*`: the post-deploy checks before the Ray cluster and the run.
+type GateConfig struct {
+	// Enabled defaults to true on reserved and on-demand capacity (nodes that are there
+	// anyway), false on spot and flex-start (whose pools are empty until a run).
+	Enabled bool `json:"enabled"`
+	// MinBusBandwidthGBps fails the NCCL all_gather below it.
+	MinBusBandwidthGBps int `json:"minBusBandwidthGBps"`
+	// StorageGiB is written and read back on the shared volume.
+	StorageGiB int `json:"storageGib"`
+}
+
 // Secret is an optional secret config value. It prints as "[secret]" so that it cannot leak
 // through a log line or an error message; its value is reachable only as a secret Output.
 type Secret struct {
@@ -192,6 +205,7 @@ func LoadConfig(ctx *pulumi.Context, presentKeys []string) (*Config, error) {
 	decodeIfSet(own, KeyStorage, &raw.Storage, &errs)
 	decodeIfSet(own, KeyRay, &raw.Ray, &errs)
 	decodeIfSet(own, KeyJob, &raw.Job, &errs)
+	decodeIfSet(own, KeyGate, &raw.Gate, &errs)
 
 	cfg.HFToken = loadSecret(ctx, own, KeyHFToken, &errs)
 	cfg.WandbAPIKey = loadSecret(ctx, own, KeyWandbAPIKey, &errs)
@@ -229,7 +243,7 @@ func loadSecret(ctx *pulumi.Context, own *config.Config, key string, errs *Error
 
 // knownTopLevelKeys are the keys of the gke-rl namespace.
 var knownTopLevelKeys = []string{
-	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyHFToken, KeyWandbAPIKey,
+	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyGate, KeyHFToken, KeyWandbAPIKey,
 }
 
 func checkTopLevelKeys(present []string, errs *Errors) {

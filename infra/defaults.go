@@ -53,6 +53,11 @@ type rawConfig struct {
 
 		CheckpointBudgetSeconds *int `json:"checkpointBudgetSeconds"`
 	}
+	Gate struct {
+		Enabled             *bool `json:"enabled"`
+		MinBusBandwidthGBps *int  `json:"minBusBandwidthGBps"`
+		StorageGiB          *int  `json:"storageGib"`
+	}
 	Ray struct {
 		Version *string `json:"version"`
 		Image   *string `json:"image"`
@@ -105,6 +110,13 @@ const (
 	DefaultKeepCheckpoints = 2
 	// DefaultBackoffLimit retries a spot run on ten fresh clusters before giving up.
 	DefaultBackoffLimit = 10
+	// DefaultMinBusBandwidthGBps is the NCCL all_gather average bus bandwidth below which the
+	// gate fails: Cluster Toolkit's daily A4 and A3 Ultra tests use 100 GB/s
+	// (tools/cloud-build/daily-tests/ansible_playbooks/test-validation/test-gke-a4.yml and
+	// test-gke-a3-ultra.yml, "Ensure average bus bandwidth is >= 100 GB/s").
+	DefaultMinBusBandwidthGBps = 100
+	// DefaultGateStorageGiB is what the storage check writes and reads back.
+	DefaultGateStorageGiB = 4
 	// DefaultMaintenanceStart puts GKE's daily maintenance window at 03:00 UTC.
 	DefaultMaintenanceStart = "03:00"
 	// DefaultNoUpgradesFrom and DefaultNoUpgradesUntil are a fixed exclusion window (the same
@@ -197,6 +209,11 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Recipe:                orNonEmpty(r.Job.Recipe, workloads.DefaultNeMoRLRecipe),
 		BackoffLimit:          or(r.Job.BackoffLimit, DefaultBackoffLimit),
 		ActiveDeadlineSeconds: or(r.Job.ActiveDeadlineSeconds, 0),
+	}
+	c.Gate = GateConfig{
+		Enabled:             or(r.Gate.Enabled, !c.GPU.Provisioning.Preemptible()),
+		MinBusBandwidthGBps: or(r.Gate.MinBusBandwidthGBps, DefaultMinBusBandwidthGBps),
+		StorageGiB:          or(r.Gate.StorageGiB, DefaultGateStorageGiB),
 	}
 	// A run bounded by neither steps nor epochs would train until its deadline: default to steps.
 	if r.Job.MaxSteps == nil && r.Job.Epochs == nil {

@@ -125,6 +125,18 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	if secret != nil {
 		rayPlacement = rayPlacement.WaitingFor(secret)
 	}
+	if g := bp.Run.Gate; g != nil {
+		// The Ray cluster and the run start only once the gate has passed; its Jobs hold the
+		// GPUs while they run and release them when done.
+		gate, err := workloads.NewGate(ctx, "gate", &workloads.GateComponentArgs{
+			NCCL: g.NCCL, Storage: g.Storage, Kubeconfig: cluster.Kubeconfig(gke.Cluster), Placement: rayPlacement,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("gate: %w", err)
+		}
+		rayPlacement = rayPlacement.WaitingFor(gate.Jobs...)
+		outputs["gateResults"] = gate.Results
+	}
 	training, err := deployRun(ctx, bp.Run, rayPlacement)
 	if err != nil {
 		return nil, err

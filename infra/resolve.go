@@ -185,6 +185,9 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		Mounts:             bp.Tokens.Mounts(),
 	}
 
+	if c.Gate.Enabled {
+		plan.Gate = resolveGate(c, bp)
+	}
 	var errs Errors
 	if plan.Mode.HasLongLivedCluster() {
 		plan.RayCluster = ray.RayClusterObject(c.Cluster.Name, WorkloadNamespace, ray.ClusterSpec(pods))
@@ -203,6 +206,24 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		}
 	}
 	return plan, errs.Err()
+}
+
+// resolveGate builds the post-deploy gate: GPU health and NCCL between two GPU nodes, and the
+// shared volume from a GPU node.
+func resolveGate(c *Config, bp *Blueprint) *GatePlan {
+	args := workloads.GateArgs{
+		Name: c.Cluster.Name + "-gate", Namespace: WorkloadNamespace,
+		GPUsPerNode:         bp.Hardware.GPUsPerNode,
+		MinBusBandwidthGBps: c.Gate.MinBusBandwidthGBps,
+		StorageMiB:          c.Gate.StorageGiB * 1024,
+		ExpectedMBps:        int(bp.Storage.WriteMBps),
+		NodeSelector:        bp.WorkerSelector,
+		NICs:                bp.NICs,
+		Storage:             bp.Storage.Volume,
+	}
+	// Two nodes show the RDMA path; more add time, not information. One node checks its GPUs.
+	args.NCCLNodes = min(c.GPU.Nodes, 2)
+	return &GatePlan{NCCL: workloads.NCCLGateJob(args), Storage: workloads.StorageGateJob(args)}
 }
 
 // resolveJob builds the RayJob of the run and its data preparation.

@@ -53,6 +53,19 @@ func one(t *testing.T, res *plan.Result, kind string) map[string]any {
 	return objs[0]
 }
 
+// prepJob is the run's data preparation Job (the gate's Jobs are Jobs too).
+func prepJob(t *testing.T, res *plan.Result) map[string]any {
+	t.Helper()
+	var preps []map[string]any
+	for _, job := range manifestsOf(res, "Job") {
+		if strings.HasSuffix(get(t, job, "metadata.name").(string), "-data-prep") {
+			preps = append(preps, job)
+		}
+	}
+	require.Len(t, preps, 1, "want exactly one data preparation Job")
+	return preps[0]
+}
+
 // clusterSpecOf is the RayCluster spec the run uses: the RayJob's own, or the long-lived one's.
 func clusterSpecOf(t *testing.T, res *plan.Result) map[string]any {
 	t.Helper()
@@ -113,7 +126,7 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 	assert.Nil(t, get(t, job, "spec.backoffLimit"), "clusterSelector excludes backoffLimit")
 	assert.Equal(t, "kubectl -n gke-rl port-forward service/verl-h200-head-svc 8265:8265  # then open http://localhost:8265", res.Outputs["rayDashboard"])
 
-	prep := one(t, res, "Job")
+	prep := prepJob(t, res)
 	script := get(t, prep, "spec.template.spec.containers.0.command.2").(string)
 	assert.Contains(t, script, "git clone --depth 1 --branch v0.6.0")
 	assert.Contains(t, script, "gsm8k.py --local_save_dir /data/datasets/gsm8k")
@@ -121,7 +134,7 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 	assert.Equal(t, "true", get(t, prep, "spec.template.metadata.annotations.gke-gcsfuse/volumes"))
 	assert.Equal(t, map[string]any{"cloud.google.com/gke-nodepool": "verl-h200-cpu"}, get(t, prep, "spec.template.spec.nodeSelector"))
 
-	rayJob, prepJob, rayCluster := res.OfType(rayJobType)[0], res.OfType(jobType)[0], res.OfType(rayClusterType)[0]
+	rayJob, prepJob, rayCluster := res.OfType(rayJobType)[0], res.Find(jobType, "grpo-data-prep"), res.OfType(rayClusterType)[0]
 	deps := res.DependencyClosure(rayJob)
 	assert.True(t, deps[prepJob.URN], "training starts after the data preparation")
 	assert.True(t, deps[rayCluster.URN], "and after its cluster")
@@ -132,12 +145,12 @@ func TestFrameworksSwapOnEitherStack(t *testing.T) {
 	verl := plantest.Plan(t, "b200-spot", "framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]")
 	assert.Contains(t, get(t, one(t, verl, "RayJob"), "spec.entrypoint"), "verl.trainer.main_ppo")
 	assert.Equal(t, "verlai/verl:vllm011.dev7", get(t, clusterSpecOf(t, verl), "workerGroupSpecs.0.template.spec.containers.0.image"))
-	assert.Len(t, manifestsOf(verl, "Job"), 1, "verl prepares its data")
+	prepJob(t, verl) // verl prepares its data
 
 	nemo := plantest.Plan(t, "h200-reserved", "framework=nemo-rl", "job.dataset=DeepScaler")
 	assert.Contains(t, get(t, one(t, nemo, "RayJob"), "spec.entrypoint"), "examples/run_grpo_math.py")
 	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, clusterSpecOf(t, nemo), "headGroupSpec.template.spec.containers.0.image"))
-	prep := get(t, one(t, nemo, "Job"), "spec.template.spec.containers.0")
+	prep := get(t, prepJob(t, nemo), "spec.template.spec.containers.0")
 	assert.Contains(t, get(t, prep, "command.2"), "DeepScaleR-Preview-Dataset", "NeMo RL's data is staged on CPU nodes too")
 	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, prep, "image"))
 }
@@ -180,7 +193,7 @@ func TestTokensReachPodsOnlyAsFiles(t *testing.T) {
 		pods := map[string]any{
 			"head":   get(t, spec, "headGroupSpec.template.spec"),
 			"worker": get(t, spec, "workerGroupSpecs.0.template.spec"),
-			"prep":   get(t, one(t, res, "Job"), "spec.template.spec"),
+			"prep":   get(t, prepJob(t, res), "spec.template.spec"),
 		}
 		for name, pod := range pods {
 			container := get(t, pod, "containers.0")

@@ -51,6 +51,7 @@ func validate(c *Config, errs *Errors) {
 	validateStorage(c, errs)
 	validateFramework(c, errs)
 	validateJob(c, errs)
+	validateGate(c.Gate, errs)
 }
 
 func validateLocation(c *Config, errs *Errors) {
@@ -416,4 +417,17 @@ func orUnset(s string) string {
 		return "the GPU zone"
 	}
 	return s
+}
+
+// validateGate checks `gate.*` whether or not the gate is on, so that turning it on later cannot
+// meet a value refused only then.
+func validateGate(g GateConfig, errs *Errors) {
+	// 2000 GB/s is above any GPU's NVLink bus bandwidth: a higher minimum could never pass.
+	if g.MinBusBandwidthGBps < 1 || g.MinBusBandwidthGBps > 2000 {
+		errs.Add("gate.minBusBandwidthGBps", "%d is out of range; allowed: 1 to 2000 GB/s", g.MinBusBandwidthGBps)
+	}
+	// The file is written to the shared volume: 1 TiB is more than a check needs.
+	if g.StorageGiB < 1 || g.StorageGiB > 1024 {
+		errs.Add("gate.storageGib", "%d is out of range; allowed: 1 to 1024 GiB", g.StorageGiB)
+	}
 }

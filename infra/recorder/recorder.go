@@ -24,6 +24,8 @@ const (
 	FakeProjectNumber = "123456789012"
 	FakeEndpoint      = "203.0.113.10"
 	FakeLustreIP      = "192.0.2.10"
+	// CommandOutputPlaceholder stands for what a command prints when it runs.
+	CommandOutputPlaceholder = "[printed when the command runs]"
 )
 
 // fakeProjectNumberInt is FakeProjectNumber as the number resources report.
@@ -325,6 +327,10 @@ func fakeState(typ, name string, inputs resource.PropertyMap, custom bool) (stri
 		set("email", email)
 		set("member", "serviceAccount:"+email)
 		return fmt.Sprintf("projects/%s/serviceAccounts/%s", project, email), state
+	case "command:local:Command":
+		// What a command prints is known only once it has run.
+		set("stdout", CommandOutputPlaceholder)
+		return resName, state
 	case "gcp:storage/bucket:Bucket":
 		set("url", "gs://"+resName)
 		state["projectNumber"] = resource.NewProperty(float64(fakeProjectNumberInt))

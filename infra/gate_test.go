@@ -1,0 +1,88 @@
+package infra_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+func gateJobs(res *plan.Result) []*plan.Resource {
+	var jobs []*plan.Resource
+	for _, name := range []string{"gate-nccl", "gate-storage"} {
+		if r := res.Find(jobType, name); r != nil {
+			jobs = append(jobs, r)
+		}
+	}
+	return jobs
+}
+
+// The gate runs where the nodes are there anyway (reserved, on-demand) and is opt-in where
+// they are paid for by the run (spot, flex-start), whose pools are empty until a run.
+func TestGateIsOnByDefaultOnlyOnStandingCapacity(t *testing.T) {
+	assert.Len(t, gateJobs(plantest.Plan(t, "h200-reserved")), 2)
+	assert.Empty(t, gateJobs(plantest.Plan(t, "b200-spot")))
+	assert.Len(t, gateJobs(plantest.Plan(t, "b200-spot", "gate.enabled=true")), 2)
+	off := plantest.Plan(t, "h200-reserved", "gate.enabled=false")
+	assert.Empty(t, gateJobs(off))
+	assert.NotContains(t, off.Outputs, "gateResults")
+}
+
+func TestRayWaitsForTheGate(t *testing.T) {
+	for _, stack := range []string{"h200-reserved", "b200-spot"} {
+		res := plantest.Plan(t, stack, "gate.enabled=true")
+		jobs := gateJobs(res)
+		require.Len(t, jobs, 2, stack)
+		for _, typ := range []string{rayJobType, rayClusterType} {
+			for _, r := range res.OfType(typ) {
+				deps := res.DependencyClosure(r)
+				for _, job := range jobs {
+					assert.True(t, deps[job.URN], "%s %s waits for %s", stack, typ, job.Name)
+				}
+			}
+		}
+		results := res.Find("command:local:Command", "gate-results")
+		require.NotNil(t, results, stack)
+		closure := res.DependencyClosure(results)
+		for _, job := range jobs {
+			assert.True(t, closure[job.URN], "%s results are collected after %s", stack, job.Name)
+		}
+		assert.Contains(t, res.Outputs, "gateResults")
+	}
+}
+
+func TestGateFollowsTheStack(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot", "gate.enabled=true", "gate.minBusBandwidthGBps=250", "gate.storageGib=16")
+	var nccl, storage map[string]any
+	for _, job := range manifestsOf(res, "Job") {
+		switch get(t, job, "metadata.name") {
+		case "ray-a4-gpu-spot-gate-nccl":
+			nccl = job
+		case "ray-a4-gpu-spot-gate-storage":
+			storage = job
+		}
+	}
+	require.NotNil(t, nccl)
+	require.NotNil(t, storage)
+	script := get(t, nccl, "spec.template.spec.containers.0.command.2").(string)
+	assert.Contains(t, script, "-v min=250")
+	assert.Contains(t, script, `"$count" -eq 8`, "an A4 node has 8 GPUs")
+	assert.EqualValues(t, 2, get(t, nccl, "spec.completions"), "two of the 8 nodes")
+	assert.Equal(t, get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.metadata.annotations"), get(t, nccl, "spec.template.metadata.annotations"), "the NCCL test uses the workers' NICs")
+	assert.Equal(t, get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.spec.nodeSelector"), get(t, nccl, "spec.template.spec.nodeSelector"))
+	assert.Contains(t, get(t, storage, "spec.template.spec.containers.0.command.2"), "mib=16384")
+	assert.Equal(t, "rl-shared", get(t, storage, "spec.template.spec.volumes.0.persistentVolumeClaim.claimName"))
+
+	single := plantest.Plan(t, "h200-reserved", "gpu.nodes=1", "gpu.minNodes=1")
+	checked := 0
+	for _, job := range manifestsOf(single, "Job") {
+		if get(t, job, "metadata.name") == "verl-h200-gate-nccl" {
+			assert.EqualValues(t, 1, get(t, job, "spec.completions"), "one node checks its own GPUs")
+			checked++
+		}
+	}
+	assert.Equal(t, 1, checked, "a single node still gets its GPU check")
+}

@@ -1,0 +1,136 @@
+package workloads_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+
+	"gke-rl/infra/gpunode"
+	"gke-rl/infra/kube"
+	"gke-rl/workloads"
+)
+
+func gateArgs(nodes int) workloads.GateArgs {
+	return workloads.GateArgs{
+		Name: "rl-gate", Namespace: "gke-rl", GPUsPerNode: 8, NCCLNodes: nodes,
+		MinBusBandwidthGBps: 100, StorageMiB: 4, ExpectedMBps: 1000,
+		NodeSelector: map[string]string{"cloud.google.com/gke-nodepool": "rl-gpu"},
+		Storage:      kube.SharedVolume{MountPath: "/data", ClaimName: "rl-shared", ServiceAccountName: "rl-storage"},
+	}
+}
+
+// gateNode fakes what a GPU node gives the NCCL gate: nvidia-smi with `gpus` GPUs and `ecc`
+// uncorrected errors, the diagnostic image's scripts (the NCCL test prints `busbw` as its
+// average), and a resolver that knows every host.
+type gateNode struct{ gpus, ecc, busbw string }
+
+// run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL), with the absolute paths of the image and the
+// node moved under a temporary directory.
+func (n gateNode) run(t *testing.T, job *batchv1.Job) (string, error) {
+	t.Helper()
+	root := t.TempDir()
+	write := func(path, body string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte("#!/bin/bash\n"+body), 0o755))
+	}
+	write("nvidia/bin/nvidia-smi", `case "$*" in
+  *query-gpu=index*) for i in $(seq 1 `+n.gpus+`); do echo $((i-1)); done ;;
+  *ecc.errors*) for i in $(seq 1 `+n.gpus+`); do echo 0; done; echo `+n.ecc+` ;;
+esac`)
+	write("scripts/container_entry.sh", "echo sshd started")
+	write("gib/scripts/set_nccl_env.sh", "export NCCL_NET=gIB")
+	write("gib/scripts/run_nccl_tests.sh", `echo "hosts: ${@: -2}"; echo "# Avg bus bandwidth    : `+n.busbw+`"`)
+	write("bin/getent", "exit 0")
+	script := job.Spec.Template.Spec.Containers[0].Command[2]
+	script = strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/nccl.log", root+"/nccl.log").Replace(script)
+	cmd := exec.Command("/bin/bash", "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestNCCLGatePassesAHealthyFastPair(t *testing.T) {
+	out, err := gateNode{gpus: "8", ecc: "0", busbw: "352.61"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "gate: GPU health on")
+	assert.Contains(t, out, ": 8 GPUs, 0 uncorrected ECC errors")
+	assert.Contains(t, out, "hosts: rl-gate-nccl-0.rl-gate-nccl rl-gate-nccl-1.rl-gate-nccl")
+	assert.Contains(t, out, "gate: NCCL all_gather over 2 nodes: average bus bandwidth 352.61 GB/s (minimum 100)")
+}
+
+func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
+	cases := map[string]struct {
+		node gateNode
+		want string
+	}{
+		"a slow interconnect, NCCL on TCP": {gateNode{gpus: "8", ecc: "0", busbw: "21.3"}, "gate: FAILED: NCCL is below the minimum"},
+		"a missing GPU":                    {gateNode{gpus: "7", ecc: "0", busbw: "352"}, "gate: FAILED: GPU health"},
+		"an uncorrected ECC error":         {gateNode{gpus: "8", ecc: "2", busbw: "352"}, "gate: FAILED: GPU health"},
+		"no figure from NCCL":              {gateNode{gpus: "8", ecc: "0", busbw: ""}, "gate: FAILED: NCCL is below the minimum"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := tc.node.run(t, workloads.NCCLGateJob(gateArgs(2)))
+			require.Error(t, err, out)
+			assert.Contains(t, out, tc.want)
+		})
+	}
+}
+
+func TestNCCLGateThresholdIsTheConfiguredOne(t *testing.T) {
+	args := gateArgs(2)
+	args.MinBusBandwidthGBps = 400
+	out, err := gateNode{gpus: "8", ecc: "0", busbw: "352.61"}.run(t, workloads.NCCLGateJob(args))
+	require.Error(t, err, out)
+	assert.Contains(t, out, "(minimum 400)")
+}
+
+func TestNCCLGateOnOneNodeChecksItsGPUsOnly(t *testing.T) {
+	job := workloads.NCCLGateJob(gateArgs(1))
+	assert.Equal(t, int32(1), *job.Spec.Completions)
+	out, err := gateNode{gpus: "8", ecc: "0", busbw: "0"}.run(t, job)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "gate: NCCL all_gather skipped: one GPU node")
+	assert.NotContains(t, out, "hosts:")
+}
+
+// The NCCL test's hosts are the Indexed Job's pods, named <job>-<index> in the headless
+// Service's subdomain; the Job is done when index 0 is, which stops the others.
+func TestNCCLGateJobShape(t *testing.T) {
+	job := workloads.NCCLGateJob(gateArgs(2))
+	pod := job.Spec.Template.Spec
+	assert.Equal(t, batchv1.IndexedCompletion, *job.Spec.CompletionMode)
+	assert.Equal(t, int32(2), *job.Spec.Parallelism)
+	assert.Equal(t, int32(0), *job.Spec.BackoffLimit, "a failed check is not retried into a pass")
+	assert.Equal(t, "0", *job.Spec.SuccessPolicy.Rules[0].SucceededIndexes)
+	assert.Equal(t, job.Name, pod.Subdomain)
+	assert.Equal(t, "8", pod.Containers[0].Resources.Limits.Name(gpunode.GPUResource, "").String(), "every GPU of the node")
+	assert.Equal(t, []string{"nvidia.com/gpu"}, []string{pod.Tolerations[0].Key})
+}
+
+func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
+	dir := t.TempDir()
+	args := gateArgs(2)
+	args.Storage.MountPath = dir
+	job := workloads.StorageGateJob(args)
+	out, err := exec.Command("/bin/bash", "-c", job.Spec.Template.Spec.Containers[0].Command[2]).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Regexp(t, `^gate: shared volume from one GPU node: write \d+ MB/s, read \d+ MB/s \(the storage aggregate: 1000 MB/s\)\n$`, string(out))
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the test file is removed")
+
+	require.NoError(t, os.Chmod(dir, 0o555))
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+	if os.Geteuid() != 0 {
+		_, err = exec.Command("/bin/bash", "-c", job.Spec.Template.Spec.Containers[0].Command[2]).CombinedOutput()
+		assert.Error(t, err, "an I/O error fails the gate")
+	}
+	assert.Equal(t, "rl-storage", job.Spec.Template.Spec.ServiceAccountName)
+}
