@@ -8,6 +8,7 @@ import (
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/kube"
+	"gke-rl/infra/monitoring"
 	"gke-rl/network"
 	"gke-rl/storage"
 	"gke-rl/workloads"
@@ -34,6 +35,8 @@ type Blueprint struct {
 	Storage                      StoragePlan
 	Run                          RunPlan
 	Tokens                       workloads.Tokens
+	// Monitoring is the dashboard's and the alerts' values, nil when monitoring is off.
+	Monitoring *monitoring.Args
 	// Checkpoint is the time one checkpoint takes to write, nil when the model size is unknown.
 	Checkpoint *CheckpointEstimate
 	// Warnings are worth a look but do not stop the deployment.

@@ -29,6 +29,7 @@ const (
 	KeyRay         = "ray"
 	KeyJob         = "job"
 	KeyGate        = "gate"
+	KeyMonitoring  = "monitoring"
 	KeyHFToken     = "hfToken"
 	KeyWandbAPIKey = "wandbApiKey"
 
@@ -43,15 +44,16 @@ type Config struct {
 	Project string
 	Region  string
 	// Zone is where the GPU nodes, the Lustre instance and the RoCE network profile live.
-	Zone      string
-	Cluster   ClusterConfig
-	Network   NetworkConfig
-	GPU       GPUConfig
-	Storage   StorageConfig
-	Framework kinds.Framework
-	Ray       RayConfig
-	Job       JobConfig
-	Gate      GateConfig
+	Zone       string
+	Cluster    ClusterConfig
+	Network    NetworkConfig
+	GPU        GPUConfig
+	Storage    StorageConfig
+	Framework  kinds.Framework
+	Ray        RayConfig
+	Job        JobConfig
+	Gate       GateConfig
+	Monitoring MonitoringConfig
 	// HFToken and WandbAPIKey are optional secrets; they never leave Pulumi's secret outputs.
 	HFToken     Secret
 	WandbAPIKey Secret
@@ -163,6 +165,14 @@ type GateConfig struct {
 	StorageGiB int `json:"storageGib"`
 }
 
+// MonitoringConfig is `monitoring.*`: the dashboard and the alert policies.
+type MonitoringConfig struct {
+	Enabled bool `json:"enabled"`
+	// NotificationChannels are Cloud Monitoring channels, projects/<p>/notificationChannels/<id>,
+	// that receive the alerts.
+	NotificationChannels []string `json:"notificationChannels"`
+}
+
 // Secret is an optional secret config value. It prints as "[secret]" so that it cannot leak
 // through a log line or an error message; its value is reachable only as a secret Output.
 type Secret struct {
@@ -206,6 +216,7 @@ func LoadConfig(ctx *pulumi.Context, presentKeys []string) (*Config, error) {
 	decodeIfSet(own, KeyRay, &raw.Ray, &errs)
 	decodeIfSet(own, KeyJob, &raw.Job, &errs)
 	decodeIfSet(own, KeyGate, &raw.Gate, &errs)
+	decodeIfSet(own, KeyMonitoring, &raw.Monitoring, &errs)
 
 	cfg.HFToken = loadSecret(ctx, own, KeyHFToken, &errs)
 	cfg.WandbAPIKey = loadSecret(ctx, own, KeyWandbAPIKey, &errs)
@@ -243,7 +254,7 @@ func loadSecret(ctx *pulumi.Context, own *config.Config, key string, errs *Error
 
 // knownTopLevelKeys are the keys of the gke-rl namespace.
 var knownTopLevelKeys = []string{
-	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyGate, KeyHFToken, KeyWandbAPIKey,
+	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyGate, KeyMonitoring, KeyHFToken, KeyWandbAPIKey,
 }
 
 func checkTopLevelKeys(present []string, errs *Errors) {

@@ -120,6 +120,8 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"a gate minimum no GPU reaches is refused", "h200-reserved", []string{"gate.minBusBandwidthGBps=5000"}, "gate.minBusBandwidthGBps", "1 to 2000 GB/s"},
 		{"a zero-byte storage check is refused", "h200-reserved", []string{"gate.storageGib=0"}, "gate.storageGib", "1 to 1024 GiB"},
 		{"an unknown gate key is refused", "h200-reserved", []string{"gate.nodes=4"}, "gate.nodes", "gate takes enabled, minBusBandwidthGBps, storageGib"},
+		{"a notification channel that is not a channel name is refused", "b200-spot", []string{"monitoring.notificationChannels[0]=ops@example.com"}, "monitoring.notificationChannels[0]", "projects/<project>/notificationChannels/<number>"},
+		{"channels without the alerts are refused", "b200-spot", []string{"monitoring.enabled=false", "monitoring.notificationChannels[0]=projects/acme/notificationChannels/1"}, "monitoring.notificationChannels[0]", "only with the alerts on"},
 		{"a negative retry count is refused", "b200-spot", []string{"job.backoffLimit=-1"}, "job.backoffLimit", "0 or more"},
 		{"a negative deadline is refused", "b200-spot", []string{"job.activeDeadlineSeconds=-5"}, "job.activeDeadlineSeconds", "0 (no deadline)"},
 		{"an unknown top-level key is refused", "b200-spot", []string{"gpus=8"}, "gpus", "namespace takes"},

@@ -58,6 +58,10 @@ type rawConfig struct {
 		MinBusBandwidthGBps *int  `json:"minBusBandwidthGBps"`
 		StorageGiB          *int  `json:"storageGib"`
 	}
+	Monitoring struct {
+		Enabled              *bool    `json:"enabled"`
+		NotificationChannels []string `json:"notificationChannels"`
+	}
 	Ray struct {
 		Version *string `json:"version"`
 		Image   *string `json:"image"`
@@ -209,6 +213,10 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Recipe:                orNonEmpty(r.Job.Recipe, workloads.DefaultNeMoRLRecipe),
 		BackoffLimit:          or(r.Job.BackoffLimit, DefaultBackoffLimit),
 		ActiveDeadlineSeconds: or(r.Job.ActiveDeadlineSeconds, 0),
+	}
+	c.Monitoring = MonitoringConfig{
+		Enabled:              or(r.Monitoring.Enabled, true),
+		NotificationChannels: r.Monitoring.NotificationChannels,
 	}
 	c.Gate = GateConfig{
 		Enabled:             or(r.Gate.Enabled, !c.GPU.Provisioning.Preemptible()),

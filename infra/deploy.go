@@ -16,6 +16,7 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/kube"
+	"gke-rl/infra/monitoring"
 	"gke-rl/network"
 	"gke-rl/ray"
 	"gke-rl/storage"
@@ -114,7 +115,16 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		"gvnicNetwork": networks.GVNICNetwork.SelfLink,
 		"rdmaNetwork":  networks.RDMANetwork.SelfLink,
 		"namespace":    gke.Namespace.Metadata.Name().Elem(),
+		// The Ray add-on's logging sends the Ray pods' logs to Cloud Logging.
+		"rayLogs": pulumi.String(monitoring.LogsExplorerURL(bp.Project, monitoring.RayLogsFilter(bp.Cluster.Name, WorkloadNamespace))),
 	})
+	if bp.Monitoring != nil {
+		mon, err := monitoring.New(ctx, "monitoring", *bp.Monitoring)
+		if err != nil {
+			return nil, fmt.Errorf("monitoring: %w", err)
+		}
+		outputs["dashboardUrl"] = mon.DashboardURL
+	}
 
 	// Ray objects wait for what their pods use: the claim, the network objects and the Secret.
 	secret, err := workloads.NewTokensSecret(ctx, "tokens", bp.Tokens, inCluster)

@@ -12,6 +12,7 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kinds"
+	"gke-rl/infra/monitoring"
 	"gke-rl/network"
 	"gke-rl/ray"
 	"gke-rl/storage"
@@ -60,6 +61,14 @@ func Resolve(c *Config) (*Blueprint, error) {
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
 	bp.Storage = resolveStorage(c, bp.Hardware)
 	bp.Warnings = warnings(c, bp.Checkpoint)
+	if c.Monitoring.Enabled {
+		bp.Monitoring = &monitoring.Args{
+			Project: c.Project, Cluster: c.Cluster.Name, Namespace: WorkloadNamespace,
+			GPUsPerNode:          hw.GPUsPerNode,
+			Spot:                 c.GPU.Provisioning == kinds.Spot,
+			NotificationChannels: c.Monitoring.NotificationChannels,
+		}
+	}
 	if bp.Run, err = resolveRun(c, bp); err != nil {
 		return nil, err
 	}

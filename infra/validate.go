@@ -52,6 +52,7 @@ func validate(c *Config, errs *Errors) {
 	validateFramework(c, errs)
 	validateJob(c, errs)
 	validateGate(c.Gate, errs)
+	validateMonitoring(c, errs)
 }
 
 func validateLocation(c *Config, errs *Errors) {
@@ -429,5 +430,20 @@ func validateGate(g GateConfig, errs *Errors) {
 	// The file is written to the shared volume: 1 TiB is more than a check needs.
 	if g.StorageGiB < 1 || g.StorageGiB > 1024 {
 		errs.Add("gate.storageGib", "%d is out of range; allowed: 1 to 1024 GiB", g.StorageGiB)
+	}
+}
+
+// notificationChannelName is a Cloud Monitoring notification channel's resource name.
+var notificationChannelName = regexp.MustCompile(`^projects/[a-z0-9:.-]+/notificationChannels/[0-9]+$`)
+
+func validateMonitoring(c *Config, errs *Errors) {
+	for i, ch := range c.Monitoring.NotificationChannels {
+		key := fmt.Sprintf("monitoring.notificationChannels[%d]", i)
+		switch {
+		case !notificationChannelName.MatchString(ch):
+			errs.Add(key, "%s is not a notification channel; allowed: projects/<project>/notificationChannels/<number> (gcloud beta monitoring channels list --format='value(name)')", quote(ch))
+		case !c.Monitoring.Enabled:
+			errs.Add(key, "is set while monitoring.enabled is false; allowed: channels only with the alerts on")
+		}
 	}
 }

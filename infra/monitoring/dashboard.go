@@ -1,0 +1,161 @@
+// Package monitoring builds what a user looks at while a run goes: a Cloud Monitoring dashboard
+// and alert policies. The builders here are pure (strings and JSON from the stack's values);
+// component.go registers them.
+package monitoring
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Args are the stack's values the dashboard and the alerts filter on.
+type Args struct {
+	// Project holds the cluster; Cluster is its name; Namespace holds the Ray objects.
+	Project, Cluster, Namespace string
+	// GPUsPerNode turns a count of GPUs into a count of nodes.
+	GPUsPerNode int
+	// Spot is true on spot capacity, where Compute Engine reclaims nodes.
+	Spot bool
+	// NotificationChannels receive the alerts (none: the alerts show in the console only).
+	NotificationChannels []string
+}
+
+// The dashboard's JSON follows projects.dashboards of the Monitoring API v1. Every field is
+// omitted when empty: the API drops empty fields, and the provider's diff (DiffSuppressFunc
+// monitoringDashboardDiffSuppress, terraform-provider-google-beta v6.49.2
+// services/monitoring/resource_monitoring_dashboard.go) only ignores fields the API adds, so a
+// zero written here would show as a change on every `pulumi up`.
+type dashboard struct {
+	DisplayName  string       `json:"displayName"`
+	MosaicLayout mosaicLayout `json:"mosaicLayout"`
+}
+
+type mosaicLayout struct {
+	Columns int    `json:"columns"`
+	Tiles   []tile `json:"tiles"`
+}
+
+type tile struct {
+	XPos   int    `json:"xPos,omitempty"`
+	YPos   int    `json:"yPos,omitempty"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+	Widget widget `json:"widget"`
+}
+
+type widget struct {
+	Title     string     `json:"title"`
+	XYChart   *xyChart   `json:"xyChart,omitempty"`
+	LogsPanel *logsPanel `json:"logsPanel,omitempty"`
+	Text      *text      `json:"text,omitempty"`
+}
+
+type xyChart struct {
+	DataSets []dataSet `json:"dataSets"`
+	YAxis    *axis     `json:"yAxis,omitempty"`
+}
+
+type dataSet struct {
+	TimeSeriesQuery timeSeriesQuery `json:"timeSeriesQuery"`
+	PlotType        string          `json:"plotType"`
+	LegendTemplate  string          `json:"legendTemplate,omitempty"`
+}
+
+type timeSeriesQuery struct {
+	PrometheusQuery string `json:"prometheusQuery"`
+}
+
+type axis struct {
+	Label string `json:"label,omitempty"`
+	Scale string `json:"scale"`
+}
+
+// logsPanel has no resourceNames: empty is the dashboard's own project, and a project ID
+// written there could come back as a project number, a change on every `pulumi up`.
+type logsPanel struct {
+	Filter string `json:"filter"`
+}
+
+type text struct {
+	Content string `json:"content"`
+	Format  string `json:"format"`
+}
+
+// dcgm is a PromQL selector of one of the DCGM metrics that GKE's managed DCGM collection
+// (monitoringConfig DCGM, Managed Service for Prometheus) exports for this cluster.
+func dcgm(metric, cluster string) string {
+	return fmt.Sprintf(`%s{cluster=%q}`, metric, cluster)
+}
+
+// DashboardJSON is the run's dashboard: the GPUs (utilisation, memory, how many report), the
+// spot preemptions, the run's outcome and the Ray pods' logs.
+func DashboardJSON(a Args) (string, error) {
+	util := dcgm("DCGM_FI_DEV_GPU_UTIL", a.Cluster)
+	used, free := dcgm("DCGM_FI_DEV_FB_USED", a.Cluster), dcgm("DCGM_FI_DEV_FB_FREE", a.Cluster)
+	line := func(query, legend string) dataSet {
+		return dataSet{TimeSeriesQuery: timeSeriesQuery{PrometheusQuery: query}, PlotType: "LINE", LegendTemplate: legend}
+	}
+	tiles := []tile{
+		{Width: 24, Height: 16, Widget: widget{Title: "GPU utilisation (%): mean and lowest GPU", XYChart: &xyChart{
+			DataSets: []dataSet{line("avg("+util+")", "mean"), line("min("+util+")", "lowest")},
+			YAxis:    &axis{Label: "%", Scale: "LINEAR"},
+		}}},
+		{XPos: 24, Width: 24, Height: 16, Widget: widget{Title: "GPU memory in use (%)", XYChart: &xyChart{
+			DataSets: []dataSet{line(fmt.Sprintf("100 * sum(%s) / (sum(%s) + sum(%s))", used, used, free), "all GPUs")},
+			YAxis:    &axis{Label: "%", Scale: "LINEAR"},
+		}}},
+		{YPos: 16, Width: 24, Height: 16, Widget: widget{Title: fmt.Sprintf("GPU nodes reporting (GPUs / %d)", a.GPUsPerNode), XYChart: &xyChart{
+			DataSets: []dataSet{line(fmt.Sprintf("count(%s) / %d", util, a.GPUsPerNode), "nodes")},
+			YAxis:    &axis{Label: "nodes", Scale: "LINEAR"},
+		}}},
+		{XPos: 24, YPos: 16, Width: 24, Height: 16, Widget: widget{Title: "Run outcome (the RayJob submitter's last lines)", LogsPanel: &logsPanel{
+			Filter: RunOutcomeFilter(a.Cluster, a.Namespace),
+		}}},
+		{YPos: 32, Width: 24, Height: 16, Widget: widget{Title: "Spot preemptions (Compute Engine)", LogsPanel: &logsPanel{
+			Filter: PreemptionFilter(),
+		}}},
+		{XPos: 24, YPos: 32, Width: 24, Height: 16, Widget: widget{Title: "Ray pods: warnings and errors", LogsPanel: &logsPanel{
+			Filter: RayLogsFilter(a.Cluster, a.Namespace) + "\nseverity>=WARNING",
+		}}},
+		{YPos: 48, Width: 48, Height: 8, Widget: widget{Title: "Storage", Text: &text{Format: "MARKDOWN", Content: "" +
+			"Managed Lustre shows its throughput and capacity on the instance's **Monitoring** tab " +
+			"(console: Managed Lustre → the instance). The gate's storage figures: `pulumi stack output gateResults`."}}},
+	}
+	b, err := json.Marshal(dashboard{
+		DisplayName:  "gke-rl " + a.Cluster,
+		MosaicLayout: mosaicLayout{Columns: 48, Tiles: tiles},
+	})
+	return string(b), err
+}
+
+// RayLogsFilter selects the logs of every container of the run's namespace in this cluster: the
+// Ray head and workers (the Ray add-on's logging collects them), the submitter and the Jobs.
+func RayLogsFilter(cluster, namespace string) string {
+	return fmt.Sprintf("resource.type=\"k8s_container\"\nresource.labels.cluster_name=%q\nresource.labels.namespace_name=%q", cluster, namespace)
+}
+
+// RunOutcomeFilter selects the line the RayJob's submitter prints when the Ray job ends: `ray job
+// submit` follows the job's logs, then logs "Job '<id>' succeeded", "failed" or "was stopped"
+// (Ray's dashboard/modules/job/cli.py, _log_job_status). The submitter's container is KubeRay's
+// default, "ray-job-submitter" (ray-operator v1.5.0 controllers/ray/utils/constant.go).
+func RunOutcomeFilter(cluster, namespace string) string {
+	return RayLogsFilter(cluster, namespace) + "\nresource.labels.container_name=\"ray-job-submitter\"\ntextPayload=~\"Job '.*' (succeeded|failed|was stopped)\""
+}
+
+// RunFailedFilter selects a failed Ray job attempt's line: on spot, each preempted attempt too.
+func RunFailedFilter(cluster, namespace string) string {
+	return RayLogsFilter(cluster, namespace) + "\nresource.labels.container_name=\"ray-job-submitter\"\ntextPayload=~\"Job '.*' failed\""
+}
+
+// PreemptionFilter selects Compute Engine's system event for a reclaimed spot or preemptible
+// VM: the operation type compute.instances.preempted.
+func PreemptionFilter() string {
+	return "resource.type=\"gce_instance\"\nprotoPayload.methodName=\"compute.instances.preempted\""
+}
+
+// LogsExplorerURL opens a query in the console's Logs Explorer.
+func LogsExplorerURL(project, filter string) string {
+	return "https://console.cloud.google.com/logs/query;query=" + strings.ReplaceAll(url.PathEscape(filter), ";", "%3B") + "?project=" + url.QueryEscape(project)
+}

@@ -1,0 +1,118 @@
+package monitoring_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/monitoring"
+)
+
+func args() monitoring.Args {
+	return monitoring.Args{Project: "acme-rl", Cluster: "rl", Namespace: "gke-rl", GPUsPerNode: 8, Spot: true}
+}
+
+type tile struct {
+	XPos, YPos, Width, Height int
+	Widget                    map[string]any
+}
+
+func tiles(t *testing.T) (raw string, out []tile) {
+	t.Helper()
+	raw, err := monitoring.DashboardJSON(args())
+	require.NoError(t, err)
+	var d struct {
+		MosaicLayout struct {
+			Columns int
+			Tiles   []tile
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw), &d))
+	require.Equal(t, 48, d.MosaicLayout.Columns)
+	return raw, d.MosaicLayout.Tiles
+}
+
+// The API drops fields at their zero value; the provider ignores only the fields the API adds.
+// A zero written in the dashboard would be a change on every `pulumi up`.
+func TestDashboardWritesNoZeroField(t *testing.T) {
+	raw, _ := tiles(t)
+	for _, zero := range []string{`:0,`, `:0}`, `:""`, `:null`, `:[]`, `:{}`} {
+		assert.NotContains(t, raw, zero)
+	}
+}
+
+func TestDashboardTilesFitAndDoNotOverlap(t *testing.T) {
+	_, ts := tiles(t)
+	require.NotEmpty(t, ts)
+	cells := map[[2]int]string{}
+	for _, tl := range ts {
+		title := tl.Widget["title"].(string)
+		assert.LessOrEqual(t, tl.XPos+tl.Width, 48, title)
+		for x := tl.XPos; x < tl.XPos+tl.Width; x++ {
+			for y := tl.YPos; y < tl.YPos+tl.Height; y++ {
+				other, taken := cells[[2]int{x, y}]
+				require.False(t, taken, "%q overlaps %q", title, other)
+				cells[[2]int{x, y}] = title
+			}
+		}
+	}
+}
+
+func TestDashboardQueriesAreThisClusters(t *testing.T) {
+	raw, ts := tiles(t)
+	queries := regexp.MustCompile(`"prometheusQuery":"((?:[^"\\]|\\.)*)"`).FindAllStringSubmatch(raw, -1)
+	require.Len(t, queries, 4)
+	for _, q := range queries {
+		var query string
+		require.NoError(t, json.Unmarshal([]byte(`"`+q[1]+`"`), &query))
+		for _, sel := range regexp.MustCompile(`DCGM_FI_DEV_\w+(\{[^}]*\})?`).FindAllStringSubmatch(query, -1) {
+			assert.Equal(t, `{cluster="rl"}`, sel[1], "every series is the cluster's: %s", query)
+		}
+	}
+	assert.Contains(t, raw, `count(DCGM_FI_DEV_GPU_UTIL{cluster=\"rl\"}) / 8`, "GPUs counted as nodes")
+	var logs []string
+	for _, tl := range ts {
+		if panel, ok := tl.Widget["logsPanel"].(map[string]any); ok {
+			logs = append(logs, panel["filter"].(string))
+		}
+	}
+	assert.Contains(t, logs, monitoring.PreemptionFilter())
+	assert.Contains(t, logs, monitoring.RunOutcomeFilter("rl", "gke-rl"))
+}
+
+// Cloud Logging's =~ is RE2, as Go's regexp: the lines below are what Ray's `ray job submit`
+// logs when the job ends (dashboard/modules/job/cli.py, _log_job_status).
+func TestRunFiltersMatchTheSubmittersLastLine(t *testing.T) {
+	pattern := func(filter string) *regexp.Regexp {
+		m := regexp.MustCompile(`textPayload=~"(.*)"`).FindStringSubmatch(filter)
+		require.NotNil(t, m, filter)
+		return regexp.MustCompile(m[1])
+	}
+	failed, outcome := pattern(monitoring.RunFailedFilter("rl", "gke-rl")), pattern(monitoring.RunOutcomeFilter("rl", "gke-rl"))
+	for line, isFailure := range map[string]bool{
+		"Job 'rl-grpo-x7k2p' failed":                                        true,
+		"-------------------------\nJob 'rl-grpo-x7k2p' succeeded\n-------": false,
+		"Job 'rl-grpo-x7k2p' was stopped":                                   false,
+		"Tailing logs until the job exits":                                  false,
+	} {
+		assert.Equal(t, isFailure, failed.MatchString(line), line)
+		assert.Equal(t, !strings.HasPrefix(line, "Tailing"), outcome.MatchString(line), line)
+	}
+	assert.Contains(t, monitoring.RunFailedFilter("rl", "gke-rl"), `resource.labels.container_name="ray-job-submitter"`)
+	assert.Contains(t, monitoring.RunFailedFilter("rl", "gke-rl"), `resource.labels.cluster_name="rl"`)
+}
+
+func TestLogsExplorerURLCarriesTheQuery(t *testing.T) {
+	filter := monitoring.RayLogsFilter("rl", "gke-rl")
+	u, err := url.Parse(monitoring.LogsExplorerURL("acme-rl", filter))
+	require.NoError(t, err)
+	assert.Equal(t, "acme-rl", u.Query().Get("project"))
+	query, ok := strings.CutPrefix(u.Path, "/logs/query;query=")
+	require.True(t, ok, u.Path)
+	assert.Equal(t, filter, query)
+}
