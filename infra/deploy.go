@@ -135,6 +135,12 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	if secret != nil {
 		rayPlacement = rayPlacement.WaitingFor(secret)
 	}
+	// The heads start behind their NetworkPolicy.
+	headPolicy, err := kube.NewObject(ctx, "ray-head-ingress", ray.HeadIngressPolicy(WorkloadNamespace), inCluster.Namespaced()...)
+	if err != nil {
+		return nil, fmt.Errorf("ray head policy: %w", err)
+	}
+	rayPlacement = rayPlacement.WaitingFor(headPolicy)
 	if g := bp.Run.Gate; g != nil {
 		// The Ray cluster and the run start only once the gate has passed; its Jobs hold the
 		// GPUs while they run and release them when done.

@@ -228,6 +228,7 @@ func TestRayObjectsWaitForWhatTheyUseOnly(t *testing.T) {
 				deps := res.DependencyClosure(r)
 				assert.True(t, deps[res.OfType(pvcType)[0].URN], "%s %s waits for the claim", stack, typ)
 				assert.True(t, deps[res.Find("kubernetes:core/v1:Namespace", "cluster-workloads").URN], "%s %s waits for its namespace", stack, typ)
+				assert.True(t, deps[res.Find("kubernetes:networking.k8s.io/v1:NetworkPolicy", "ray-head-ingress").URN], "%s %s starts behind the head's policy", stack, typ)
 				for _, access := range append(res.OfType("kubernetes:core/v1:ServiceAccount"), res.OfType("gcp:storage/bucketIAMMember:BucketIAMMember")...) {
 					assert.True(t, deps[access.URN], "%s %s waits for the storage access %s", stack, typ, access.Name)
 				}
