@@ -46,6 +46,8 @@ func TestRayWaitsForTheGate(t *testing.T) {
 		}
 		results := res.Find("command:local:Command", "gate-results")
 		require.NotNil(t, results, stack)
+		triggers, _ := plan.LookupInput(results, "triggers")
+		assert.Len(t, triggers, 2, "%s results are collected again when a gate Job is replaced (its uid)", stack)
 		closure := res.DependencyClosure(results)
 		for _, job := range jobs {
 			assert.True(t, closure[job.URN], "%s results are collected after %s", stack, job.Name)

@@ -54,6 +54,8 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 	kids := naming.Children{Component: name, Parent: g}
 	p := args.Placement
 	var jobNames []string
+	// uids change when a Job is replaced: the results are then collected again.
+	var uids pulumi.Array
 	if args.NCCL != nil {
 		svcName, svcOpts := kids.Of("nccl-service", "")
 		svc, err := corev1.NewService(ctx, svcName, &corev1.ServiceArgs{
@@ -74,6 +76,7 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 		}
 		g.Jobs = append(g.Jobs, job)
 		jobNames = append(jobNames, args.NCCL.Name)
+		uids = append(uids, job.Metadata.Uid())
 	}
 	storageName, storageOpts := kids.Of("storage", "", lifecycle.Options(lifecycle.JobType)...)
 	storageJob, err := kube.NewObject(ctx, storageName, args.Storage, p.Namespaced(storageOpts...)...)
@@ -82,11 +85,13 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 	}
 	g.Jobs = append(g.Jobs, storageJob)
 	jobNames = append(jobNames, args.Storage.Name)
+	uids = append(uids, storageJob.Metadata.Uid())
 
 	resultsName, resultsOpts := kids.Of("results", "", pulumi.DependsOn(slices.Clone(g.Jobs)))
 	results, err := local.NewCommand(ctx, resultsName, &local.CommandArgs{
 		Create:      pulumi.String(collectResults),
 		Interpreter: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("-c")},
+		Triggers:    uids,
 		Environment: pulumi.StringMap{
 			"KUBECONFIG_DATA": args.Kubeconfig,
 			"NAMESPACE":       pulumi.String(p.Namespace),
