@@ -66,6 +66,9 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 			AlertStrategy: &gcpmonitoring.AlertPolicyAlertStrategyArgs{
 				NotificationRateLimit: &gcpmonitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs{Period: pulumi.String(alertRateLimit)},
 				AutoClose:             pulumi.String(alertAutoClose),
+				// Written out although it is the API's default: the provider does not treat the
+				// field as computed, so a default filled in by the API would be a diff.
+				NotificationPrompts: pulumi.StringArray{pulumi.String("OPENED")},
 			},
 			Documentation:        &gcpmonitoring.AlertPolicyDocumentationArgs{Content: pulumi.String(alert.doc), MimeType: pulumi.String("text/markdown")},
 			NotificationChannels: channels,
