@@ -42,9 +42,13 @@ type GateArgs struct {
 	Storage      kube.SharedVolume
 }
 
-// ncclGateScript checks the node's GPUs on every pod, then, on index 0 and with two nodes or more, runs NCCL's all_gather
-// across the pods with the gIB plugin over the RDMA NICs and fails below the minimum average bus
-// bandwidth. The other pods serve MPI until index 0 is done (the Job's success policy).
+// ncclGateScript checks the node's GPUs on every pod, then, on index 0 and with two nodes or
+// more, runs NCCL's all_gather across the pods with the gIB plugin over the RDMA NICs and fails
+// below the minimum average bus bandwidth. The other pods serve MPI over ssh until index 0 is
+// done (the Job's success policy then stops them). Index 0 first waits, for up to five minutes,
+// until every pod's sshd (port 222) answers, as container-engine-accelerators'
+// gpudirect-rdma/nccl-test-a4x-max-jobset.yaml does: a pod resolves in DNS before its GPU check
+// has finished and its sshd has started.
 func ncclGateScript(a GateArgs) string {
 	hosts := ""
 	for i := 0; i < a.NCCLNodes; i++ {
@@ -60,7 +64,10 @@ echo "` + GateResultPrefix + ` NCCL all_gather skipped: one GPU node, no network
 source /usr/local/gib/scripts/set_nccl_env.sh
 if [ "$JOB_COMPLETION_INDEX" != 0 ]; then sleep infinity; fi
 for host in` + hosts + `; do
-  until getent hosts "$host" >/dev/null; do echo "waiting for $host"; sleep 5; done
+  for attempt in $(seq 1 "${ATTEMPTS:-60}"); do
+    ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 "$host" true 2>/dev/null && break
+    echo "waiting for $host's sshd ($attempt)"; sleep "${RETRY_SECONDS:-5}"
+  done
 done
 /usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1K -e 8G` + hosts + ` | tee /tmp/nccl.log
 bw=$(awk '/Avg bus bandwidth/ && $NF ~ /^[0-9]+(\.[0-9]+)?$/ {print $NF}' /tmp/nccl.log)

@@ -27,8 +27,8 @@ func gateArgs(nodes int) workloads.GateArgs {
 
 // gateNode fakes what a GPU node gives the NCCL gate: nvidia-smi with `gpus` GPUs and `ecc`
 // uncorrected errors, the diagnostic image's scripts (the NCCL test prints `busbw` as its
-// average), and a resolver that knows every host.
-type gateNode struct{ gpus, ecc, busbw string }
+// average), and ssh (`ssh` is its script; empty: every peer answers).
+type gateNode struct{ gpus, ecc, busbw, ssh string }
 
 // run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL), with the absolute paths of the image and the
 // node moved under a temporary directory.
@@ -46,11 +46,11 @@ esac`)
 	write("scripts/container_entry.sh", "echo sshd started")
 	write("gib/scripts/set_nccl_env.sh", "export NCCL_NET=gIB")
 	write("gib/scripts/run_nccl_tests.sh", `echo "hosts: ${@: -2}"; echo "# Avg bus bandwidth    : `+n.busbw+`"`)
-	write("bin/getent", "exit 0")
+	write("bin/ssh", n.ssh)
 	script := job.Spec.Template.Spec.Containers[0].Command[2]
 	script = strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/nccl.log", root+"/nccl.log").Replace(script)
 	cmd := exec.Command("/bin/bash", "-c", script)
-	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0")
+	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0", "ATTEMPTS=3", "RETRY_SECONDS=0")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -81,6 +81,15 @@ func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 			assert.Contains(t, out, tc.want)
 		})
 	}
+}
+
+// A peer whose sshd never answers is waited for a bounded time; the NCCL test then reports it.
+func TestNCCLGateWaitsForItsPeersSSHD(t *testing.T) {
+	out, err := gateNode{gpus: "8", ecc: "0", busbw: "352.61", ssh: `echo "ssh $*"; exit 255`}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	require.NoError(t, err, out)
+	assert.Equal(t, 3, strings.Count(out, "waiting for rl-gate-nccl-1.rl-gate-nccl's sshd"), out)
+	assert.Contains(t, out, "ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 rl-gate-nccl-1.rl-gate-nccl true")
+	assert.Contains(t, out, "average bus bandwidth 352.61 GB/s")
 }
 
 func TestNCCLGateThresholdIsTheConfiguredOne(t *testing.T) {
