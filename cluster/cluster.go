@@ -124,19 +124,15 @@ var CRDs = []string{
 }
 
 // WaitForCRDsScript waits for each CRD in $CRDS to exist and be established, up to 15 minutes
-// each. It reads the kubeconfig (no credential: the exec plugin authenticates) from $KUBECONFIG_DATA
-// and needs kubectl and gke-gcloud-auth-plugin, as `pulumi up` does.
-const WaitForCRDsScript = `set -eu
-kubeconfig=$(mktemp); trap 'rm -f "$kubeconfig"' EXIT
-printf '%s' "$KUBECONFIG_DATA" > "$kubeconfig"
-for crd in $CRDS; do
+// each.
+var WaitForCRDsScript = kube.KubectlScript(`for crd in $CRDS; do
   for attempt in $(seq 1 "${ATTEMPTS:-90}"); do
     kubectl --kubeconfig "$kubeconfig" get crd "$crd" >/dev/null 2>&1 && break
     echo "waiting for CRD $crd ($attempt)"; sleep "${RETRY_SECONDS:-10}"
   done
   kubectl --kubeconfig "$kubeconfig" wait --for condition=established --timeout=300s "crd/$crd"
 done
-`
+`)
 
 // PoolNames are the node pools' GKE names; pods select them through the node pool label.
 func PoolNames(clusterName string) (cpu, gpu string) {
@@ -176,13 +172,10 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 	crdName, crdOpts := b.child("crds", "")
-	c.CRDs, err = local.NewCommand(ctx, crdName, &local.CommandArgs{
-		Create:      pulumi.String(WaitForCRDsScript),
-		Interpreter: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("-c")},
-		Environment: pulumi.StringMap{
-			"KUBECONFIG_DATA": Kubeconfig(c.Cluster),
-			"CRDS":            pulumi.String(strings.Join(CRDs, " ")),
-		},
+	c.CRDs, err = kube.NewKubectlCommand(ctx, crdName, kube.KubectlCommandArgs{
+		Script:     WaitForCRDsScript,
+		Kubeconfig: Kubeconfig(c.Cluster),
+		Env:        pulumi.StringMap{"CRDS": pulumi.String(strings.Join(CRDs, " "))},
 	}, crdOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("crd wait: %w", err)

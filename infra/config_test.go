@@ -27,14 +27,37 @@ func problems(t *testing.T, stack string, overrides ...string) *plan.ConfigError
 	return cfgErr
 }
 
+// refusal is a configuration the plan refuses, with a problem on key whose message mentions
+// what is allowed.
+type refusal struct {
+	sentence  string
+	stack     string
+	overrides []string
+	key       string
+	mentions  string
+}
+
+// assertRefused checks every case: an error on its key that says what it should.
+func assertRefused(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			cfgErr := problems(t, tc.stack, tc.overrides...)
+			var messages []string
+			for _, p := range cfgErr.Problems {
+				messages = append(messages, p.Error())
+				if p.Key == tc.key {
+					assert.Contains(t, p.Message, tc.mentions)
+					return
+				}
+			}
+			t.Fatalf("no error about %s; got:\n%s", tc.key, strings.Join(messages, "\n"))
+		})
+	}
+}
+
 func TestInvalidConfigNamesItsKey(t *testing.T) {
-	cases := []struct {
-		sentence  string
-		stack     string
-		overrides []string
-		key       string
-		mentions  string
-	}{
+	assertRefused(t, []refusal{
 		{"an unknown GPU type is refused", "b200-spot", []string{"gpu.type=a100"}, "gpu.type", "b200, h200"},
 		{"zero GPU nodes are refused", "b200-spot", []string{"gpu.nodes=0"}, "gpu.nodes", "1 to 256"},
 		{"an absurd node count is refused", "b200-spot", []string{"gpu.nodes=100000"}, "gpu.nodes", "1 to 256"},
@@ -125,21 +148,7 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"a negative retry count is refused", "b200-spot", []string{"job.backoffLimit=-1"}, "job.backoffLimit", "0 or more"},
 		{"a negative deadline is refused", "b200-spot", []string{"job.activeDeadlineSeconds=-5"}, "job.activeDeadlineSeconds", "0 (no deadline)"},
 		{"an unknown top-level key is refused", "b200-spot", []string{"gpus=8"}, "gpus", "namespace takes"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.sentence, func(t *testing.T) {
-			cfgErr := problems(t, tc.stack, tc.overrides...)
-			var messages []string
-			for _, p := range cfgErr.Problems {
-				messages = append(messages, p.Error())
-				if p.Key == tc.key {
-					assert.Contains(t, p.Message, tc.mentions)
-					return
-				}
-			}
-			t.Fatalf("no error about %s; got:\n%s", tc.key, strings.Join(messages, "\n"))
-		})
-	}
+	})
 }
 
 func TestEveryProblemIsReportedAtOnce(t *testing.T) {

@@ -51,6 +51,10 @@ func TestAlertsReachTheConfiguredChannels(t *testing.T) {
 		assert.Equal(t, channels, got, p.Name)
 		period, _ := plan.LookupInput(p, "alertStrategy.notificationRateLimit.period")
 		assert.NotEmpty(t, period, "%s: the API requires a rate limit on a log-match condition", p.Name)
+		autoClose, _ := plan.LookupInput(p, "alertStrategy.autoClose")
+		assert.NotEmpty(t, autoClose, "%s: an incident of a log alert closes", p.Name)
+		prompts, _ := plan.LookupInput(p, "alertStrategy.notificationPrompts")
+		assert.Equal(t, []any{"OPENED"}, prompts, "%s: the API's default, written out so that it is no diff", p.Name)
 		filter, _ := plan.LookupInput(p, "conditions.0.conditionMatchedLog.filter")
 		assert.NotEmpty(t, filter, p.Name)
 	}

@@ -135,21 +135,15 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 		corev1.ResourceMemory: fmt.Sprintf("%dGi", a.GPU.MemoryGiB),
 		gpunode.GPUResource:   strconv.Itoa(a.GPU.GPUsPerNode),
 	})
-	shm := resource.MustParse(fmt.Sprintf("%dGi", a.GPU.SharedMemoryGiB))
 	c := corev1.Container{
 		Name:  workerContainer,
 		Image: a.Image,
 		// KubeRay appends its generated `ulimit -n 65536; ray start ...` to this command
 		// (`<command> && <ray start>`), so NCCL's environment is set before Ray starts.
-		Command:   []string{"source", gpunode.NCCLEnvScript},
-		Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
-		Env:       append(append(slices.Clone(a.Env), rayEnv()...), NCCLEnv(a.GPU.NCCLTunerConfig)...),
-		VolumeMounts: append([]corev1.VolumeMount{
-			a.Storage.Mount(),
-			{Name: "dshm", MountPath: "/dev/shm"},
-			{Name: "nvidia", MountPath: gpunode.NvidiaPath},
-			{Name: "gib", MountPath: gpunode.GIBPath},
-		}, a.Mounts...),
+		Command:      []string{"source", gpunode.NCCLEnvScript},
+		Resources:    corev1.ResourceRequirements{Requests: res, Limits: res},
+		Env:          append(append(slices.Clone(a.Env), rayEnv()...), NCCLEnv(a.GPU.NCCLTunerConfig)...),
+		VolumeMounts: slices.Concat([]corev1.VolumeMount{a.Storage.Mount()}, gpunode.VolumeMounts(), a.Mounts),
 	}
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
@@ -158,12 +152,7 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			NodeSelector:       cloneOrNil(a.WorkerNodeSelector),
 			Tolerations:        []corev1.Toleration{gpunode.Toleration()},
 			Containers:         []corev1.Container{c},
-			Volumes: append([]corev1.Volume{
-				a.Storage.Volume(),
-				{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
-				hostPath("nvidia", gpunode.NvidiaHostPath),
-				hostPath("gib", gpunode.GIBHostPath),
-			}, a.Volumes...),
+			Volumes:            slices.Concat([]corev1.Volume{a.Storage.Volume()}, gpunode.Volumes(a.GPU.SharedMemoryGiB), a.Volumes),
 		},
 	}
 }
@@ -186,14 +175,6 @@ func NCCLEnv(tunerConfig string) []corev1.EnvVar {
 // rayEnv keeps Ray's own logs unbuffered so that Cloud Logging sees them as they happen.
 func rayEnv() []corev1.EnvVar {
 	return []corev1.EnvVar{{Name: "PYTHONUNBUFFERED", Value: "1"}}
-}
-
-// hostPath mounts a node directory that must exist: until the RDMA installer has copied the
-// plugin, the kubelet retries the mount instead of starting a worker without it.
-func hostPath(name, path string) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: path, Type: ptr.To(corev1.HostPathDirectory)},
-	}}
 }
 
 func resources(m map[corev1.ResourceName]string) corev1.ResourceList {

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"gke-rl/infra/kube"
 )
@@ -120,28 +119,20 @@ func PrepJob(a PrepJobArgs) *batchv1.Job {
 		corev1.ResourceCPU:    resource.MustParse("4"),
 		corev1.ResourceMemory: resource.MustParse("16Gi"),
 	}
-	return &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To(int32(3)),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
-				Spec: corev1.PodSpec{
-					RestartPolicy:      corev1.RestartPolicyNever,
-					ServiceAccountName: a.Storage.ServiceAccountName,
-					NodeSelector:       a.NodeSelector,
-					Containers: []corev1.Container{{
-						Name:         "prepare",
-						Image:        a.Image,
-						Command:      []string{"/bin/bash", "-c", a.Script},
-						Env:          a.Env,
-						Resources:    corev1.ResourceRequirements{Requests: res, Limits: res},
-						VolumeMounts: append([]corev1.VolumeMount{a.Storage.Mount()}, a.Mounts...),
-					}},
-					Volumes: append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
-				},
-			},
+	return runOnceJob(a.Name, a.Namespace, 3, corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: a.Storage.ServiceAccountName,
+			NodeSelector:       a.NodeSelector,
+			Containers: []corev1.Container{{
+				Name:         "prepare",
+				Image:        a.Image,
+				Command:      []string{"/bin/bash", "-c", a.Script},
+				Env:          a.Env,
+				Resources:    corev1.ResourceRequirements{Requests: res, Limits: res},
+				VolumeMounts: append([]corev1.VolumeMount{a.Storage.Mount()}, a.Mounts...),
+			}},
+			Volumes: append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
 		},
-	}
+	})
 }

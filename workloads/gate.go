@@ -92,47 +92,29 @@ echo "` + GateResultPrefix + ` GPU health on $(hostname): $count GPUs, $ecc unco
 // GPUs and RDMA NICs, done when index 0 is.
 func NCCLGateJob(a GateArgs) *batchv1.Job {
 	n := int32(a.NCCLNodes)
-	shm := resource.MustParse("250Gi")
 	gpus := corev1.ResourceList{gpunode.GPUResource: resource.MustParse(strconv.Itoa(a.GPUsPerNode))}
-	return &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: a.Name + "-nccl", Namespace: a.Namespace},
-		Spec: batchv1.JobSpec{
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Completions:    &n,
-			Parallelism:    &n,
-			BackoffLimit:   ptr.To(int32(0)),
-			SuccessPolicy: &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{
-				SucceededIndexes: ptr.To("0"),
-			}}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: gpunode.InterfaceAnnotations(a.NICs)},
-				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Subdomain:     a.Name + "-nccl",
-					NodeSelector:  a.NodeSelector,
-					Tolerations:   []corev1.Toleration{gpunode.Toleration()},
-					Containers: []corev1.Container{{
-						Name:      "nccl",
-						Image:     GateImage,
-						Command:   []string{"/bin/bash", "-c", ncclGateScript(a)},
-						Env:       []corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}},
-						Resources: corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "nvidia", MountPath: gpunode.NvidiaPath},
-							{Name: "gib", MountPath: gpunode.GIBPath},
-							{Name: "dshm", MountPath: "/dev/shm"},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "nvidia", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: gpunode.NvidiaHostPath}}},
-						{Name: "gib", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: gpunode.GIBHostPath}}},
-						{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
-					},
-				},
-			},
+	job := runOnceJob(a.Name+"-nccl", a.Namespace, 0, corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: gpunode.InterfaceAnnotations(a.NICs)},
+		Spec: corev1.PodSpec{
+			Subdomain:    a.Name + "-nccl",
+			NodeSelector: a.NodeSelector,
+			Tolerations:  []corev1.Toleration{gpunode.Toleration()},
+			Containers: []corev1.Container{{
+				Name:         "nccl",
+				Image:        GateImage,
+				Command:      []string{"/bin/bash", "-c", ncclGateScript(a)},
+				Env:          []corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}},
+				Resources:    corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
+				VolumeMounts: gpunode.VolumeMounts(),
+			}},
+			// 250 GiB of /dev/shm, as the upstream NCCL test (gpudirect-rdma/nccl-test-a4.yaml).
+			Volumes: gpunode.Volumes(250),
 		},
-	}
+	})
+	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	job.Spec.Completions, job.Spec.Parallelism = &n, &n
+	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
+	return job
 }
 
 // StorageGateJob writes (synced to the storage) and reads back StorageMiB on the shared volume
@@ -148,27 +130,19 @@ t1=$(date +%%s.%%N); dd if="$f" of=/dev/null bs=1M status=none
 t2=$(date +%%s.%%N); rm -f "$f"
 awk -v mib=$mib -v t0=$t0 -v t1=$t1 -v t2=$t2 'BEGIN { printf "%s shared volume from one GPU node: write %%.0f MB/s, read %%.0f MB/s (the storage aggregate: %d MB/s)\n", mib*1.048576/(t1-t0), mib*1.048576/(t2-t1) }'
 `, a.StorageMiB, shellescape.Quote(file), GateResultPrefix, a.ExpectedMBps)
-	return &batchv1.Job{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: a.Name + "-storage", Namespace: a.Namespace},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To(int32(0)),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
-				Spec: corev1.PodSpec{
-					RestartPolicy:      corev1.RestartPolicyNever,
-					ServiceAccountName: a.Storage.ServiceAccountName,
-					NodeSelector:       a.NodeSelector,
-					Tolerations:        []corev1.Toleration{gpunode.Toleration()},
-					Containers: []corev1.Container{{
-						Name:         "storage",
-						Image:        GateImage,
-						Command:      []string{"/bin/bash", "-c", script},
-						VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
-					}},
-					Volumes: []corev1.Volume{a.Storage.Volume()},
-				},
-			},
+	return runOnceJob(a.Name+"-storage", a.Namespace, 0, corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
+		Spec: corev1.PodSpec{
+			ServiceAccountName: a.Storage.ServiceAccountName,
+			NodeSelector:       a.NodeSelector,
+			Tolerations:        []corev1.Toleration{gpunode.Toleration()},
+			Containers: []corev1.Container{{
+				Name:         "storage",
+				Image:        GateImage,
+				Command:      []string{"/bin/bash", "-c", script},
+				VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
+			}},
+			Volumes: []corev1.Volume{a.Storage.Volume()},
 		},
-	}
+	})
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 )
 
 // The taint every GPU node carries, so that only pods that tolerate it (the Ray workers, the
@@ -114,4 +116,31 @@ func InterfaceAnnotations(nics []NIC) map[string]string {
 	// A slice of string pairs always marshals.
 	b, _ := json.Marshal(Interfaces(nics))
 	return map[string]string{DefaultInterfaceAnnotation: "eth0", InterfacesAnnotation: string(b)}
+}
+
+// Volumes are what a GPU container needs from its node: /dev/shm in memory of shmGiB (NCCL and
+// vLLM use it between processes), and the driver libraries and the gIB plugin from the host.
+// The host directories must exist: until the RDMA installer has copied the plugin, the kubelet
+// retries the mount instead of starting a container without it. VolumeMounts mounts them.
+func Volumes(shmGiB int) []corev1.Volume {
+	shm := resource.MustParse(fmt.Sprintf("%dGi", shmGiB))
+	hostPath := func(name, path string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: path, Type: ptr.To(corev1.HostPathDirectory)},
+		}}
+	}
+	return []corev1.Volume{
+		{Name: "dshm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}},
+		hostPath("nvidia", NvidiaHostPath),
+		hostPath("gib", GIBHostPath),
+	}
+}
+
+// VolumeMounts mounts Volumes where GPU containers expect them.
+func VolumeMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: "dshm", MountPath: "/dev/shm"},
+		{Name: "nvidia", MountPath: NvidiaPath},
+		{Name: "gib", MountPath: GIBPath},
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/infra/gpunode"
@@ -34,4 +35,23 @@ func TestInterfaceAnnotationsAttachEveryNICInOrder(t *testing.T) {
 		{InterfaceName: "eth2", Network: "rdma-0"},
 		{InterfaceName: "eth3", Network: "rdma-1"},
 	}, got)
+}
+
+func TestGPUContainersMountWhatTheNodeOffers(t *testing.T) {
+	vols := map[string]corev1.Volume{}
+	for _, v := range gpunode.Volumes(250) {
+		vols[v.Name] = v
+	}
+	mounts := map[string]string{}
+	for _, m := range gpunode.VolumeMounts() {
+		mounts[m.Name] = m.MountPath
+		assert.Contains(t, vols, m.Name, "every mount has its volume")
+	}
+	assert.Len(t, mounts, len(vols), "every volume is mounted")
+	assert.Equal(t, "/usr/local/gib", mounts["gib"])
+	assert.Equal(t, gpunode.GIBHostPath, vols["gib"].HostPath.Path)
+	assert.Equal(t, corev1.HostPathDirectory, *vols["gib"].HostPath.Type, "nothing starts before the RDMA installer has run")
+	assert.Equal(t, corev1.HostPathDirectory, *vols["nvidia"].HostPath.Type)
+	assert.Equal(t, "250Gi", vols["dshm"].EmptyDir.SizeLimit.String())
+	assert.Equal(t, corev1.StorageMediumMemory, vols["dshm"].EmptyDir.Medium)
 }
