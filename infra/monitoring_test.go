@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/infra/monitoring"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
@@ -26,11 +27,11 @@ func alertNames(res *plan.Result) []string {
 func TestMonitoringIsOnByDefault(t *testing.T) {
 	spot := plantest.Plan(t, "b200-spot")
 	assert.Len(t, spot.OfType(dashboardType), 1)
-	assert.ElementsMatch(t, []string{"monitoring-run-failed", "monitoring-spot-preempted"}, alertNames(spot))
+	assert.ElementsMatch(t, []string{"monitoring-run-failed", "monitoring-spot-preempted", "monitoring-lustre-capacity"}, alertNames(spot))
 	assert.Contains(t, spot.Outputs["dashboardUrl"], "https://console.cloud.google.com/monitoring/dashboards/custom/")
 
 	reserved := plantest.Plan(t, "h200-reserved")
-	assert.ElementsMatch(t, []string{"monitoring-run-failed"}, alertNames(reserved), "no preemption alert without spot")
+	assert.ElementsMatch(t, []string{"monitoring-run-failed"}, alertNames(reserved), "no preemption alert without spot, no Lustre alert on a bucket")
 
 	off := plantest.Plan(t, "b200-spot", "monitoring.enabled=false")
 	assert.Empty(t, off.OfType(dashboardType))
@@ -45,14 +46,17 @@ func TestAlertsReachTheConfiguredChannels(t *testing.T) {
 		"monitoring.notificationChannels[0]=projects/acme/notificationChannels/123",
 		"monitoring.notificationChannels[1]=projects/acme/notificationChannels/456")
 	policies := res.OfType(alertPolicyType)
-	require.Len(t, policies, 2)
+	require.Len(t, policies, 3)
 	for _, p := range policies {
 		got, _ := plan.LookupInput(p, "notificationChannels")
 		assert.Equal(t, channels, got, p.Name)
+		autoClose, _ := plan.LookupInput(p, "alertStrategy.autoClose")
+		assert.NotEmpty(t, autoClose, "%s: an incident closes", p.Name)
+		if p.Name == "monitoring-lustre-capacity" {
+			continue
+		}
 		period, _ := plan.LookupInput(p, "alertStrategy.notificationRateLimit.period")
 		assert.NotEmpty(t, period, "%s: the API requires a rate limit on a log-match condition", p.Name)
-		autoClose, _ := plan.LookupInput(p, "alertStrategy.autoClose")
-		assert.NotEmpty(t, autoClose, "%s: an incident of a log alert closes", p.Name)
 		prompts, _ := plan.LookupInput(p, "alertStrategy.notificationPrompts")
 		assert.Equal(t, []any{"OPENED"}, prompts, "%s: the API's default, written out so that it is no diff", p.Name)
 		filter, _ := plan.LookupInput(p, "conditions.0.conditionMatchedLog.filter")
@@ -62,4 +66,37 @@ func TestAlertsReachTheConfiguredChannels(t *testing.T) {
 		got, _ := plan.LookupInput(p, "notificationChannels")
 		assert.Empty(t, got, "no channel by default: the alerts show in the console")
 	}
+}
+
+// The Lustre capacity alert is a PromQL condition on the stack's instance, with every field the
+// API would otherwise fill in written out, and no rate limit (the API has none for metric alerts).
+func TestLustreCapacityAlertWatchesTheStacksInstance(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot")
+	policy := res.Find(alertPolicyType, "monitoring-lustre-capacity")
+	require.NotNil(t, policy)
+	instance := res.Find("gcp:lustre/instance:Instance", "storage-lustre")
+	require.NotNil(t, instance)
+	id, _ := plan.LookupInput(instance, "instanceId")
+
+	for path, want := range map[string]any{
+		"conditions.0.conditionPrometheusQueryLanguage.query":                   monitoring.LustreCapacityQuery(id.(string)),
+		"conditions.0.conditionPrometheusQueryLanguage.duration":                "300s",
+		"conditions.0.conditionPrometheusQueryLanguage.evaluationInterval":      "60s",
+		"conditions.0.conditionPrometheusQueryLanguage.disableMetricValidation": true,
+		"alertStrategy.notificationPrompts":                                     []any{"OPENED", "CLOSED"},
+		"severity":                                                              "WARNING",
+	} {
+		got, ok := plan.LookupInput(policy, path)
+		require.True(t, ok, path)
+		assert.Equal(t, want, got, path)
+	}
+	_, limited := plan.LookupInput(policy, "alertStrategy.notificationRateLimit")
+	assert.False(t, limited)
+
+	// The dashboard charts the same instance, against the tier's throughput.
+	dash := res.Find(dashboardType, "monitoring-dashboard")
+	require.NotNil(t, dash)
+	body, _ := plan.LookupInput(dash, "dashboardJson")
+	assert.Contains(t, body, `instance_id=~\"(.+/)?`+id.(string)+`\"`)
+	assert.Contains(t, body, "the instance allows 8789", "18,000 GiB (17.6 TiB) at 500 MB/s per TiB")
 }

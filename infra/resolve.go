@@ -68,6 +68,9 @@ func Resolve(c *Config) (*Blueprint, error) {
 			Spot:                 c.GPU.Provisioning == kinds.Spot,
 			NotificationChannels: c.Monitoring.NotificationChannels,
 		}
+		if l := bp.Storage.Lustre; l != nil {
+			bp.Monitoring.Lustre = &monitoring.Lustre{InstanceID: storage.LustreInstanceID(l.NamePrefix), ThroughputMBps: bp.Storage.WriteMBps}
+		}
 	}
 	if bp.Run, err = resolveRun(c, bp); err != nil {
 		return nil, err

@@ -11,11 +11,20 @@ import (
 )
 
 // alertRateLimit is the least time between two notifications of one log-based alert policy
-// (the API requires a rate limit on a log-match condition); alertAutoClose closes an incident
-// no new line has matched for that long.
+// (the API requires a rate limit on a log-match condition, and implements it on no other);
+// alertAutoClose closes an incident no new line has matched, or no data has come for, that long.
 const (
 	alertRateLimit = "300s"
 	alertAutoClose = "1800s"
+)
+
+// A metric alert fires once its PromQL condition has held for metricAlertFor, evaluated every
+// metricAlertEvery (a multiple of 30 s; Lustre samples its metrics every 60 s). Both are
+// written out: the provider keeps neither as computed (terraform-provider-google-beta v6.49.2
+// services/monitoring/resource_monitoring_alert_policy.go), so the API's defaults would be a diff.
+const (
+	metricAlertFor   = "300s"
+	metricAlertEvery = "60s"
 )
 
 // Monitoring is the run's dashboard and alert policies.
@@ -26,9 +35,44 @@ type Monitoring struct {
 	DashboardURL pulumi.StringOutput
 }
 
-// logAlert is an alert policy on log lines that match a filter.
-type logAlert struct {
-	role, title, filter, severity, doc string
+// alert is an alert policy: on log lines that match logFilter, or on a PromQL condition.
+type alert struct {
+	role, title, severity, doc string
+	// Exactly one of logFilter and promQL is set.
+	logFilter, promQL string
+}
+
+// policyArgs is the alert policy of an alert.
+func policyArgs(a alert, channels []string) *gcpmonitoring.AlertPolicyArgs {
+	condition := &gcpmonitoring.AlertPolicyConditionArgs{DisplayName: pulumi.String(a.title)}
+	strategy := &gcpmonitoring.AlertPolicyAlertStrategyArgs{AutoClose: pulumi.String(alertAutoClose)}
+	if a.logFilter != "" {
+		condition.ConditionMatchedLog = &gcpmonitoring.AlertPolicyConditionConditionMatchedLogArgs{Filter: pulumi.String(a.logFilter)}
+		strategy.NotificationRateLimit = &gcpmonitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs{Period: pulumi.String(alertRateLimit)}
+		// Written out although it is the API's only value for a log alert: the provider does not
+		// treat the field as computed, so a value filled in by the API would be a diff.
+		strategy.NotificationPrompts = pulumi.StringArray{pulumi.String("OPENED")}
+	} else {
+		condition.ConditionPrometheusQueryLanguage = &gcpmonitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs{
+			Query:              pulumi.String(a.promQL),
+			Duration:           pulumi.String(metricAlertFor),
+			EvaluationInterval: pulumi.String(metricAlertEvery),
+			// The metrics appear a few minutes after the resource they describe; without this
+			// the API refuses a condition on a metric it has no data of yet, on the first `up`.
+			DisableMetricValidation: pulumi.Bool(true),
+		}
+		// A metric alert also says when its condition stops holding.
+		strategy.NotificationPrompts = pulumi.StringArray{pulumi.String("OPENED"), pulumi.String("CLOSED")}
+	}
+	return &gcpmonitoring.AlertPolicyArgs{
+		DisplayName:          pulumi.String(a.title),
+		Combiner:             pulumi.String("OR"),
+		Severity:             pulumi.String(a.severity),
+		Conditions:           gcpmonitoring.AlertPolicyConditionArray{condition},
+		AlertStrategy:        strategy,
+		Documentation:        &gcpmonitoring.AlertPolicyDocumentationArgs{Content: pulumi.String(a.doc), MimeType: pulumi.String("text/markdown")},
+		NotificationChannels: pulumi.ToStringArray(channels),
+	}
 }
 
 // New registers the dashboard and the alert policies.
@@ -52,29 +96,10 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	m.DashboardURL = pulumi.Sprintf("https://console.cloud.google.com/monitoring/dashboards/custom/%s?project=%s",
 		dash.ID().ToStringOutput().ApplyT(func(id string) string { return id[strings.LastIndex(id, "/")+1:] }), args.Project)
 
-	for _, alert := range alerts(args) {
-		policyName, policyOpts := kids.Of(alert.role, "")
-		channels := pulumi.ToStringArray(args.NotificationChannels)
-		_, err := gcpmonitoring.NewAlertPolicy(ctx, policyName, &gcpmonitoring.AlertPolicyArgs{
-			DisplayName: pulumi.String(alert.title),
-			Combiner:    pulumi.String("OR"),
-			Severity:    pulumi.String(alert.severity),
-			Conditions: gcpmonitoring.AlertPolicyConditionArray{&gcpmonitoring.AlertPolicyConditionArgs{
-				DisplayName:         pulumi.String(alert.title),
-				ConditionMatchedLog: &gcpmonitoring.AlertPolicyConditionConditionMatchedLogArgs{Filter: pulumi.String(alert.filter)},
-			}},
-			AlertStrategy: &gcpmonitoring.AlertPolicyAlertStrategyArgs{
-				NotificationRateLimit: &gcpmonitoring.AlertPolicyAlertStrategyNotificationRateLimitArgs{Period: pulumi.String(alertRateLimit)},
-				AutoClose:             pulumi.String(alertAutoClose),
-				// Written out although it is the API's default: the provider does not treat the
-				// field as computed, so a default filled in by the API would be a diff.
-				NotificationPrompts: pulumi.StringArray{pulumi.String("OPENED")},
-			},
-			Documentation:        &gcpmonitoring.AlertPolicyDocumentationArgs{Content: pulumi.String(alert.doc), MimeType: pulumi.String("text/markdown")},
-			NotificationChannels: channels,
-		}, policyOpts...)
-		if err != nil {
-			return nil, fmt.Errorf("alert %s: %w", alert.role, err)
+	for _, a := range alerts(args) {
+		policyName, policyOpts := kids.Of(a.role, "")
+		if _, err := gcpmonitoring.NewAlertPolicy(ctx, policyName, policyArgs(a, args.NotificationChannels), policyOpts...); err != nil {
+			return nil, fmt.Errorf("alert %s: %w", a.role, err)
 		}
 	}
 	if err := ctx.RegisterResourceOutputs(m, pulumi.Map{"dashboardUrl": m.DashboardURL}); err != nil {
@@ -83,21 +108,34 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	return m, nil
 }
 
-// alerts are the stack's alert policies: a failed run attempt always, a reclaimed node on spot.
-func alerts(a Args) []logAlert {
-	out := []logAlert{{
+// alerts are the stack's alert policies: a failed run attempt always, a reclaimed node on spot,
+// a Lustre target more than 85 % full on Lustre.
+func alerts(a Args) []alert {
+	out := []alert{{
 		role: "run-failed", title: fmt.Sprintf("gke-rl %s: a GRPO run attempt failed", a.Cluster),
-		filter: RunFailedFilter(a.Cluster, a.Namespace), severity: "ERROR",
+		logFilter: RunFailedFilter(a.Cluster, a.Namespace), severity: "ERROR",
 		doc: fmt.Sprintf("The Ray job of cluster `%s` failed. On spot capacity KubeRay retries it on a new Ray cluster "+
 			"(`job.backoffLimit`); `kubectl -n %s get rayjob` shows the attempts and the state. "+
 			"The first failure's log: `kubectl -n %s logs job/<rayjob name>`.", a.Cluster, a.Namespace, a.Namespace),
 	}}
 	if a.Spot {
-		out = append(out, logAlert{
+		out = append(out, alert{
 			role: "spot-preempted", title: fmt.Sprintf("gke-rl %s: a spot node was reclaimed", a.Cluster),
-			filter: PreemptionFilter(), severity: "WARNING",
+			logFilter: PreemptionFilter(), severity: "WARNING",
 			doc: "Compute Engine reclaimed a spot VM of this project. A GPU node's loss fails the run attempt; " +
 				"KubeRay retries it from the newest checkpoint once spot capacity returns.",
+		})
+	}
+	if a.Lustre != nil {
+		out = append(out, alert{
+			role: "lustre-capacity", title: fmt.Sprintf("gke-rl %s: Lustre more than %.0f %% full", a.Cluster, 100*lustreCapacityAlertRatio),
+			promQL: LustreCapacityQuery(a.Lustre.InstanceID), severity: "WARNING",
+			doc: fmt.Sprintf("A target of the Managed Lustre instance `%s` (an OST, or the MDT) has had more than %.0f %% of its "+
+				"space in use for 5 minutes. A full OST fails the writes striped to it, a full MDT every new file: the next "+
+				"checkpoint would fail. See what fills it with `du -sh` in a pod that mounts the volume; lower "+
+				"`job.keepCheckpoints`, export old checkpoints (`pulumi stack output checkpointExport`) and delete them, "+
+				"or raise `storage.capacityGib` by a step of the tier (an update in place).",
+				a.Lustre.InstanceID, 100*lustreCapacityAlertRatio),
 		})
 	}
 	return out

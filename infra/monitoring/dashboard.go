@@ -20,6 +20,16 @@ type Args struct {
 	Spot bool
 	// NotificationChannels receive the alerts (none: the alerts show in the console only).
 	NotificationChannels []string
+	// Lustre is the stack's Managed Lustre instance; nil when the shared volume is a bucket.
+	Lustre *Lustre
+}
+
+// Lustre is what the Lustre charts and the capacity alert need of the instance.
+type Lustre struct {
+	// InstanceID is the instance's ID (the last part of its name).
+	InstanceID string
+	// ThroughputMBps is the instance's aggregate throughput: capacity in TiB × tier.
+	ThroughputMBps float64
 }
 
 // The dashboard's JSON follows projects.dashboards of the Monitoring API v1. Every field is
@@ -89,8 +99,77 @@ func dcgm(metric, cluster string) string {
 	return fmt.Sprintf(`%s{cluster=%q}`, metric, cluster)
 }
 
+// Managed Lustre's metrics (Google Cloud metrics: I through O, section lustre,
+// docs.cloud.google.com/monitoring/api/metrics_gcp_i_o, list of 2026-04-10), all BETA, on the
+// monitored resource lustre.googleapis.com/Instance (labels resource_container, location,
+// instance_id), each per Lustre target (labels component and target: every OST and the MDT):
+//   - instance/capacity_bytes, GAUGE: the bytes provisioned for the target;
+//   - instance/available_bytes, GAUGE: the bytes of the target that non-root users can still
+//     write (what `df` shows as available);
+//   - instance/read_bytes_total and instance/write_bytes_total, DELTA: the data bytes read from
+//     and written to an OST; Lustre writes them only while there is I/O.
+//
+// Their PromQL names follow Cloud Monitoring's mapping (monitoring/promql/promql-mapping): the
+// first "/" becomes ":", every other "." and "/" becomes "_".
+const (
+	lustreCapacityBytes  = "lustre_googleapis_com:instance_capacity_bytes"
+	lustreAvailableBytes = "lustre_googleapis_com:instance_available_bytes"
+	lustreReadBytes      = "lustre_googleapis_com:instance_read_bytes_total"
+	lustreWriteBytes     = "lustre_googleapis_com:instance_write_bytes_total"
+)
+
+// lustreCapacityAlertRatio is the share of a Lustre target in use above which the capacity alert
+// fires: a full OST fails every write striped to it, a full MDT every file creation, while the
+// file system as a whole still has room.
+const lustreCapacityAlertRatio = 0.85
+
+// lustreSelector is a PromQL selector of one of the instance's Lustre metrics. The list gives
+// instance_id as "the ID of the managed instance"; the pattern accepts the ID alone or at the
+// end of the instance's full name, as some services write their instance_id label. The ID is
+// lowercase letters, digits and hyphens, nothing a regular expression reads specially.
+func lustreSelector(metric, instanceID string) string {
+	return fmt.Sprintf(`%s{instance_id=~"(.+/)?%s"}`, metric, instanceID)
+}
+
+// lustreUsedRatio is, per Lustre target, the share of its space in use.
+func lustreUsedRatio(instanceID string) string {
+	return fmt.Sprintf("1 - %s / %s",
+		lustreSelector(lustreAvailableBytes, instanceID), lustreSelector(lustreCapacityBytes, instanceID))
+}
+
+// LustreCapacityQuery is the capacity alert's condition: a Lustre target of the instance more than
+// 85 % full.
+func LustreCapacityQuery(instanceID string) string {
+	return fmt.Sprintf("%s > %g", lustreUsedRatio(instanceID), lustreCapacityAlertRatio)
+}
+
+// lustreTiles chart the instance's throughput against its tier and the space its targets use.
+func lustreTiles(l Lustre, y int, line func(query, legend string) dataSet) []tile {
+	rate := func(metric string) string {
+		return fmt.Sprintf("sum(rate(%s[5m])) / 1e6", lustreSelector(metric, l.InstanceID))
+	}
+	available, capacity := lustreSelector(lustreAvailableBytes, l.InstanceID), lustreSelector(lustreCapacityBytes, l.InstanceID)
+	return []tile{
+		{YPos: y, Width: 24, Height: 16, Widget: widget{
+			Title: fmt.Sprintf("Lustre throughput (MB/s; the instance allows %.0f)", l.ThroughputMBps),
+			XYChart: &xyChart{
+				DataSets: []dataSet{line(rate(lustreReadBytes), "read"), line(rate(lustreWriteBytes), "write")},
+				YAxis:    &axis{Label: "MB/s", Scale: "LINEAR"},
+			}}},
+		{XPos: 24, YPos: y, Width: 24, Height: 16, Widget: widget{
+			Title: fmt.Sprintf("Lustre space in use (%%): the fullest target alerts above %.0f", 100*lustreCapacityAlertRatio),
+			XYChart: &xyChart{
+				DataSets: []dataSet{
+					line("100 * max("+lustreUsedRatio(l.InstanceID)+")", "fullest target"),
+					line(fmt.Sprintf("100 * (1 - sum(%s) / sum(%s))", available, capacity), "all targets"),
+				},
+				YAxis: &axis{Label: "%", Scale: "LINEAR"},
+			}}},
+	}
+}
+
 // DashboardJSON is the run's dashboard: the GPUs (utilisation, memory, how many report), the
-// spot preemptions, the run's outcome and the Ray pods' logs.
+// spot preemptions, the run's outcome, the Ray pods' logs and, on Lustre, its throughput and space.
 func DashboardJSON(a Args) (string, error) {
 	util := dcgm("DCGM_FI_DEV_GPU_UTIL", a.Cluster)
 	used, free := dcgm("DCGM_FI_DEV_FB_USED", a.Cluster), dcgm("DCGM_FI_DEV_FB_FREE", a.Cluster)
@@ -119,9 +198,13 @@ func DashboardJSON(a Args) (string, error) {
 		{XPos: 24, YPos: 32, Width: 24, Height: 16, Widget: widget{Title: "Ray pods: warnings and errors", LogsPanel: &logsPanel{
 			Filter: RayLogsFilter(a.Cluster, a.Namespace) + "\nseverity>=WARNING",
 		}}},
-		{YPos: 48, Width: 48, Height: 8, Widget: widget{Title: "Storage", Text: &text{Format: "MARKDOWN", Content: "" +
-			"Managed Lustre shows its throughput and capacity on the instance's **Monitoring** tab " +
-			"(console: Managed Lustre → the instance). The gate's storage figures: `pulumi stack output gateResults`."}}},
+	}
+	if a.Lustre != nil {
+		tiles = append(tiles, lustreTiles(*a.Lustre, 48, line)...)
+	} else {
+		tiles = append(tiles, tile{YPos: 48, Width: 48, Height: 8, Widget: widget{Title: "Storage", Text: &text{Format: "MARKDOWN", Content: "" +
+			"The shared volume is a Cloud Storage bucket mounted with Cloud Storage FUSE. " +
+			"The gate's storage figures: `pulumi stack output gateResults`."}}})
 	}
 	b, err := json.Marshal(dashboard{
 		DisplayName:  "gke-rl " + a.Cluster,

@@ -14,7 +14,8 @@ import (
 )
 
 func args() monitoring.Args {
-	return monitoring.Args{Project: "acme-rl", Cluster: "rl", Namespace: "gke-rl", GPUsPerNode: 8, Spot: true}
+	return monitoring.Args{Project: "acme-rl", Cluster: "rl", Namespace: "gke-rl", GPUsPerNode: 8, Spot: true,
+		Lustre: &monitoring.Lustre{InstanceID: "rl-lustre", ThroughputMBps: 9000}}
 }
 
 type tile struct {
@@ -24,7 +25,12 @@ type tile struct {
 
 func tiles(t *testing.T) (raw string, out []tile) {
 	t.Helper()
-	raw, err := monitoring.DashboardJSON(args())
+	return tilesOf(t, args())
+}
+
+func tilesOf(t *testing.T, a monitoring.Args) (raw string, out []tile) {
+	t.Helper()
+	raw, err := monitoring.DashboardJSON(a)
 	require.NoError(t, err)
 	var d struct {
 		MosaicLayout struct {
@@ -47,8 +53,17 @@ func TestDashboardWritesNoZeroField(t *testing.T) {
 }
 
 func TestDashboardTilesFitAndDoNotOverlap(t *testing.T) {
-	_, ts := tiles(t)
-	require.NotEmpty(t, ts)
+	bucket := args()
+	bucket.Lustre = nil
+	for _, a := range []monitoring.Args{args(), bucket} {
+		_, ts := tilesOf(t, a)
+		require.NotEmpty(t, ts)
+		assertTilesFit(t, ts)
+	}
+}
+
+func assertTilesFit(t *testing.T, ts []tile) {
+	t.Helper()
 	cells := map[[2]int]string{}
 	for _, tl := range ts {
 		title := tl.Widget["title"].(string)
@@ -63,13 +78,23 @@ func TestDashboardTilesFitAndDoNotOverlap(t *testing.T) {
 	}
 }
 
-func TestDashboardQueriesAreThisClusters(t *testing.T) {
-	raw, ts := tiles(t)
-	queries := regexp.MustCompile(`"prometheusQuery":"((?:[^"\\]|\\.)*)"`).FindAllStringSubmatch(raw, -1)
-	require.Len(t, queries, 4)
-	for _, q := range queries {
+// queries are the dashboard's PromQL queries.
+func queries(t *testing.T, raw string) []string {
+	t.Helper()
+	var out []string
+	for _, q := range regexp.MustCompile(`"prometheusQuery":"((?:[^"\\]|\\.)*)"`).FindAllStringSubmatch(raw, -1) {
 		var query string
 		require.NoError(t, json.Unmarshal([]byte(`"`+q[1]+`"`), &query))
+		out = append(out, query)
+	}
+	return out
+}
+
+func TestDashboardQueriesAreThisClusters(t *testing.T) {
+	raw, ts := tiles(t)
+	qs := queries(t, raw)
+	require.Len(t, qs, 8, "4 GPU queries, 2 Lustre throughput, 2 Lustre space")
+	for _, query := range qs {
 		for _, sel := range regexp.MustCompile(`DCGM_FI_DEV_\w+(\{[^}]*\})?`).FindAllStringSubmatch(query, -1) {
 			assert.Equal(t, `{cluster="rl"}`, sel[1], "every series is the cluster's: %s", query)
 		}
