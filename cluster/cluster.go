@@ -4,6 +4,7 @@
 package cluster
 
 import (
+	_ "embed"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -123,16 +124,11 @@ var CRDs = []string{
 	"networks.networking.gke.io",
 }
 
-// WaitForCRDsScript waits for each CRD in $CRDS to exist and be established, up to 15 minutes
-// each.
-var WaitForCRDsScript = kube.KubectlScript(`for crd in $CRDS; do
-  for attempt in $(seq 1 "${ATTEMPTS:-90}"); do
-    kubectl --kubeconfig "$kubeconfig" get crd "$crd" >/dev/null 2>&1 && break
-    echo "waiting for CRD $crd ($attempt)"; sleep "${RETRY_SECONDS:-10}"
-  done
-  kubectl --kubeconfig "$kubeconfig" wait --for condition=established --timeout=300s "crd/$crd"
-done
-`)
+// WaitForCRDsScript waits for each CRD in $CRDS to exist and be established.
+var WaitForCRDsScript = kube.KubectlScript(waitForCRDs)
+
+//go:embed wait-for-crds.sh
+var waitForCRDs string
 
 // PoolNames are the node pools' GKE names; pods select them through the node pool label.
 func PoolNames(clusterName string) (cpu, gpu string) {

@@ -3,17 +3,17 @@ package cluster_test
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gke-rl/cluster"
+	"gke-rl/infra/clitest"
 	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/recorder"
@@ -369,31 +369,42 @@ func TestProviderUsesTheDNSEndpoint(t *testing.T) {
 	assert.Contains(t, kubeconfig, "command: gke-gcloud-auth-plugin")
 }
 
-// The CRD wait polls until each CRD exists, then waits for it to be established.
+// The CRD wait, run with the real kubectl against a fake API server: it polls until each CRD
+// exists, then waits for it to be established.
 func TestWaitForCRDsScript(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed")
+	clitest.Tool(t, "kubectl")
+	api := clitest.NewKube(t)
+	api.Serve(apiextensionsv1.SchemeGroupVersion, metav1.APIResource{Name: "customresourcedefinitions", Kind: "CustomResourceDefinition",
+		ShortNames: []string{"crd", "crds"}, Verbs: []string{"get", "list", "watch"}})
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	for _, name := range cluster.CRDs {
+		group := name[strings.Index(name, ".")+1:]
+		api.Add(crds, name, &apiextensionsv1.CustomResourceDefinition{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: name[:strings.Index(name, ".")], Kind: "X"}},
+			Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
+				{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue},
+				{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue},
+			}},
+		})
 	}
-	dir := t.TempDir()
-	// A kubectl that knows each CRD only from its second `get` on.
-	kubectl := `#!/bin/sh
-echo "$*" >> "$STATE_DIR/calls"
-case "$*" in
-  *" get crd "*) crd=$(echo "$*" | sed 's/.* get crd //'); [ -e "$STATE_DIR/$crd" ] && exit 0; touch "$STATE_DIR/$crd"; exit 1 ;;
-  *" wait "*) exit 0 ;;
-esac
-`
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubectl"), []byte(kubectl), 0o755))
-	cmd := exec.Command(bash, "-c", cluster.WaitForCRDsScript)
-	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "STATE_DIR="+dir,
-		"KUBECONFIG_DATA=apiVersion: v1", "CRDS="+strings.Join(cluster.CRDs, " "), "RETRY_SECONDS=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	calls, err := os.ReadFile(filepath.Join(dir, "calls"))
-	require.NoError(t, err)
+	api.HideFor(crds, "rayjobs.ray.io", 2) // GKE installs it a little later
+	res := clitest.RunScript(t, cluster.WaitForCRDsScript, "KUBECONFIG_DATA="+api.Kubeconfig(t),
+		"CRDS="+strings.Join(cluster.CRDs, " "), "RETRY_SECONDS=0", "ATTEMPTS=5")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "waiting for CRD rayjobs.ray.io (2)")
+	assert.NotContains(t, res.Stdout, "waiting for CRD rayclusters.ray.io")
 	for _, crd := range cluster.CRDs {
-		assert.Equal(t, 2, strings.Count(string(calls), "get crd "+crd), "polled until it exists")
-		assert.Contains(t, string(calls), "wait --for condition=established --timeout=300s crd/"+crd)
+		assert.Contains(t, res.Stdout, "customresourcedefinition.apiextensions.k8s.io/"+crd+" condition met")
 	}
+	assert.NotContains(t, res.Stdout, "waiting for CRD rayjobs.ray.io (3)", "polled until it exists")
+
+	// A CRD that never comes fails after the attempts, naming it.
+	api.HideFor(crds, "networks.networking.gke.io", 100)
+	res = clitest.RunScript(t, cluster.WaitForCRDsScript, "KUBECONFIG_DATA="+api.Kubeconfig(t),
+		"CRDS=networks.networking.gke.io", "RETRY_SECONDS=0", "ATTEMPTS=3")
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "CRD networks.networking.gke.io did not appear after 3 attempts")
 }

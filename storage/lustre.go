@@ -1,6 +1,7 @@
 package storage
 
 import (
+	_ "embed"
 	"fmt"
 	"net/url"
 	"path"
@@ -30,24 +31,12 @@ const (
 	LustreCSIDriver = "lustre.csi.storage.gke.io"
 )
 
-// PeeringCleanupScript removes the Private Service Access connection when `pulumi destroy` gets
-// to it, after the Lustre instance is gone: it retries the service's own delete while the
-// producer still holds the range (up to 20 minutes), then removes the peering from the VPC's
-// side, so that the network can be deleted. It needs gcloud, as gke-gcloud-auth-plugin does.
-const PeeringCleanupScript = `set -u
-peering=servicenetworking-googleapis-com
-for attempt in $(seq 1 "${ATTEMPTS:-40}"); do
-  if ! gcloud compute networks peerings list --project "$PROJECT" --network "$NETWORK" --format='value(name)' | grep -qx "$peering"; then
-    echo "no $peering peering left on $NETWORK"; exit 0
-  fi
-  if gcloud services vpc-peerings delete --service=servicenetworking.googleapis.com --network="$NETWORK" --project="$PROJECT" --quiet; then
-    exit 0
-  fi
-  echo "attempt $attempt: the producer still holds the range; retrying in ${RETRY_SECONDS:-30} s" >&2
-  sleep "${RETRY_SECONDS:-30}"
-done
-gcloud compute networks peerings delete "$peering" --network="$NETWORK" --project="$PROJECT" --quiet
-`
+// PeeringCleanupScript removes the Private Service Access peering when `pulumi destroy` gets to
+// it, after the Lustre instance is gone (see the script for how). It needs gcloud where Pulumi
+// runs, as gke-gcloud-auth-plugin does.
+//
+//go:embed psa-cleanup.sh
+var PeeringCleanupScript string
 
 // LustreInstanceID is the instance's ID for a name prefix.
 func LustreInstanceID(namePrefix string) string { return naming.New(namePrefix).Name(63, "lustre") }

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	_ "embed"
 	"path"
 	"strings"
 
@@ -13,9 +14,12 @@ import (
 	"gke-rl/infra/kube"
 )
 
-// CompleteMarker is written into a prepared directory as the last step: a directory without it
-// is prepared again, so that an interrupted download never passes for a finished one.
+// CompleteMarker is written into a prepared directory as the last step (prep.sh): a directory
+// without it is prepared again, so that an interrupted download never passes for a finished one.
 const CompleteMarker = ".gke-rl-complete"
+
+//go:embed prep.sh
+var prepLibrary string
 
 // PrepStep prepares one directory on the shared volume, once.
 type PrepStep struct {
@@ -27,27 +31,25 @@ type PrepStep struct {
 	// fresh: Hugging Face's downloads skip the files already complete, so an interrupted one
 	// resumes.
 	Fresh bool
+	// SizeOf are where the step's data goes, whose size the log reports when it is done; none
+	// means Dir. A download into the Hugging Face cache fills the cache, not Dir.
+	SizeOf []string
 	// Command fills Dir.
 	Command []string
 }
 
-// PrepScript runs each step unless its directory is complete.
+// PrepScript runs each step unless its directory is complete: prep.sh, then one `prep_step`
+// line a step, its values shell-quoted.
 func PrepScript(steps []PrepStep) string {
 	var b strings.Builder
-	b.WriteString("set -euo pipefail\n")
+	b.WriteString(prepLibrary)
 	for _, s := range steps {
-		dir := shellescape.Quote(s.Dir)
-		marker := shellescape.Quote(path.Join(s.Dir, CompleteMarker))
-		name := shellescape.Quote(s.Name)
-		b.WriteString("if [ -e " + marker + " ]; then echo " + name + "': ready, skipped'; else\n")
+		mode := "resume"
 		if s.Fresh {
-			b.WriteString("  echo " + name + "': preparing'; rm -rf " + dir + " && mkdir -p " + dir + "\n")
-		} else {
-			b.WriteString("  echo " + name + "': preparing (resumes what an earlier attempt downloaded)'; mkdir -p " + dir + "\n")
+			mode = "fresh"
 		}
-		b.WriteString("  " + shellescape.QuoteCommand(s.Command) + "\n")
-		// The size on the shared volume shows progress and the result in `kubectl logs`.
-		b.WriteString("  touch " + marker + "; echo " + name + "\": done, $(du -sh " + dir + " | cut -f1)\"\nfi\n")
+		args := append([]string{"prep_step", s.Name, s.Dir, mode, strings.Join(s.SizeOf, ":"), "--"}, s.Command...)
+		b.WriteString(shellescape.QuoteCommand(args) + "\n")
 	}
 	return b.String()
 }
@@ -78,10 +80,28 @@ func NeMoRLPrepSteps(r Run) []PrepStep {
 	prepared := path.Join(r.Layout.Root, "prepared")
 	return []PrepStep{
 		{Name: "model " + r.Model, Dir: path.Join(prepared, "models", r.Model),
+			SizeOf:  []string{hubCacheDir(r.Layout, "model", r.Model)},
 			Command: []string{"python3", "-c", cacheModel, r.Model}},
 		{Name: "dataset " + r.Dataset, Dir: path.Join(prepared, "datasets", r.Dataset),
+			SizeOf:  datasetCacheDirs(r.Layout, NeMoRLDatasetSources[r.Dataset]),
 			Command: append([]string{"python3", "-c", cacheDatasets}, NeMoRLDatasetSources[r.Dataset]...)},
 	}
+}
+
+// hubCacheDir is where the Hugging Face hub cache keeps a repository: `<type>s--<org>--<name>`
+// under $HF_HOME/hub (huggingface_hub file_download.py, repo_folder_name).
+func hubCacheDir(l Layout, repoType, repoID string) string {
+	return path.Join(l.HFHome(), "hub", repoType+"s--"+strings.ReplaceAll(repoID, "/", "--"))
+}
+
+// datasetCacheDirs are where the hub cache keeps datasets' downloaded files (the datasets
+// library's Arrow copy, under $HF_HOME/datasets, is derived from them and not counted).
+func datasetCacheDirs(l Layout, ids []string) []string {
+	var dirs []string
+	for _, id := range ids {
+		dirs = append(dirs, hubCacheDir(l, "dataset", id))
+	}
+	return dirs
 }
 
 // VerlPrepSteps check out verl, turn the dataset into parquet files and download the model.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 
+	"gke-rl/infra/clitest"
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
 	"gke-rl/workloads"
@@ -144,29 +145,28 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	assert.Equal(t, "rl-storage", job.Spec.Template.Spec.ServiceAccountName)
 }
 
-// The results step keeps each gate Job's `gate:` lines and fails when kubectl does.
+// The results step, run with the real kubectl against a fake API server, keeps each gate Job's
+// `gate:` lines and fails when kubectl does.
 func TestGateResultsScriptKeepsTheGateLines(t *testing.T) {
-	dir := t.TempDir()
-	kubectl := `#!/bin/sh
-[ -s "$2" ] || { echo "no kubeconfig" >&2; exit 1; }
-case "$*" in
-  *job-name=rl-gate-nccl*) printf 'NCCL INFO NET/gIB\ngate: GPU health on n1: 8 GPUs, 0 uncorrected ECC errors\ngate: NCCL all_gather over 2 nodes: average bus bandwidth 352 GB/s (minimum 100)\n' ;;
-  *job-name=rl-gate-storage*) printf 'gate: shared volume from one GPU node: write 900 MB/s, read 2000 MB/s (the storage aggregate: 1000 MB/s)\n' ;;
-  *) exit 1 ;;
-esac
-`
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubectl"), []byte(kubectl), 0o755))
-	run := func(jobs string) (string, error) {
-		cmd := exec.Command("/bin/bash", "-c", workloads.GateResultsScript)
-		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "KUBECONFIG_DATA=apiVersion: v1", "NAMESPACE=gke-rl", "JOBS="+jobs)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+	clitest.Tool(t, "kubectl")
+	api := clitest.NewKube(t)
+	job := func(name string) map[string]string { return map[string]string{"batch.kubernetes.io/job-name": name} }
+	api.AddPod("gke-rl", "rl-gate-nccl-0-abcde", job("rl-gate-nccl"),
+		"NCCL INFO NET/gIB\ngate: GPU health on n1: 8 GPUs, 0 uncorrected ECC errors\ngate: NCCL all_gather over 2 nodes: average bus bandwidth 352 GB/s (minimum 100)\n")
+	api.AddPod("gke-rl", "rl-gate-storage-fghij", job("rl-gate-storage"),
+		"gate: shared volume from one GPU node: write 900 MB/s, read 2000 MB/s (the storage aggregate: 1000 MB/s)\n")
+	api.AddPod("gke-rl", "other", map[string]string{"app": "x"}, "gate: not a gate pod\n")
+	run := func(jobs string, env ...string) clitest.Result {
+		return clitest.RunScript(t, workloads.GateResultsScript, append([]string{"KUBECONFIG_DATA=" + api.Kubeconfig(t),
+			"NAMESPACE=gke-rl", "JOBS=" + jobs, "PREFIX=" + workloads.GateResultPrefix}, env...)...)
 	}
-	out, err := run("rl-gate-nccl rl-gate-storage")
-	require.NoError(t, err, out)
+	res := run("rl-gate-nccl rl-gate-storage")
+	require.Equal(t, 0, res.Code, res.Stderr)
 	assert.Equal(t, "gate: GPU health on n1: 8 GPUs, 0 uncorrected ECC errors\n"+
 		"gate: NCCL all_gather over 2 nodes: average bus bandwidth 352 GB/s (minimum 100)\n"+
-		"gate: shared volume from one GPU node: write 900 MB/s, read 2000 MB/s (the storage aggregate: 1000 MB/s)\n", out)
-	_, err = run("rl-gate-unknown")
-	assert.Error(t, err, "a kubectl that fails fails the step")
+		"gate: shared volume from one GPU node: write 900 MB/s, read 2000 MB/s (the storage aggregate: 1000 MB/s)\n", res.Stdout)
+
+	res = run("rl-gate-nccl", "KUBECONFIG_DATA=apiVersion: v1\nkind: Config\nclusters: []\n")
+	assert.NotEqual(t, 0, res.Code, "a kubectl that fails fails the step")
+	assert.Empty(t, res.Stdout)
 }

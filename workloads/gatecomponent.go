@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	_ "embed"
 	"fmt"
 	"slices"
 
@@ -35,13 +36,12 @@ type Gate struct {
 	Results pulumi.StringOutput
 }
 
-// GateResultsScript prints the `gate:` lines of every pod of the Jobs in $JOBS (in $NAMESPACE). A
-// kubectl that fails fails the step; a pod without such a line adds nothing.
-var GateResultsScript = kube.KubectlScript(`for job in $JOBS; do
-  logs=$(kubectl --kubeconfig "$kubeconfig" -n "$NAMESPACE" logs -l "batch.kubernetes.io/job-name=$job" --tail=-1)
-  printf '%s\n' "$logs" | grep '^` + GateResultPrefix + `' || true
-done
-`)
+// GateResultsScript prints the result lines of every pod of the Jobs in $JOBS (in $NAMESPACE)
+// that start with $PREFIX (GateResultPrefix).
+var GateResultsScript = kube.KubectlScript(gateResults)
+
+//go:embed gate-results.sh
+var gateResults string
 
 // NewGate registers the gate.
 func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...pulumi.ResourceOption) (*Gate, error) {
@@ -82,6 +82,7 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 		Env: pulumi.StringMap{
 			"NAMESPACE": pulumi.String(p.Namespace),
 			"JOBS":      pulumi.String(args.NCCL.Name + " " + args.Storage.Name),
+			"PREFIX":    pulumi.String(GateResultPrefix),
 		},
 		// The Jobs' uids change when a Job is replaced: the results are then collected again.
 		Triggers: pulumi.Array{ncclJob.Metadata.Uid(), storageJob.Metadata.Uid()},

@@ -1,20 +1,25 @@
 package kube
 
 import (
+	_ "embed"
+	"strings"
+
 	"github.com/pulumi/pulumi-command/sdk/go/command/local"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
-// kubeconfigPreamble writes $KUBECONFIG_DATA to a temporary file, $kubeconfig, removed on exit.
-const kubeconfigPreamble = `set -eu
-kubeconfig=$(mktemp); trap 'rm -f "$kubeconfig"' EXIT
-printf '%s' "$KUBECONFIG_DATA" > "$kubeconfig"
-`
+//go:embed kubeconfig.sh
+var kubeconfigPreamble string
 
-// KubectlScript is body run with `kubectl --kubeconfig "$kubeconfig"` reaching the cluster: the
-// kubeconfig comes from $KUBECONFIG_DATA (it holds no credential: gke-gcloud-auth-plugin
-// authenticates), so the user's ~/.kube/config is neither read nor changed.
-func KubectlScript(body string) string { return kubeconfigPreamble + body }
+// KubectlScript is a kubectl step's script: the kubeconfig preamble (kubeconfig.sh), then body,
+// a script whose kubectl finds the cluster through $KUBECONFIG. The body's own shebang is dropped:
+// the preamble has one.
+func KubectlScript(body string) string {
+	if strings.HasPrefix(body, "#!") {
+		_, body, _ = strings.Cut(body, "\n")
+	}
+	return kubeconfigPreamble + body
+}
 
 // KubectlCommandArgs are a kubectl step of `pulumi up`.
 type KubectlCommandArgs struct {

@@ -1,0 +1,103 @@
+package clitest
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// RequireEnv makes a missing tool a failure instead of a skip; `.ci/run` sets it, so that CI
+// always runs the tests that need the real tools.
+const RequireEnv = "GKE_RL_REQUIRE_TOOLS"
+
+// Tool is the path of a command-line tool a test runs. Without it the test is skipped, naming
+// the package that provides it, or fails when RequireEnv is set.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	packages := map[string]string{
+		"gcloud":                 "Debian package google-cloud-cli",
+		"gke-gcloud-auth-plugin": "Debian package google-cloud-cli-gke-gcloud-auth-plugin",
+		"kubectl":                "Debian package kubectl",
+		"shellcheck":             "Debian package shellcheck",
+		"bash":                   "Debian package bash",
+	}
+	msg := name + " is not on PATH (" + packages[name] + "); this test runs the real tool"
+	if os.Getenv(RequireEnv) != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Result is what a command did.
+type Result struct {
+	Stdout, Stderr string
+	// Code is the exit status (-1 when it did not start or was killed).
+	Code int
+}
+
+// Run runs name with args and env added to the test's environment, and returns what it did.
+func Run(t testing.TB, env []string, name string, args ...string) Result {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := Result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		r.Code = exit.ExitCode()
+	default:
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+// RunScript runs a script with bash, as the pulumi-command steps do (`/bin/bash -c <script>`).
+func RunScript(t testing.TB, script string, env ...string) Result {
+	t.Helper()
+	return Run(t, env, Tool(t, "bash"), "-c", script)
+}
+
+// ReplyFile answers with a recorded response body under the repository's testdata/.
+func ReplyFile(t testing.TB, w http.ResponseWriter, status int, name string) {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(RepoRoot(t), "testdata", name))
+	if err != nil {
+		t.Errorf("fake API: %v", err)
+		status, body = http.StatusInternalServerError, []byte(`{}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// RepoRoot is the module's root directory, found from the test's working directory.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}

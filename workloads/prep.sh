@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The data preparation Job's steps on the shared volume. The Job's script is this file followed
+# by one `prep_step` line a step (workloads.PrepScript); each step fills its directory once.
+set -euo pipefail
+
+# prep_step NAME DIR MODE SIZE_OF -- COMMAND...
+# runs COMMAND unless DIR holds the completion marker, which it writes last, so that an
+# interrupted step never passes for a finished one. MODE "fresh" empties DIR first (a clone, a
+# conversion); "resume" keeps it (Hugging Face downloads skip the files already complete).
+# SIZE_OF is the colon-separated paths whose size is reported when the step is done: where the
+# step's data went (a download into the Hugging Face cache fills the cache, not DIR); empty
+# means DIR.
+prep_step() {
+  local name=$1 dir=$2 mode=$3 size_of=${4:-$2}
+  shift 5
+  local marker="$dir/.gke-rl-complete"
+  if [[ -e $marker ]]; then
+    echo "$name: ready, skipped"
+    return
+  fi
+  if [[ $mode == fresh ]]; then
+    echo "$name: preparing"
+    rm -rf "$dir"
+  else
+    echo "$name: preparing (resumes what an earlier attempt downloaded)"
+  fi
+  mkdir -p "$dir"
+  "$@"
+  touch "$marker"
+  echo "$name: done, $(size_of "$size_of")"
+}
+
+# size_of PATHS prints the total size of the colon-separated PATHS that exist, following
+# symbolic links (a Hugging Face snapshot links into the cache's blobs).
+size_of() {
+  local paths=() p
+  IFS=: read -ra candidates <<<"$1"
+  for p in "${candidates[@]}"; do
+    if [[ -e $p ]]; then paths+=("$p"); fi
+  done
+  if ((${#paths[@]} == 0)); then
+    echo "nothing at $1"
+    return
+  fi
+  du -shcL -- "${paths[@]}" | tail -n 1 | cut -f 1
+}
