@@ -7,7 +7,7 @@ require (
 	github.com/GoogleCloudPlatform/gke-networking-api v0.2.11
 	github.com/VictoriaMetrics/metricsql v0.87.3
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510
-	github.com/pulumi/pulumi-command/sdk v1.1.0
+	github.com/pulumi/pulumi-command/sdk v1.2.1
 	github.com/pulumi/pulumi-gcp/sdk/v8 v8.41.1
 	github.com/pulumi/pulumi-kubernetes/sdk/v4 v4.32.0
 	github.com/pulumi/pulumi/sdk/v3 v3.274.1

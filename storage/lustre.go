@@ -169,6 +169,8 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 	l.PeeringCleanup, err = local.NewCommand(ctx, cleanupName, &local.CommandArgs{
 		Delete:      pulumi.String(PeeringCleanupScript),
 		Interpreter: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("-c")},
+		// The script never reads the create step's output (there is none).
+		AddPreviousOutputInEnv: pulumi.Bool(false),
 		Environment: pulumi.StringMap{
 			"PROJECT": project,
 			"NETWORK": args.Network.ToStringOutput().ApplyT(path.Base).(pulumi.StringOutput),

@@ -44,5 +44,9 @@ func NewKubectlCommand(ctx *pulumi.Context, name string, args KubectlCommandArgs
 		Interpreter: pulumi.StringArray{pulumi.String("/bin/bash"), pulumi.String("-c")},
 		Environment: env,
 		Triggers:    args.Triggers,
+		// The steps never read the previous run's output (PULUMI_COMMAND_STDOUT/STDERR). Said
+		// explicitly: pulumi-command's SDK sent the default (true) itself up to v1.1.0 and leaves
+		// it to the provider from v1.2.x (commit bf349f64), so the input depends on nothing else.
+		AddPreviousOutputInEnv: pulumi.Bool(false),
 	}, opts...)
 }
