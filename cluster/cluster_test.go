@@ -334,8 +334,8 @@ func TestInstallerMatchesUpstreamPerMode(t *testing.T) {
 	std := record(t, fixture()).OfType("kubernetes:apps/v1:DaemonSet")[0]
 	inits := input(t, std, "spec.template.spec.initContainers").([]any)
 	require.Len(t, inits, 1, "the plugin installer only")
-	script := inits[0].(map[string]any)["args"].([]any)[0].(string)
-	assert.Contains(t, script, "/scripts/container_entry.sh install\n")
+	installNCCL := func(init any) any { return init.(map[string]any)["env"].([]any)[0].(map[string]any)["value"] }
+	assert.Equal(t, "false", installNCCL(inits[0]), "the plugin only")
 	assert.Equal(t, "system-node-critical", input(t, std, "spec.template.spec.priorityClassName"))
 	assert.Equal(t, "kube-system", input(t, std, "metadata.namespace"))
 
@@ -343,8 +343,7 @@ func TestInstallerMatchesUpstreamPerMode(t *testing.T) {
 	args.Mode = kinds.Autopilot
 	rec := record(t, args)
 	ap := rec.OfType("kubernetes:apps/v1:DaemonSet")[0]
-	script = input(t, ap, "spec.template.spec.initContainers").([]any)[0].(map[string]any)["args"].([]any)[0].(string)
-	assert.Contains(t, script, "/scripts/container_entry.sh install --install-nccl")
+	assert.Equal(t, "true", installNCCL(input(t, ap, "spec.template.spec.initContainers").([]any)[0]), "NCCL too")
 	_, priority := ap.Input("spec.template.spec.priorityClassName")
 	assert.False(t, priority)
 	ns := rec.OfType("kubernetes:core/v1:Namespace")

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	_ "embed"
+	"strconv"
+
 	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -27,19 +30,16 @@ const (
 	autopilotInstallerNamespace = "rdma-system"
 )
 
-// installScript copies the plugin into the host directories the workers mount. The Standard
-// manifest no longer installs NCCL itself (upstream commit 2da1c92f, "Removed --install-nccl
-// from default and a4x installers"); the Autopilot manifest still does.
-func installScript(mode kinds.Mode) string {
-	install := "/scripts/container_entry.sh install"
-	if mode == kinds.Autopilot {
-		install += " --install-nccl"
-	}
-	return "set -ex\n" + install + `
-cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64
-cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib
-echo "installation finishes"
-`
+// installScript copies the plugin into the host directories the workers mount
+// (rdma-install.sh); installEnv says whether it installs NCCL too.
+//
+//go:embed rdma-install.sh
+var installScript string
+
+// installEnv: the Standard manifest no longer installs NCCL itself (upstream commit 2da1c92f,
+// "Removed --install-nccl from default and a4x installers"); the Autopilot manifest still does.
+func installEnv(mode kinds.Mode) corev1.EnvVarArray {
+	return corev1.EnvVarArray{corev1.EnvVarArgs{Name: pulumi.String("INSTALL_NCCL"), Value: pulumi.String(strconv.FormatBool(mode == kinds.Autopilot))}}
 }
 
 // newRDMAInstaller registers the installer DaemonSet (and, on Autopilot, its namespace), on GPU
@@ -80,7 +80,8 @@ func installerSpec(mode kinds.Mode, accelerator string) *appsv1.DaemonSetSpecArg
 		Name:            pulumi.String(installerName),
 		Image:           pulumi.String(GIBInstallerImage),
 		Command:         pulumi.StringArray{pulumi.String("/bin/sh"), pulumi.String("-c")},
-		Args:            pulumi.StringArray{pulumi.String(installScript(mode))},
+		Args:            pulumi.StringArray{pulumi.String(installScript)},
+		Env:             installEnv(mode),
 		Resources:       &corev1.ResourceRequirementsArgs{Requests: pulumi.StringMap{"cpu": pulumi.String("150m")}},
 		SecurityContext: &corev1.SecurityContextArgs{Privileged: pulumi.Bool(true)},
 		VolumeMounts:    hostMounts,

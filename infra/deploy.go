@@ -230,6 +230,7 @@ func deployRun(ctx *pulumi.Context, run RunPlan, placement kube.Placement) (pulu
 	outputs["rayJob"] = pulumi.String(job)
 	outputs["rayJobStatus"] = pulumi.String(fmt.Sprintf("kubectl -n %s get rayjob %s -w", ns, job))
 	outputs["rayJobLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f job/%s", ns, job))
+	outputs["rayJobAttempts"] = pulumi.String(ray.JobAttemptsCommand(ns, job))
 	if run.Mode == kinds.OwnCluster {
 		// KubeRay names the job's own cluster at run time; the command looks the name up.
 		ownCluster := fmt.Sprintf("$(kubectl -n %s get rayjob %s -o jsonpath='{.status.rayClusterName}')", ns, job)

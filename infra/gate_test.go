@@ -69,13 +69,20 @@ func TestGateFollowsTheStack(t *testing.T) {
 	}
 	require.NotNil(t, nccl)
 	require.NotNil(t, storage)
-	script := get(t, nccl, "spec.template.spec.containers.0.command.2").(string)
-	assert.Contains(t, script, "-v min=250")
-	assert.Contains(t, script, `"$count" -eq 8`, "an A4 node has 8 GPUs")
+	env := func(job map[string]any) map[string]any {
+		vars := map[string]any{}
+		for _, e := range get(t, job, "spec.template.spec.containers.0.env").([]any) {
+			vars[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"]
+		}
+		return vars
+	}
+	assert.Equal(t, "250", env(nccl)["MIN_BUS_BANDWIDTH_GBPS"])
+	assert.Equal(t, "8", env(nccl)["GPUS"], "an A4 node has 8 GPUs")
+	assert.Equal(t, "ray-a4-gpu-spot-gate-nccl-0.ray-a4-gpu-spot-gate-nccl ray-a4-gpu-spot-gate-nccl-1.ray-a4-gpu-spot-gate-nccl", env(nccl)["HOSTS"])
 	assert.EqualValues(t, 2, get(t, nccl, "spec.completions"), "two of the 8 nodes")
 	assert.Equal(t, get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.metadata.annotations"), get(t, nccl, "spec.template.metadata.annotations"), "the NCCL test uses the workers' NICs")
 	assert.Equal(t, get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.spec.nodeSelector"), get(t, nccl, "spec.template.spec.nodeSelector"))
-	assert.Contains(t, get(t, storage, "spec.template.spec.containers.0.command.2"), "mib=16384")
+	assert.Equal(t, "16384", env(storage)["MIB"])
 	assert.Equal(t, "rl-shared", get(t, storage, "spec.template.spec.volumes.0.persistentVolumeClaim.claimName"))
 
 	single := plantest.Plan(t, "h200-reserved", "gpu.nodes=1", "gpu.minNodes=1")

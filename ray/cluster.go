@@ -63,6 +63,19 @@ func NewLongLivedCluster(ctx *pulumi.Context, name string, args *LongLivedCluste
 	return c, nil
 }
 
+// JobAttemptsCommand lists RayJobs (one, or all in the namespace when job is empty) with their
+// status and the attempt counts. KubeRay v1.5.0's printer columns show the job and deployment
+// status but not the counts, which are .status.failed and .status.succeeded
+// (ray-operator config/crd/bases/ray.io_rayjobs.yaml, apis/ray/v1/rayjob_types.go).
+func JobAttemptsCommand(namespace, job string) string {
+	cmd := "kubectl -n " + namespace + " get rayjob"
+	if job != "" {
+		cmd += " " + job
+	}
+	return cmd + " -o custom-columns=NAME:.metadata.name,JOB:.status.jobStatus,DEPLOYMENT:.status.jobDeploymentStatus," +
+		"FAILED:.status.failed,SUCCEEDED:.status.succeeded,CLUSTER:.status.rayClusterName"
+}
+
 // PortForward is the command that forwards the dashboard of a cluster's head to localhost.
 func PortForward(namespace, cluster string) string {
 	return fmt.Sprintf("kubectl -n %s port-forward service/%s %d:%d", namespace, HeadService(cluster), DashboardPort, DashboardPort)

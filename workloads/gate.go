@@ -1,10 +1,11 @@
 package workloads
 
 import (
+	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 
-	"al.essio.dev/pkg/shellescape"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -42,50 +43,29 @@ type GateArgs struct {
 	Storage      kube.SharedVolume
 }
 
-// ncclGateScript checks the node's GPUs on every pod, then, on index 0 and with two nodes or
-// more, runs NCCL's all_gather across the pods with the gIB plugin over the RDMA NICs and fails
-// below the minimum average bus bandwidth. The other pods serve MPI over ssh until index 0 is
-// done (the Job's success policy then stops them). Index 0 first waits, for up to five minutes,
-// until every pod's sshd (port 222) answers, as container-engine-accelerators'
-// gpudirect-rdma/nccl-test-a4x-max-jobset.yaml does: a pod resolves in DNS before its GPU check
-// has finished and its sshd has started.
-func ncclGateScript(a GateArgs) string {
-	hosts := ""
-	for i := 0; i < a.NCCLNodes; i++ {
-		hosts += fmt.Sprintf(" %s-nccl-%d.%s-nccl", a.Name, i, a.Name)
-	}
-	if a.NCCLNodes < 2 {
-		return gpuHealthScript(a.GPUsPerNode) + `
-echo "` + GateResultPrefix + ` NCCL all_gather skipped: one GPU node, no network between nodes to test"
-`
-	}
-	return gpuHealthScript(a.GPUsPerNode) + `
-/scripts/container_entry.sh shell
-source /usr/local/gib/scripts/set_nccl_env.sh
-if [ "$JOB_COMPLETION_INDEX" != 0 ]; then sleep infinity; fi
-for host in` + hosts + `; do
-  for attempt in $(seq 1 "${ATTEMPTS:-60}"); do
-    ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 "$host" true 2>/dev/null && break
-    echo "waiting for $host's sshd ($attempt)"; sleep "${RETRY_SECONDS:-5}"
-  done
-done
-/usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1K -e 8G` + hosts + ` | tee /tmp/nccl.log
-bw=$(awk '/Avg bus bandwidth/ && $NF ~ /^[0-9]+(\.[0-9]+)?$/ {print $NF}' /tmp/nccl.log)
-echo "` + GateResultPrefix + ` NCCL all_gather over ` + strconv.Itoa(a.NCCLNodes) + ` nodes: average bus bandwidth ${bw:-none} GB/s (minimum ` + strconv.Itoa(a.MinBusBandwidthGBps) + `)"
-awk -v bw="${bw:-0}" -v min=` + strconv.Itoa(a.MinBusBandwidthGBps) + ` 'BEGIN { exit !(bw >= min) }' || {
-  echo "` + GateResultPrefix + ` FAILED: NCCL is below the minimum; is it on RDMA? grep NET/ in this log" >&2; exit 1; }
-`
-}
+// ncclGateScript is the NCCL gate's pod script (gate-nccl.sh); ncclGateEnv gives it its values.
+//
+//go:embed gate-nccl.sh
+var ncclGateScript string
 
-// gpuHealthScript fails unless the node shows every GPU and none has an uncorrected ECC error
-// (Cluster Toolkit's NCCL example checks the same in an init container).
-func gpuHealthScript(gpus int) string {
-	return `set -euo pipefail
-smi=/usr/local/nvidia/bin/nvidia-smi
-count=$($smi --query-gpu=index --format=csv,noheader | wc -l)
-ecc=$($smi --query-gpu=ecc.errors.uncorrected.volatile.total --format=csv,noheader | awk '{s += $1} END {print s + 0}')
-echo "` + GateResultPrefix + ` GPU health on $(hostname): $count GPUs, $ecc uncorrected ECC errors"
-[ "$count" -eq ` + strconv.Itoa(gpus) + ` ] && [ "$ecc" -eq 0 ] || { echo "` + GateResultPrefix + ` FAILED: GPU health on $(hostname)" >&2; exit 1; }`
+// storageGateScript is the storage gate's script (gate-storage.sh).
+//
+//go:embed gate-storage.sh
+var storageGateScript string
+
+// ncclGateEnv are the NCCL gate script's values: the GPUs each node must show, the pods' host
+// names (index 0 first) and the minimum bus bandwidth.
+func ncclGateEnv(a GateArgs) []corev1.EnvVar {
+	hosts := make([]string, a.NCCLNodes)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("%s-nccl-%d.%s-nccl", a.Name, i, a.Name)
+	}
+	return []corev1.EnvVar{
+		{Name: "GPUS", Value: strconv.Itoa(a.GPUsPerNode)},
+		{Name: "HOSTS", Value: strings.Join(hosts, " ")},
+		{Name: "MIN_BUS_BANDWIDTH_GBPS", Value: strconv.Itoa(a.MinBusBandwidthGBps)},
+		{Name: "PREFIX", Value: GateResultPrefix},
+	}
 }
 
 // NCCLGateJob is the Indexed Job of the NCCL test: one pod per node, each with all the node's
@@ -102,8 +82,8 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 			Containers: []corev1.Container{{
 				Name:         "nccl",
 				Image:        GateImage,
-				Command:      []string{"/bin/bash", "-c", ncclGateScript(a)},
-				Env:          []corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}},
+				Command:      []string{"/bin/bash", "-c", ncclGateScript},
+				Env:          append([]corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}}, ncclGateEnv(a)...),
 				Resources:    corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
 				VolumeMounts: gpunode.VolumeMounts(),
 			}},
@@ -121,15 +101,12 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 // from a GPU node, and reports MB/s against the storage's aggregate throughput. It fails only on
 // an I/O error: one node's figure is a sample, not the aggregate.
 func StorageGateJob(a GateArgs) *batchv1.Job {
-	file := a.Storage.MountPath + "/.gke-rl-gate-" + a.Name
-	script := fmt.Sprintf(`set -euo pipefail
-mib=%d
-f=%s
-t0=$(date +%%s.%%N); dd if=/dev/zero of="$f" bs=1M count=$mib conv=fsync status=none
-t1=$(date +%%s.%%N); dd if="$f" of=/dev/null bs=1M status=none
-t2=$(date +%%s.%%N); rm -f "$f"
-awk -v mib=$mib -v t0=$t0 -v t1=$t1 -v t2=$t2 'BEGIN { printf "%s shared volume from one GPU node: write %%.0f MB/s, read %%.0f MB/s (the storage aggregate: %d MB/s)\n", mib*1.048576/(t1-t0), mib*1.048576/(t2-t1) }'
-`, a.StorageMiB, shellescape.Quote(file), GateResultPrefix, a.ExpectedMBps)
+	env := []corev1.EnvVar{
+		{Name: "FILE", Value: a.Storage.MountPath + "/.gke-rl-gate-" + a.Name},
+		{Name: "MIB", Value: strconv.Itoa(a.StorageMiB)},
+		{Name: "EXPECTED_MBPS", Value: strconv.Itoa(a.ExpectedMBps)},
+		{Name: "PREFIX", Value: GateResultPrefix},
+	}
 	return runOnceJob(a.Name+"-storage", a.Namespace, 0, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
@@ -139,7 +116,8 @@ awk -v mib=$mib -v t0=$t0 -v t1=$t1 -v t2=$t2 'BEGIN { printf "%s shared volume 
 			Containers: []corev1.Container{{
 				Name:         "storage",
 				Image:        GateImage,
-				Command:      []string{"/bin/bash", "-c", script},
+				Command:      []string{"/bin/bash", "-c", storageGateScript},
+				Env:          env,
 				VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
 			}},
 			Volumes: []corev1.Volume{a.Storage.Volume()},

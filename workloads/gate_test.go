@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,13 +27,15 @@ func gateArgs(nodes int) workloads.GateArgs {
 	}
 }
 
-// gateNode fakes what a GPU node gives the NCCL gate: nvidia-smi with `gpus` GPUs and `ecc`
-// uncorrected errors, the diagnostic image's scripts (the NCCL test prints `busbw` as its
-// average), and ssh (`ssh` is its script; empty: every peer answers).
+// gateNode fakes what a GPU node gives the NCCL gate: nvidia-smi replaying the line recorded on
+// a real H200 (testdata/recorded/nvidia-smi-h200.txt) once for each of `gpus` GPUs, renumbered,
+// with `ecc` uncorrected errors on the last; the diagnostic image's scripts (the NCCL test prints
+// `busbw` as its average); and ssh (`ssh` is its script; empty: every peer answers).
 type gateNode struct{ gpus, ecc, busbw, ssh string }
 
-// run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL), with the absolute paths of the image and the
-// node moved under a temporary directory.
+// run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL),
+// with the container's environment and the absolute paths of the image and the node moved
+// under a temporary directory.
 func (n gateNode) run(t *testing.T, job *batchv1.Job) (string, error) {
 	t.Helper()
 	root := t.TempDir()
@@ -40,18 +43,32 @@ func (n gateNode) run(t *testing.T, job *batchv1.Job) (string, error) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte("#!/bin/bash\n"+body), 0o755))
 	}
-	write("nvidia/bin/nvidia-smi", `case "$*" in
-  *query-gpu=index*) for i in $(seq 1 `+n.gpus+`); do echo $((i-1)); done ;;
-  *ecc.errors*) for i in $(seq 1 `+n.gpus+`); do echo 0; done; echo `+n.ecc+` ;;
-esac`)
+	recorded, err := os.ReadFile("../testdata/recorded/nvidia-smi-h200.txt")
+	require.NoError(t, err)
+	_, line, _ := strings.Cut(strings.TrimSpace(string(recorded)), "\n") // noheader: no first line
+	fields := strings.Split(line, ", ")
+	var smi strings.Builder
+	gpus, _ := strconv.Atoi(n.gpus)
+	for i := range gpus {
+		fields[0] = strconv.Itoa(i)
+		if i == gpus-1 {
+			fields[4] = n.ecc
+		}
+		smi.WriteString(strings.Join(fields, ", ") + "\n")
+	}
+	write("nvidia/bin/nvidia-smi", `[ "$*" = "--query-gpu=index,name,driver_version,ecc.mode.current,ecc.errors.uncorrected.volatile.total --format=csv,noheader" ] || exit 2
+printf '%s' '`+smi.String()+`'`)
 	write("scripts/container_entry.sh", "echo sshd started")
 	write("gib/scripts/set_nccl_env.sh", "export NCCL_NET=gIB")
 	write("gib/scripts/run_nccl_tests.sh", `echo "hosts: ${@: -2}"; echo "# Avg bus bandwidth    : `+n.busbw+`"`)
 	write("bin/ssh", n.ssh)
-	script := job.Spec.Template.Spec.Containers[0].Command[2]
-	script = strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/nccl.log", root+"/nccl.log").Replace(script)
+	c := job.Spec.Template.Spec.Containers[0]
+	script := strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/nccl.log", root+"/nccl.log").Replace(c.Command[2])
 	cmd := exec.Command("/bin/bash", "-c", script)
 	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0", "ATTEMPTS=3", "RETRY_SECONDS=0")
+	for _, e := range c.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -129,7 +146,16 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	args := gateArgs(2)
 	args.Storage.MountPath = dir
 	job := workloads.StorageGateJob(args)
-	out, err := exec.Command("/bin/bash", "-c", job.Spec.Template.Spec.Containers[0].Command[2]).CombinedOutput()
+	c := job.Spec.Template.Spec.Containers[0]
+	run := func() ([]byte, error) {
+		cmd := exec.Command("/bin/bash", "-c", c.Command[2])
+		cmd.Env = os.Environ()
+		for _, e := range c.Env {
+			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		}
+		return cmd.CombinedOutput()
+	}
+	out, err := run()
 	require.NoError(t, err, string(out))
 	assert.Regexp(t, `^gate: shared volume from one GPU node: write \d+ MB/s, read \d+ MB/s \(the storage aggregate: 1000 MB/s\)\n$`, string(out))
 	left, err := os.ReadDir(dir)
@@ -139,7 +165,7 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	require.NoError(t, os.Chmod(dir, 0o555))
 	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
 	if os.Geteuid() != 0 {
-		_, err = exec.Command("/bin/bash", "-c", job.Spec.Template.Spec.Containers[0].Command[2]).CombinedOutput()
+		_, err = run()
 		assert.Error(t, err, "an I/O error fails the gate")
 	}
 	assert.Equal(t, "rl-storage", job.Spec.Template.Spec.ServiceAccountName)

@@ -220,3 +220,12 @@ func (c *closeNotify) Close() error {
 	c.once.Do(func() { close(c.done) })
 	return c.Conn.Close()
 }
+
+// NotFound answers every request as an API that knows no such resource, in Google's error shape.
+func NotFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = fmt.Fprintf(w, `{"error": {"code": 404, "message": "The resource '%s' was not found", "status": "NOT_FOUND"}}`, r.URL.Path)
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/infra/naming"
+	"gke-rl/ray"
 )
 
 // alertRateLimit is the least time between two notifications of one log-based alert policy
@@ -115,8 +116,8 @@ func alerts(a Args) []alert {
 		role: "run-failed", title: fmt.Sprintf("gke-rl %s: a GRPO run attempt failed", a.Cluster),
 		logFilter: RunFailedFilter(a.Cluster, a.Namespace), severity: "ERROR",
 		doc: fmt.Sprintf("The Ray job of cluster `%s` failed. On spot capacity KubeRay retries it on a new Ray cluster "+
-			"(`job.backoffLimit`); `kubectl -n %s get rayjob` shows the attempts and the state. "+
-			"The first failure's log: `kubectl -n %s logs job/<rayjob name>`.", a.Cluster, a.Namespace, a.Namespace),
+			"(`job.backoffLimit`); `%s` shows the state and the failed attempts. "+
+			"The first failure's log: `kubectl -n %s logs job/<rayjob name>`.", a.Cluster, ray.JobAttemptsCommand(a.Namespace, ""), a.Namespace),
 	}}
 	if a.Spot {
 		out = append(out, alert{

@@ -116,11 +116,11 @@ func Destroy(r *Result) *DestroyPlan {
 		why, isKept := kept[res.URN]
 		switch {
 		case isKept:
-			d.Stays = append(d.Stays, Kept{Resource: res, Why: why, Remove: removal(res, why)})
+			d.Stays = append(d.Stays, Kept{Resource: res, Why: why, Remove: removal(r, res, why)})
 		case res.Options.RetainOnDelete:
-			d.Stays = append(d.Stays, Kept{Resource: res, Why: "retained on delete (storage.protect)", Remove: removal(res, "retained")})
+			d.Stays = append(d.Stays, Kept{Resource: res, Why: "retained on delete (storage.protect)", Remove: removal(r, res, "retained")})
 		case deletionPolicy(res) == "ABANDON" && cleanedUpBy(r, res) == nil:
-			d.Stays = append(d.Stays, Kept{Resource: res, Why: "abandoned (deletionPolicy ABANDON)", Remove: removal(res, "abandoned")})
+			d.Stays = append(d.Stays, Kept{Resource: res, Why: "abandoned (deletionPolicy ABANDON)", Remove: removal(r, res, "abandoned")})
 		}
 	}
 	return d
@@ -146,8 +146,9 @@ func deletionPolicy(res *Resource) string {
 	return s
 }
 
-// removal is the command that removes a kept resource, by type.
-func removal(res *Resource, why string) string {
+// removal is how to remove a kept resource, by type; each command is in backticks, as the
+// README shows commands, and the Lustre export is the stack's own checkpointExport output.
+func removal(r *Result, res *Resource, why string) string {
 	str := func(path string) string {
 		v, _ := res.Input(path)
 		s, _ := v.(string)
@@ -155,14 +156,17 @@ func removal(res *Resource, why string) string {
 	}
 	switch {
 	case res.Type == "gcp:lustre/instance:Instance":
-		return fmt.Sprintf("copy out the checkpoints you want (the stack output checkpointExport: gcloud lustre instances export-data %s --location=%s --project=%s --lustre-path=/checkpoints --gcs-path-uri=gs://<bucket>/checkpoints/), then pulumi state unprotect '%s' && pulumi destroy",
-			str("instanceId"), str("location"), str("project"), res.URN)
+		export, _ := r.Outputs["checkpointExport"].(string)
+		return fmt.Sprintf("copy out the checkpoints you want (`pulumi stack output checkpointExport`: `%s`; "+
+			"the Managed Lustre service agent needs roles/storage.objectUser on the bucket), then `pulumi state unprotect '%s'` and `pulumi destroy`",
+			export, res.URN)
 	case res.Type == "gcp:storage/bucket:Bucket":
-		return fmt.Sprintf("copy out what you want, then gcloud storage rm --recursive gs://%s", str("name"))
+		return fmt.Sprintf("copy out what you want, then `gcloud storage rm --recursive gs://%s`", str("name"))
 	case res.Type == "gcp:servicenetworking/connection:Connection":
-		return "removed by storage-psa-cleanup once the instance is gone; by hand: gcloud services vpc-peerings delete --service=servicenetworking.googleapis.com --network=<main VPC>"
+		return "removed by storage-psa-cleanup once the instance is gone; by hand: " +
+			"`gcloud services vpc-peerings delete --service=servicenetworking.googleapis.com --network=<main VPC> --project=<project>`"
 	case why == "a dependency of a protected resource":
-		return "goes with the next pulumi destroy, once the protected resource is unprotected"
+		return "goes with the next `pulumi destroy`, once the protected resource is unprotected"
 	}
 	return ""
 }

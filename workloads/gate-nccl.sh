@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The NCCL gate's pod, one per GPU node (an Indexed Job in the gIB diagnostic image). Every pod
+# checks its node's GPUs; with two nodes or more, index 0 runs NCCL's all_gather across the pods
+# with the gIB plugin over the RDMA NICs and fails below the minimum bus bandwidth, while the
+# other pods serve MPI over ssh until index 0 is done (the Job's success policy then stops them).
+#
+# Environment: GPUS (what the node must show), HOSTS (the pods' host names, index 0 first),
+# MIN_BUS_BANDWIDTH_GBPS, PREFIX (starts every result line); ATTEMPTS (60) and RETRY_SECONDS (5)
+# bound the wait for the peers' sshd; JOB_COMPLETION_INDEX comes from the Job.
+set -euo pipefail
+
+smi=/usr/local/nvidia/bin/nvidia-smi
+# One line a GPU: index, name, driver, ECC mode, uncorrected volatile ECC errors (as recorded in
+# testdata/recorded/nvidia-smi-h200.txt).
+gpu_lines=$("$smi" --query-gpu=index,name,driver_version,ecc.mode.current,ecc.errors.uncorrected.volatile.total --format=csv,noheader)
+count=$(grep -c . <<<"$gpu_lines" || true)
+ecc=$(awk -F', *' '{ s += $5 } END { print s + 0 }' <<<"$gpu_lines")
+echo "$PREFIX GPU health on $(hostname): $count GPUs, $ecc uncorrected ECC errors"
+if [[ $count -ne $GPUS || $ecc -ne 0 ]]; then
+  echo "$PREFIX FAILED: GPU health on $(hostname)" >&2
+  exit 1
+fi
+
+read -ra peers <<<"$HOSTS"
+if ((${#peers[@]} < 2)); then
+  echo "$PREFIX NCCL all_gather skipped: one GPU node, no network between nodes to test"
+  exit 0
+fi
+
+/scripts/container_entry.sh shell
+# shellcheck source=/dev/null
+source /usr/local/gib/scripts/set_nccl_env.sh
+if [[ $JOB_COMPLETION_INDEX != 0 ]]; then
+  exec sleep infinity
+fi
+# A pod resolves in DNS before its GPU check has finished and its sshd has started: wait, for a
+# bounded time, until every peer's sshd (port 222) answers, as container-engine-accelerators'
+# gpudirect-rdma/nccl-test-a4x-max-jobset.yaml does.
+for host in "${peers[@]}"; do
+  for ((attempt = 1; attempt <= ${ATTEMPTS:-60}; attempt++)); do
+    if ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 "$host" true 2>/dev/null; then
+      break
+    fi
+    echo "waiting for $host's sshd ($attempt)"
+    sleep "${RETRY_SECONDS:-5}"
+  done
+done
+/usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1K -e 8G "${peers[@]}" | tee /tmp/nccl.log
+bw=$(awk '/Avg bus bandwidth/ && $NF ~ /^[0-9]+(\.[0-9]+)?$/ { print $NF }' /tmp/nccl.log)
+echo "$PREFIX NCCL all_gather over ${#peers[@]} nodes: average bus bandwidth ${bw:-none} GB/s (minimum $MIN_BUS_BANDWIDTH_GBPS)"
+if ! awk -v bw="${bw:-0}" -v min="$MIN_BUS_BANDWIDTH_GBPS" 'BEGIN { exit !(bw >= min) }'; then
+  echo "$PREFIX FAILED: NCCL is below the minimum; is it on RDMA? grep NET/ in this log" >&2
+  exit 1
+fi
