@@ -142,11 +142,11 @@ func (k *Kube) serve(w http.ResponseWriter, r *http.Request) {
 		write(http.StatusNotFound, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
 			Message: what + " not found", Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound})
 	}
-	switch {
-	case p == "/api":
+	switch p {
+	case "/api":
 		write(http.StatusOK, metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}})
 		return
-	case p == "/apis":
+	case "/apis":
 		list := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 		for gv := range k.resources {
 			if gv.Group == "" {

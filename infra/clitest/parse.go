@@ -2,6 +2,7 @@ package clitest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -33,7 +34,8 @@ func Parses(t *testing.T, g *Google, kubeconfig string, cmd Command) {
 	out, err := c.CombinedOutput()
 	code := 0
 	if err != nil {
-		if exit, ok := err.(*exec.ExitError); ok {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
 			code = exit.ExitCode()
 		} else {
 			t.Errorf("%s: %v", cmd, err)
