@@ -189,6 +189,26 @@ func TestNeMoRLPrepStagesTheModelAndDatasetsInTheCache(t *testing.T) {
 	for _, name := range workloads.NeMoRLDatasets {
 		assert.NotEmpty(t, workloads.NeMoRLDatasetSources[name], name)
 	}
+	// The log reports what the download filled (the hub cache), not the empty marker directory.
+	assert.Equal(t, []string{"/lustre/huggingface/hub/models--Qwen--Qwen2.5-72B-Instruct"}, steps[0].SizeOf)
+	assert.Equal(t, []string{"/lustre/huggingface/hub/datasets--agentica-org--DeepScaleR-Preview-Dataset",
+		"/lustre/huggingface/hub/datasets--HuggingFaceH4--aime_2024"}, steps[1].SizeOf)
+}
+
+// A download into a cache reports the cache's size (symbolic links followed, as a Hugging Face
+// snapshot links into blobs), not its marker directory's.
+func TestPrepScriptReportsWhatTheStepFilled(t *testing.T) {
+	root := t.TempDir()
+	cache, marker := filepath.Join(root, "hub", "models--org--m"), filepath.Join(root, "prepared", "m")
+	blob := filepath.Join(cache, "blobs", "abc")
+	download := `mkdir -p "$0/blobs" "$0/snapshots/1" && head -c 3000000 /dev/zero > "$0/blobs/abc" && ln -sf ../../blobs/abc "$0/snapshots/1/model.safetensors"`
+	script := workloads.PrepScript([]workloads.PrepStep{
+		{Name: "model org/m", Dir: marker, SizeOf: []string{cache, filepath.Join(root, "absent")}, Command: []string{"bash", "-c", download, cache}},
+	})
+	out, err := exec.Command("bash", "-c", script).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.FileExists(t, blob)
+	assert.Regexp(t, `model org/m: done, 2\.[89]M\n`, string(out), "the 3 MB blob, counted once")
 }
 
 func TestVerlPrepSteps(t *testing.T) {
