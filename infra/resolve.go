@@ -192,9 +192,11 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		HeadNodeSelector:   bp.HeadSelector,
 		NICs:               bp.NICs,
 		Storage:            bp.Storage.Volume,
-		Env:                env,
-		Volumes:            bp.Tokens.Volumes(),
-		Mounts:             bp.Tokens.Mounts(),
+		HeadRayCPUs:        workloads.HeadRayCPUs(c.Framework),
+		// Offline on the Ray pods only: the data preparation is what downloads.
+		Env:     slices.Concat(env, workloads.OfflineEnv()),
+		Volumes: bp.Tokens.Volumes(),
+		Mounts:  bp.Tokens.Mounts(),
 	}
 
 	if c.Gate.Enabled {

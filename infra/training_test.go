@@ -3,6 +3,7 @@ package infra_test
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"gke-rl/infra"
 	"gke-rl/infra/gpunode"
@@ -427,4 +429,62 @@ func TestNodePoolsFitLustreAndMultiDayRuns(t *testing.T) {
 	assert.True(t, plantest.Resolve(t, "b200-spot", "gpu.placement=compact").Cluster.GPUPool.CompactPlacement)
 	assert.False(t, plantest.Resolve(t, "b200-spot", "storage.gkeSupport=false").Cluster.LustreLegacyPort, "port 988, GKE's default for new clusters")
 	assert.True(t, lustre.Cluster.LustreLegacyPort, "the shipped stack opts into GKE support, and the cluster follows")
+}
+
+// NeMo RL v0.5.0 waits, with no timeout, for a placement group of one {"CPU": 1} bundle on every
+// alive Ray node, STRICT_SPREAD (nemo_rl/utils/venvs.py lines 161-167): every node of its Ray
+// cluster, the head included, must advertise a CPU, or the run never starts. verl v0.6.0 has no
+// such group; its head stays CPU-less. Both frameworks on both stacks (own and long-lived
+// clusters).
+func TestRayClusterSatisfiesTheFrameworksStartup(t *testing.T) {
+	cases := []struct {
+		stack, framework string
+		overrides        []string
+	}{
+		{"b200-spot", "nemo-rl", nil},  // the job's own cluster
+		{"h200-reserved", "verl", nil}, // the long-lived cluster
+		{"h200-reserved", "nemo-rl", []string{"framework=nemo-rl", "job.dataset=DeepScaler"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.stack+" "+tc.framework, func(t *testing.T) {
+			res := plantest.Plan(t, tc.stack, tc.overrides...)
+			spec := clusterSpecOf(t, res)
+			headCPUs, err := strconv.Atoi(get(t, spec, "headGroupSpec.rayStartParams.num-cpus").(string))
+			require.NoError(t, err)
+			_, workerOverride := plan.Lookup(spec, "workerGroupSpecs.0.rayStartParams.num-cpus")
+			require.False(t, workerOverride, "KubeRay derives the workers' CPUs from their limits")
+			workerCPUs := resource.MustParse(get(t, spec, "workerGroupSpecs.0.template.spec.containers.0.resources.limits.cpu").(string))
+			if tc.framework == "nemo-rl" {
+				assert.GreaterOrEqual(t, headCPUs, 1, "the head holds a bundle of the venv placement group")
+				assert.GreaterOrEqual(t, workerCPUs.Value(), int64(1))
+				assert.Less(t, headCPUs, 8, "and no more: the head's pod has 8 CPUs and no GPU")
+			} else {
+				assert.Zero(t, headCPUs, "nothing of verl's needs the head")
+			}
+		})
+	}
+}
+
+// Once the data preparation has staged the model and the datasets, no Ray process goes to the
+// Hugging Face Hub: the Ray pods are offline; the data preparation, which downloads, is not.
+func TestRayPodsAreOfflineAndDataPrepIsNot(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack)
+		spec := clusterSpecOf(t, res)
+		for _, path := range []string{"headGroupSpec.template.spec.containers.0", "workerGroupSpecs.0.template.spec.containers.0"} {
+			env := envOf(t, get(t, spec, path))
+			assert.Equal(t, "1", env["HF_HUB_OFFLINE"], "%s %s", stack, path)
+			assert.Equal(t, "1", env["HF_DATASETS_OFFLINE"], "%s %s", stack, path)
+		}
+		preps := 0
+		for _, job := range manifestsOf(res, "Job") {
+			if strings.HasSuffix(get(t, job, "metadata.name").(string), "-data-prep") {
+				preps++
+				env := envOf(t, get(t, job, "spec.template.spec.containers.0"))
+				assert.NotContains(t, env, "HF_HUB_OFFLINE", "%s: the data preparation downloads", stack)
+				assert.NotContains(t, env, "HF_DATASETS_OFFLINE")
+			}
+		}
+		assert.Equal(t, 1, preps, stack)
+	}
 }

@@ -57,6 +57,10 @@ type SpecArgs struct {
 	// NICs are the GPU nodes' extra NICs, which every worker attaches.
 	NICs    []gpunode.NIC
 	Storage kube.SharedVolume
+	// HeadRayCPUs are the CPUs the head advertises to Ray's scheduler: 0 keeps every task and
+	// actor off it; a framework that places one bundle on every node needs 1
+	// (workloads.HeadRayCPUs).
+	HeadRayCPUs int
 	// Env is added to every Ray container before the program's own variables.
 	Env []corev1.EnvVar
 	// Volumes and Mounts are further volumes of every Ray pod (the token files).
@@ -77,8 +81,9 @@ func ClusterSpec(a SpecArgs) rayv1.RayClusterSpec {
 				// The dashboard listens on the pod IP so that the KubeRay operator and the job
 				// submitter reach it through the ClusterIP service; nothing exposes it further.
 				"dashboard-host": "0.0.0.0",
-				// No task or actor lands on the head: it has no GPU and little memory.
-				"num-cpus": "0",
+				// No training lands on the head: it has no GPU and little memory. It advertises
+				// as few CPUs as the framework's startup needs (HeadRayCPUs).
+				"num-cpus": strconv.Itoa(a.HeadRayCPUs),
 			},
 			Template: HeadTemplate(a),
 		},
@@ -138,9 +143,11 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 	c := corev1.Container{
 		Name:  workerContainer,
 		Image: a.Image,
-		// KubeRay appends its generated `ulimit -n 65536; ray start ...` to this command
-		// (`<command> && <ray start>`), so NCCL's environment is set before Ray starts.
-		Command:      []string{"source", gpunode.NCCLEnvScript},
+		// KubeRay v1.5.0 runs `<command> && ulimit -n 65536; ray start ...`
+		// (controllers/ray/common/pod.go, BuildPod): a failed `source` alone would skip the
+		// ulimit and still start Ray, without the gIB plugin's settings, and NCCL would train
+		// over TCP. The worker exits instead, and the pod fails where it can be seen.
+		Command:      SourceOrExit(gpunode.NCCLEnvScript),
 		Resources:    corev1.ResourceRequirements{Requests: res, Limits: res},
 		Env:          append(append(slices.Clone(a.Env), rayEnv()...), NCCLEnv(a.GPU.NCCLTunerConfig)...),
 		VolumeMounts: slices.Concat([]corev1.VolumeMount{a.Storage.Mount()}, gpunode.VolumeMounts(), a.Mounts),
@@ -155,6 +162,12 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			Volumes:            slices.Concat([]corev1.Volume{a.Storage.Volume()}, gpunode.Volumes(a.GPU.SharedMemoryGiB), a.Volumes),
 		},
 	}
+}
+
+// SourceOrExit is a container command that sources script into the shell KubeRay starts Ray
+// from, or stops that shell when it cannot. KubeRay joins the words with spaces.
+func SourceOrExit(script string) []string {
+	return []string{"source", script, "||", "{", "echo", "'" + script + " did not load: not starting Ray without the NCCL RDMA settings'", ">&2;", "exit", "1;", "}"}
 }
 
 // NCCLEnv is the NCCL environment of a GPU worker: libraries from the host, the tuner file of

@@ -1,16 +1,22 @@
 package ray_test
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/ray-project/kuberay/ray-operator/controllers/ray/common"
+	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"gke-rl/infra/clitest"
 	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
@@ -107,12 +113,6 @@ func TestClusterSpecs(t *testing.T) {
 			assert.Equal(t, "eth0", e["GLOO_SOCKET_IFNAME"])
 			assert.Equal(t, "/lustre/huggingface", e["HF_HOME"])
 		}},
-		{"the worker sources the NCCL environment before KubeRay's ray start", nil, func(t *testing.T, a ray.SpecArgs) {
-			c := ray.WorkerTemplate(a).Spec.Containers[0]
-			assert.Equal(t, []string{"source", "/usr/local/gib/scripts/set_nccl_env.sh"}, c.Command)
-			assert.Empty(t, c.Args, "KubeRay appends its ray start")
-			assert.NotContains(t, strings.Join(c.Command, " "), "ray start", "otherwise KubeRay would not add its own")
-		}},
 		{"a worker mounts the shared claim, shm in memory and the host libraries", nil, func(t *testing.T, a ray.SpecArgs) {
 			spec := ray.WorkerTemplate(a).Spec
 			mounts := map[string]string{}
@@ -185,4 +185,36 @@ func TestValidateJobRunsKubeRaysRayJobChecks(t *testing.T) {
 
 func TestPortForward(t *testing.T) {
 	assert.Equal(t, "kubectl -n gke-rl port-forward service/verl-h200-head-svc 8265:8265", ray.PortForward("gke-rl", "verl-h200"))
+}
+
+// The worker's command as KubeRay v1.5.0 composes it (its own BuildPod), run with bash: Ray starts
+// with the gIB plugin's NCCL settings, and does not start at all when they cannot be loaded,
+// instead of training over TCP.
+func TestWorkerStartsRayOnlyWithTheNCCLEnvironment(t *testing.T) {
+	bash := clitest.Tool(t, "bash")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "set_nccl_env.sh")
+	a := fixture()
+	template := ray.WorkerTemplate(a)
+	template.Spec.Containers[0].Command = ray.SourceOrExit(script)
+	pod := common.BuildPod(context.Background(), template, rayv1.WorkerNode, map[string]string{}, "6379", false, utils.RayClusterCRD, "head.gke-rl.svc", nil)
+	composed := pod.Spec.Containers[0].Args[0]
+	require.Contains(t, composed, "ray start", "KubeRay appended its start")
+
+	// A `ray` that says what it was started with.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ray"), []byte("#!/bin/sh\necho \"ray started with NCCL_NET=$NCCL_NET\"\n"), 0o755))
+	run := func() clitest.Result {
+		return clitest.Run(t, []string{"PATH=" + dir + ":" + os.Getenv("PATH")}, bash, "-c", composed)
+	}
+
+	require.NoError(t, os.WriteFile(script, []byte("export NCCL_NET=gIB\n"), 0o644))
+	res := run()
+	assert.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, "ray started with NCCL_NET=gIB\n", res.Stdout)
+
+	require.NoError(t, os.Remove(script))
+	res = run()
+	assert.Equal(t, 1, res.Code)
+	assert.Empty(t, res.Stdout, "Ray does not start")
+	assert.Contains(t, res.Stderr, "set_nccl_env.sh did not load: not starting Ray without the NCCL RDMA settings")
 }

@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"gke-rl/infra/kinds"
 )
 
@@ -29,6 +31,30 @@ var Releases = map[kinds.Framework]Release{
 	// so the data preparation clones verl at VerlSourceTag onto the shared volume. vLLM 0.11.0
 	// requires ray>=2.48; the image resolves 2.49.x.
 	kinds.Verl: {Image: "verlai/verl:vllm011.dev7", RayVersion: "2.49.2"},
+}
+
+// HeadRayCPUs are the CPUs the Ray head must advertise for a framework's startup to finish.
+// NeMo RL v0.5.0 builds its worker environments with one {"CPU": 1} bundle on every alive Ray
+// node, STRICT_SPREAD, and waits for the placement group without a timeout
+// (nemo_rl/utils/venvs.py lines 161-167, create_local_venv_on_each_node, called for every
+// worker group whose Python environment is a `uv` command, nemo_rl/distributed/worker_groups.py
+// line 446): a head with no CPU makes that group unplaceable and the run waits forever. (v0.7.0
+// skips CPU-less nodes, commit a760f1c3c.) One CPU admits that bundle; the head still has no GPU,
+// so no training lands on it. verl v0.6.0 places its TaskRunner on a worker: its head
+// advertises none.
+func HeadRayCPUs(f kinds.Framework) int {
+	if f == kinds.NeMoRL {
+		return 1
+	}
+	return 0
+}
+
+// OfflineEnv keeps the Ray pods off the Hugging Face Hub once the data preparation has staged
+// the model and the datasets: every rank would otherwise resolve them on the Hub at every start
+// and retry, through the cluster's one NAT address. A job on the long-lived cluster that needs
+// the Hub sets them to 0 in its runtime environment.
+func OfflineEnv() []corev1.EnvVar {
+	return []corev1.EnvVar{{Name: "HF_HUB_OFFLINE", Value: "1"}, {Name: "HF_DATASETS_OFFLINE", Value: "1"}}
 }
 
 // VerlSourceTag is the verl release whose code runs on the vllm011 image (the image's
