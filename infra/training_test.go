@@ -3,6 +3,7 @@ package infra_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -385,6 +386,10 @@ func TestRenderedCommandsPassTheFrameworksChecks(t *testing.T) {
 				bp := plantest.Resolve(t, stack, switchTo[string(fw)]...)
 				words, err := shlex.Split(bp.Run.RayJob.Spec.Entrypoint)
 				require.NoError(t, err)
+				// The framework's command follows the resume preparation: `... bash -c <script> &&`.
+				prep := slices.Index(words, "bash")
+				require.Equal(t, "&&", words[prep+3])
+				words = words[prep+4:]
 				recipe := ""
 				for i, w := range words {
 					if w == "--config" {

@@ -1,7 +1,9 @@
 package workloads
 
 import (
+	_ "embed"
 	"fmt"
+	"path"
 	"strings"
 
 	"al.essio.dev/pkg/shellescape"
@@ -79,6 +81,35 @@ func NeMoRLOverrides(r Run) []Override {
 	return o
 }
 
+//go:embed resume-prep.sh
+var resumePrepScript string
+
+// NeMoRLConvertedDir is where NeMo RL v0.5.0 converts a Hugging Face model to Megatron's format
+// on its first attempt: $HF_HOME/nemo_rl/<model name>, a local path's name as
+// model_<path with _> (nemo_rl/models/policy/utils.py get_megatron_checkpoint_dir;
+// megatron_policy_worker.py, hf_model_subdir).
+func NeMoRLConvertedDir(l Layout, model string) string {
+	sub := model
+	if strings.HasPrefix(model, "/") {
+		sub = "model_" + strings.ReplaceAll(model, "/", "_")
+	}
+	return path.Join(l.HFHome(), "nemo_rl", sub)
+}
+
+// ResumePrep is the command that clears, before each attempt, what an attempt cut short left
+// behind (resume-prep.sh), its values given as environment assignments.
+func ResumePrep(f kinds.Framework, r Run) string {
+	env := []string{
+		"FRAMEWORK=" + shellescape.Quote(string(f)),
+		"CHECKPOINT_DIR=" + shellescape.Quote(r.Layout.Checkpoints()),
+		"KEEP_CHECKPOINTS=" + fmt.Sprint(r.KeepCheckpoints),
+	}
+	if f == kinds.NeMoRL {
+		env = append(env, "CONVERTED_DIR="+shellescape.Quote(NeMoRLConvertedDir(r.Layout, r.Model)))
+	}
+	return strings.Join(env, " ") + " bash -c " + shellescape.Quote(resumePrepScript)
+}
+
 // NeMoRLSourceDir is where the NeMo RL image keeps its source and examples.
 const NeMoRLSourceDir = "/opt/nemo-rl"
 
@@ -88,7 +119,7 @@ func NeMoRLEntrypoint(r Run) string {
 	argv = append(argv, overrideArgs(NeMoRLOverrides(r), r.Extra)...)
 	// NeMo RL hands its own runtime environment to Ray actors; as a Ray job it must be allowed
 	// to override the job's.
-	return "cd " + shellescape.Quote(NeMoRLSourceDir) + " && RAY_OVERRIDE_JOB_RUNTIME_ENV=1 " + shellescape.QuoteCommand(argv)
+	return ResumePrep(kinds.NeMoRL, r) + " && cd " + shellescape.Quote(NeMoRLSourceDir) + " && RAY_OVERRIDE_JOB_RUNTIME_ENV=1 " + shellescape.QuoteCommand(argv)
 }
 
 // VerlSizing is what verl v0.6.0 requires set and what the model's size decides: micro batch
@@ -183,7 +214,7 @@ func VerlOverrides(r Run) []Override {
 // puts the verl source on PYTHONPATH.
 func VerlEntrypoint(r Run) string {
 	argv := append([]string{"python3", "-m", "verl.trainer.main_ppo"}, overrideArgs(VerlOverrides(r), r.Extra)...)
-	return "cd " + shellescape.Quote(r.Layout.VerlSource()) + " && " + shellescape.QuoteCommand(argv)
+	return ResumePrep(kinds.Verl, r) + " && cd " + shellescape.Quote(r.Layout.VerlSource()) + " && " + shellescape.QuoteCommand(argv)
 }
 
 // Overrides are every override a run gives its framework, the program's then `job.args`, with

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"gke-rl/infra/clitest"
 	_ "gke-rl/infra/golden" // every test binary accepts -update
 	"gke-rl/infra/kinds"
 	"gke-rl/workloads"
@@ -45,10 +47,21 @@ func overrides(ws []string) map[string]string {
 	return out
 }
 
+// framework are an entrypoint's words after the resume preparation that starts every attempt:
+// `VAR=... bash -c <resume-prep.sh> &&`.
+func framework(t *testing.T, ws []string) []string {
+	t.Helper()
+	i := slices.Index(ws, "bash")
+	require.Positive(t, i)
+	require.Equal(t, "-c", ws[i+1])
+	require.Equal(t, "&&", ws[i+3])
+	return ws[i+4:]
+}
+
 func TestNeMoRLEntrypoint(t *testing.T) {
 	r := run()
 	r.Extra = []string{"policy.megatron_cfg.converter_type=Qwen2ForCausalLM"}
-	ws := words(t, workloads.NeMoRLEntrypoint(r))
+	ws := framework(t, words(t, workloads.NeMoRLEntrypoint(r)))
 	assert.Equal(t, []string{"cd", "/opt/nemo-rl", "&&", "RAY_OVERRIDE_JOB_RUNTIME_ENV=1", "uv", "run", "python", "examples/run_grpo_math.py", "--config", "examples/configs/grpo_math_70B_megatron.yaml"}, ws[:10])
 	o := overrides(ws[10:])
 	assert.Equal(t, map[string]string{
@@ -74,20 +87,20 @@ func TestNeMoRLEntrypoint(t *testing.T) {
 func TestWandBOnlyWithAKey(t *testing.T) {
 	r := run()
 	r.WandB = true
-	o := overrides(words(t, workloads.NeMoRLEntrypoint(r)))
+	o := overrides(framework(t, words(t, workloads.NeMoRLEntrypoint(r))))
 	assert.Equal(t, "True", o["logger.wandb_enabled"])
 	assert.Equal(t, "gke-rl", o["logger.wandb.project"])
-	v := overrides(words(t, workloads.VerlEntrypoint(r)))
+	v := overrides(framework(t, words(t, workloads.VerlEntrypoint(r))))
 	assert.Equal(t, `["console","wandb"]`, v["trainer.logger"])
 	r.WandB = false
-	assert.Equal(t, `["console"]`, overrides(words(t, workloads.VerlEntrypoint(r)))["trainer.logger"])
+	assert.Equal(t, `["console"]`, overrides(framework(t, words(t, workloads.VerlEntrypoint(r))))["trainer.logger"])
 }
 
 func TestVerlEntrypoint(t *testing.T) {
 	r := run()
 	r.Model, r.Dataset, r.Nodes, r.MaxSteps, r.Epochs, r.PromptsPerStep = "Qwen/Qwen2.5-32B-Instruct", "gsm8k", 2, 0, 2, 256
 	r.Layout.Root = "/data"
-	ws := words(t, workloads.VerlEntrypoint(r))
+	ws := framework(t, words(t, workloads.VerlEntrypoint(r)))
 	assert.Equal(t, []string{"cd", "/data/verl/v0.6.0", "&&", "python3", "-m", "verl.trainer.main_ppo"}, ws[:6])
 	o := overrides(ws[6:])
 	assert.Equal(t, "grpo", o["algorithm.adv_estimator"])
@@ -262,4 +275,75 @@ func TestPrepScriptRunsOnceAndRedoesAnInterruptedStep(t *testing.T) {
 	failing := workloads.PrepScript([]workloads.PrepStep{{Name: "c", Dir: filepath.Join(root, "c"), Command: []string{"false"}}})
 	assert.Error(t, exec.Command(bash, "-c", failing).Run())
 	assert.NoFileExists(t, filepath.Join(root, "c", workloads.CompleteMarker))
+}
+
+// Each attempt starts from a state the framework accepts: the resume preparation, run with bash
+// on directory layouts that mimic where an attempt can be cut short.
+func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
+	bash := clitest.Tool(t, "bash")
+	cases := []struct {
+		sentence  string
+		framework kinds.Framework
+		before    []string // directories and files (ending in .txt=<content>) under the root
+		after     []string // what exists afterwards, among before's paths
+		log       string
+	}{
+		{"NeMo RL: a conversion cut short before any checkpoint is converted again", kinds.NeMoRL,
+			[]string{"huggingface/nemo_rl/Qwen/Qwen2.5-72B-Instruct/iter_0000000"},
+			nil, "no checkpoint yet, so its conversion may have been cut short"},
+		{"NeMo RL: with a checkpoint, the conversion is kept", kinds.NeMoRL,
+			[]string{"huggingface/nemo_rl/Qwen/Qwen2.5-72B-Instruct/iter_0000000", "checkpoints/ray-a4-grpo/step_10"},
+			[]string{"huggingface/nemo_rl/Qwen/Qwen2.5-72B-Instruct/iter_0000000", "checkpoints/ray-a4-grpo/step_10"}, ""},
+		{"NeMo RL: a save cut short is removed", kinds.NeMoRL,
+			[]string{"checkpoints/ray-a4-grpo/step_10", "checkpoints/ray-a4-grpo/tmp_step_20"},
+			[]string{"checkpoints/ray-a4-grpo/step_10"}, "tmp_step_20: a save cut short"},
+		{"NeMo RL: a save cut short between its renames is restored", kinds.NeMoRL,
+			[]string{"checkpoints/ray-a4-grpo/old_step_20", "checkpoints/ray-a4-grpo/tmp_step_20"},
+			[]string{"checkpoints/ray-a4-grpo/step_20"}, "restored"},
+		{"NeMo RL: an old copy of a step saved again is removed", kinds.NeMoRL,
+			[]string{"checkpoints/ray-a4-grpo/old_step_20", "checkpoints/ray-a4-grpo/step_20"},
+			[]string{"checkpoints/ray-a4-grpo/step_20"}, "its step was saved again"},
+		{"verl: a save newer than the tracker is removed, and checkpoints beyond keepCheckpoints", kinds.Verl,
+			[]string{"checkpoints/ray-a4-grpo/global_step_2", "checkpoints/ray-a4-grpo/global_step_4", "checkpoints/ray-a4-grpo/global_step_6",
+				"checkpoints/ray-a4-grpo/global_step_8", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt=6"},
+			[]string{"checkpoints/ray-a4-grpo/global_step_4", "checkpoints/ray-a4-grpo/global_step_6", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt=6"},
+			"global_step_2: beyond the newest 2"},
+		{"verl: without a tracker no save completed", kinds.Verl,
+			[]string{"checkpoints/ray-a4-grpo/global_step_2"}, nil, "a save cut short (the last complete one is step -1)"},
+		{"a first attempt finds nothing to clear", kinds.NeMoRL, nil, nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, func(t *testing.T) {
+			r := run()
+			r.Layout.Root = t.TempDir()
+			create := func(p string) {
+				name, content, isFile := strings.Cut(p, "=")
+				full := filepath.Join(r.Layout.Root, name)
+				if isFile {
+					require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+					require.NoError(t, os.WriteFile(full, []byte(content+"\n"), 0o644))
+				} else {
+					require.NoError(t, os.MkdirAll(full, 0o755))
+					require.NoError(t, os.WriteFile(filepath.Join(full, "data"), []byte("x"), 0o644))
+				}
+			}
+			for _, p := range tc.before {
+				create(p)
+			}
+			res := clitest.Run(t, nil, bash, "-c", workloads.ResumePrep(tc.framework, r))
+			require.Equal(t, 0, res.Code, res.Stderr)
+			for _, p := range append(slices.Clone(tc.before), tc.after...) {
+				name, _, _ := strings.Cut(p, "=")
+				_, err := os.Stat(filepath.Join(r.Layout.Root, name))
+				kept := slices.ContainsFunc(tc.after, func(a string) bool { n, _, _ := strings.Cut(a, "="); return n == name })
+				assert.Equal(t, kept, err == nil, "%s exists", name)
+			}
+			if tc.log != "" {
+				assert.Contains(t, res.Stdout, tc.log)
+			} else {
+				assert.Empty(t, res.Stdout)
+			}
+			assert.DirExists(t, r.Layout.Checkpoints())
+		})
+	}
 }

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs on the Ray head before each GRPO attempt, ahead of the framework: it clears what an attempt
+# cut short (a spot preemption, a failed node) leaves on the shared volume that the framework
+# would otherwise trust, so that every retry starts from a state the framework accepts. Each
+# change is logged.
+#
+# Environment: FRAMEWORK (nemo-rl or verl), CHECKPOINT_DIR (the run's checkpoints),
+# KEEP_CHECKPOINTS (job.keepCheckpoints); with NeMo RL, CONVERTED_DIR (where it converts the
+# Hugging Face weights to Megatron's format on its first attempt).
+set -euo pipefail
+shopt -s nullglob
+
+log() { echo "gke-rl resume: $*"; }
+
+# step_number prints the number at the end of a checkpoint directory's name.
+step_number() { echo "${1##*_}"; }
+
+nemo_rl() {
+  # NeMo RL v0.5.0 saves into tmp_step_N and renames it to step_N; when step_N exists it renames
+  # that to old_step_N first and deletes it after (nemo_rl/utils/checkpoint.py, finalize_checkpoint).
+  local old step tmp
+  for old in "$CHECKPOINT_DIR"/old_step_*; do
+    step="$CHECKPOINT_DIR/step_$(step_number "$old")"
+    if [[ -d $step ]]; then
+      rm -rf "$old"
+      log "removed $old: its step was saved again"
+    else
+      mv "$old" "$step"
+      log "restored $step from $old: a save was cut short between its two renames"
+    fi
+  done
+  for tmp in "$CHECKPOINT_DIR"/tmp_step_*; do
+    rm -rf "$tmp"
+    log "removed $tmp: a save cut short"
+  done
+  # The conversion is skipped whenever iter_0000000 exists in CONVERTED_DIR
+  # (megatron_policy_worker.py), complete or not. Until a checkpoint exists nothing shows that
+  # the conversion finished: convert again.
+  local steps=("$CHECKPOINT_DIR"/step_*)
+  if ((${#steps[@]} == 0)) && [[ -e $CONVERTED_DIR ]]; then
+    rm -rf "$CONVERTED_DIR"
+    log "removed $CONVERTED_DIR: no checkpoint yet, so its conversion may have been cut short; it runs again"
+  fi
+}
+
+verl() {
+  # verl v0.6.0 saves global_step_N, then writes N to latest_checkpointed_iteration.txt, which is
+  # what resume_mode=auto reads (verl/trainer/ppo/ray_trainer.py, _save_checkpoint); its rotation
+  # (max_actor_ckpt_to_keep) counts only the current attempt's saves.
+  local tracker="$CHECKPOINT_DIR/latest_checkpointed_iteration.txt" latest=-1 dir n
+  if [[ -f $tracker ]]; then
+    latest=$(tr -dc '0-9' <"$tracker")
+    latest=${latest:--1}
+  fi
+  local kept=()
+  for dir in "$CHECKPOINT_DIR"/global_step_*; do
+    n=$(step_number "$dir")
+    if ((n > latest)); then
+      rm -rf "$dir"
+      log "removed $dir: a save cut short (the last complete one is step $latest)"
+    else
+      kept+=("$n")
+    fi
+  done
+  if ((${#kept[@]} > KEEP_CHECKPOINTS)); then
+    mapfile -t kept < <(printf '%s\n' "${kept[@]}" | sort -rn)
+    for n in "${kept[@]:KEEP_CHECKPOINTS}"; do
+      rm -rf "$CHECKPOINT_DIR/global_step_$n"
+      log "removed $CHECKPOINT_DIR/global_step_$n: beyond the newest $KEEP_CHECKPOINTS (job.keepCheckpoints)"
+    done
+  fi
+}
+
+mkdir -p "$CHECKPOINT_DIR"
+case $FRAMEWORK in
+nemo-rl) nemo_rl ;;
+verl) verl ;;
+*)
+  echo "gke-rl resume: unknown framework $FRAMEWORK" >&2
+  exit 1
+  ;;
+esac
