@@ -58,6 +58,9 @@ type Spec struct {
 	Namespace string
 	// Maintenance is when GKE may maintain the cluster and what it may not do mid-run.
 	Maintenance Maintenance
+	// CRDFields are the custom resources' fields the program sets (ray.CRDFields): the CRD
+	// wait fails, naming the field, when the cluster's CRDs lack one.
+	CRDFields []string
 }
 
 // Maintenance is the cluster's maintenance policy.
@@ -171,7 +174,10 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	c.CRDs, err = kube.NewKubectlCommand(ctx, crdName, kube.KubectlCommandArgs{
 		Script:     WaitForCRDsScript,
 		Kubeconfig: Kubeconfig(c.Cluster),
-		Env:        pulumi.StringMap{"CRDS": pulumi.String(strings.Join(CRDs, " "))},
+		Env: pulumi.StringMap{
+			"CRDS":       pulumi.String(strings.Join(CRDs, " ")),
+			"CRD_FIELDS": pulumi.String(strings.Join(args.CRDFields, " ")),
+		},
 	}, crdOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("crd wait: %w", err)

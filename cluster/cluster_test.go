@@ -407,3 +407,46 @@ func TestWaitForCRDsScript(t *testing.T) {
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "CRD networks.networking.gke.io did not appear after 3 attempts")
 }
+
+// The CRD wait, with the real kubectl, finds each field the program sets in the cluster's own
+// CRD schema, and fails naming the first one an older KubeRay's CRD lacks.
+func TestWaitForCRDsChecksTheOperatorsFields(t *testing.T) {
+	clitest.Tool(t, "kubectl")
+	api := clitest.NewKube(t)
+	api.Serve(apiextensionsv1.SchemeGroupVersion, metav1.APIResource{Name: "customresourcedefinitions", Kind: "CustomResourceDefinition",
+		ShortNames: []string{"crd", "crds"}, Verbs: []string{"get", "list", "watch"}})
+	rayJobCRD := func(fields ...string) *apiextensionsv1.CustomResourceDefinition {
+		spec := map[string]apiextensionsv1.JSONSchemaProps{}
+		for _, f := range fields {
+			spec[f] = apiextensionsv1.JSONSchemaProps{Type: "integer"}
+		}
+		return &apiextensionsv1.CustomResourceDefinition{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+			ObjectMeta: metav1.ObjectMeta{Name: "rayjobs.ray.io"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "ray.io", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "rayjobs", Kind: "RayJob"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: spec}},
+					}}}}},
+			Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
+				{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}},
+		}
+	}
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	fields := "rayjobs.ray.io/v1:spec.backoffLimit rayjobs.ray.io/v1:spec.entrypoint"
+	run := func() clitest.Result {
+		return clitest.RunScript(t, cluster.WaitForCRDsScript, "KUBECONFIG_DATA="+api.Kubeconfig(t),
+			"CRDS=rayjobs.ray.io", "CRD_FIELDS="+fields, "RETRY_SECONDS=0", "ATTEMPTS=2")
+	}
+
+	api.Add(crds, "rayjobs.ray.io", rayJobCRD("backoffLimit", "entrypoint"))
+	res := run()
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "rayjobs.ray.io v1 has spec.backoffLimit (integer)")
+
+	api.Add(crds, "rayjobs.ray.io", rayJobCRD("entrypoint")) // KubeRay before backoffLimit
+	res = run()
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "the cluster's rayjobs.ray.io v1 has no spec.backoffLimit, which this program sets")
+}

@@ -5,6 +5,11 @@
 # RETRY_SECONDS (10) apart, to appear, then 300 s to be established. kubectl's other errors are
 # printed and retried too (the new cluster's endpoint may still settle), except those no retry
 # cures (no credentials, no permission), which fail the step at once.
+#
+# Then each field in $CRD_FIELDS (`<crd>/<version>:<path>`, e.g.
+# `rayjobs.ray.io/v1:spec.backoffLimit`), a field the program sets, must be in that version's
+# schema: GKE's Ray add-on runs its own KubeRay, and an older one would drop the field silently
+# (the API server prunes unknown fields) instead of failing.
 set -euo pipefail
 for crd in $CRDS; do
   for ((attempt = 1; ; attempt++)); do
@@ -26,4 +31,23 @@ for crd in $CRDS; do
     sleep "${RETRY_SECONDS:-10}"
   done
   kubectl wait --for condition=established --timeout=300s "crd/$crd"
+done
+
+for field in ${CRD_FIELDS:-}; do
+  crd=${field%%/*}
+  rest=${field#*/}
+  version=${rest%%:*}
+  path=${rest#*:}
+  jsonpath="{.spec.versions[?(@.name==\"$version\")].schema.openAPIV3Schema"
+  IFS=. read -ra segments <<<"$path"
+  for segment in "${segments[@]}"; do
+    jsonpath+=".properties.$segment"
+  done
+  jsonpath+=".type}"
+  type=$(kubectl get crd "$crd" -o jsonpath="$jsonpath")
+  if [[ -z $type ]]; then
+    echo "the cluster's $crd $version has no $path, which this program sets: the Ray add-on of this GKE version runs an older KubeRay than the program is built for (v1.5.0), and would drop the field; upgrade the cluster to a newer GKE version" >&2
+    exit 1
+  fi
+  echo "$crd $version has $path ($type)"
 done

@@ -75,6 +75,9 @@ func Resolve(c *Config) (*Blueprint, error) {
 	if bp.Run, err = resolveRun(c, bp); err != nil {
 		return nil, err
 	}
+	if bp.Cluster.CRDFields, err = ray.CRDFields(bp.Run.RayJob, bp.Run.RayCluster); err != nil {
+		return nil, internalError("custom resource fields", err)
+	}
 	return bp, nil
 }
 

@@ -493,3 +493,16 @@ func TestRayPodsAreOfflineAndDataPrepIsNot(t *testing.T) {
 		assert.Equal(t, 1, preps, stack)
 	}
 }
+
+// The CRD wait checks, in the cluster's own CRDs, every spec field the rendered RayJob and
+// RayCluster set (KubeRay v1.5.0's CRDs hold them all: the manifests are checked against them).
+func TestCRDWaitChecksTheFieldsTheRunSets(t *testing.T) {
+	spot := plantest.Resolve(t, "b200-spot")
+	assert.Contains(t, spot.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.backoffLimit")
+	assert.Contains(t, spot.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.submissionMode")
+	assert.Contains(t, spot.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.rayClusterSpec")
+	reserved := plantest.Resolve(t, "h200-reserved")
+	assert.Contains(t, reserved.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.clusterSelector")
+	assert.Contains(t, reserved.Cluster.CRDFields, "rayclusters.ray.io/v1:spec.headGroupSpec")
+	assert.NotContains(t, reserved.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.backoffLimit", "not set on the long-lived cluster's job")
+}
