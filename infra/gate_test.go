@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,8 +79,10 @@ func TestGateFollowsTheStack(t *testing.T) {
 	}
 	assert.Equal(t, "250", env(nccl)["MIN_BUS_BANDWIDTH_GBPS"])
 	assert.Equal(t, "8", env(nccl)["GPUS"], "an A4 node has 8 GPUs")
-	assert.Equal(t, "ray-a4-gpu-spot-gate-nccl-0.ray-a4-gpu-spot-gate-nccl ray-a4-gpu-spot-gate-nccl-1.ray-a4-gpu-spot-gate-nccl", env(nccl)["HOSTS"])
-	assert.EqualValues(t, 2, get(t, nccl, "spec.completions"), "two of the 8 nodes")
+	hosts := strings.Fields(env(nccl)["HOSTS"].(string))
+	assert.Len(t, hosts, 8, "every GPU node")
+	assert.Equal(t, "ray-a4-gpu-spot-gate-nccl-7.ray-a4-gpu-spot-gate-nccl", hosts[7])
+	assert.EqualValues(t, 8, get(t, nccl, "spec.completions"), "every one of the 8 nodes")
 	assert.Equal(t, get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.metadata.annotations"), get(t, nccl, "spec.template.metadata.annotations"), "the NCCL test uses the workers' NICs")
 	assert.Equal(t, get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.spec.nodeSelector"), get(t, nccl, "spec.template.spec.nodeSelector"))
 	assert.Equal(t, "16384", env(storage)["MIB"])
@@ -94,4 +97,14 @@ func TestGateFollowsTheStack(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, checked, "a single node still gets its GPU check")
+}
+
+// A minimum no all_gather across the GPU nodes can reach is refused at plan time, naming the
+// bound; one node runs no NCCL test and has none.
+func TestGateRefusesAnUnreachableMinimum(t *testing.T) {
+	_, err := plantest.TryPlan("b200-spot", "gpu.nodes=8", "gate.minBusBandwidthGBps=500")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gate.minBusBandwidthGBps: 500 GB/s is above what all_gather can reach across 8 nodes (8 NICs × 400 Gb/s into each node × 8/7 = 457 GB/s); allowed: 1 to 457")
+	plantest.Plan(t, "b200-spot", "gpu.nodes=8", "gate.minBusBandwidthGBps=457")
+	plantest.Plan(t, "h200-reserved", "gpu.nodes=1", "gpu.minNodes=1", "gate.minBusBandwidthGBps=1500")
 }

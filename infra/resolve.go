@@ -238,8 +238,9 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 		NICs:                bp.NICs,
 		Storage:             bp.Storage.Volume,
 	}
-	// Two nodes show the RDMA path; more add time, not information. One node checks its GPUs.
-	args.NCCLNodes = min(c.GPU.Nodes, 2)
+	// Every GPU node: each checks its GPUs, and all_gather spans them all, so that a node with a
+	// broken GPU or NIC fails the gate before the run starts on it. One node checks its GPUs.
+	args.NCCLNodes = c.GPU.Nodes
 	return &GatePlan{NCCL: workloads.NCCLGateJob(args), Storage: workloads.StorageGateJob(args)}
 }
 

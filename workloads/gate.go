@@ -3,6 +3,7 @@ package workloads
 import (
 	_ "embed"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,34 @@ const GateImage = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-
 // GateResultPrefix starts every line a gate Job prints as its result, which the stack output
 // `gateResults` collects.
 const GateResultPrefix = "gate:"
+
+// RDMANICGbps is the line rate of each RDMA NIC of the GPU machines (ConnectX-7, 400 Gb/s, on A4
+// and A3 Ultra: docs.cloud.google.com/compute/docs/gpus, "GPU network bandwidth").
+const RDMANICGbps = 400
+
+// MaxAllGatherBusGBps is the bus bandwidth all_gather cannot exceed across nodes nodes with nics
+// RDMA NICs each: every node receives (nodes-1)/nodes of the data over its NICs (NVLink carries
+// the rest), so the bus bandwidth stays below the NICs' line rate × nodes/(nodes-1). A minimum
+// above it can never pass. One node runs no NCCL test: 0.
+func MaxAllGatherBusGBps(nodes, nics int) int {
+	if nodes < 2 {
+		return 0
+	}
+	return nics * RDMANICGbps / 8 * nodes / (nodes - 1)
+}
+
+// Deadlines of the gate Jobs (activeDeadlineSeconds): a hang (an unschedulable pod, a stuck
+// mpirun) becomes a prompt, named failure instead of holding the GPUs and `pulumi up` for the
+// Job's 2 h timeout. Each allows gatePullSeconds for scheduling and the diagnostic image's pull
+// on a new node, then what the Job does.
+const (
+	gatePullSeconds = 15 * 60
+	// ncclGateWorkSeconds: the peers' sshd wait (60 × 5 s), then all_gather from 1 KB to 8 GB
+	// (under a minute on two A4 nodes in the recorded run; the 8 GB size grows with the nodes).
+	ncclGateWorkSeconds = 5*60 + 10*60
+	// storageGateMinMBps is the slowest write or read the storage deadline allows for.
+	storageGateMinMBps = 50
+)
 
 // GateArgs place and size the post-deploy gate.
 type GateArgs struct {
@@ -61,6 +90,12 @@ func ncclGateEnv(a GateArgs) []corev1.EnvVar {
 		hosts[i] = fmt.Sprintf("%s-nccl-%d.%s-nccl", a.Name, i, a.Name)
 	}
 	return []corev1.EnvVar{
+		// Open MPI cuts host names to their first label unless told to keep them, and
+		// `<job>-nccl-1` alone does not resolve (container-engine-accelerators
+		// gpudirect-rdma/nccl-test-a4x-max-jobset.yaml at 992db812 passes
+		// `--mca orte_keep_fqdn_hostnames 1`); the image's run_nccl_tests.sh starts mpirun, which
+		// reads MCA parameters from the environment.
+		{Name: "OMPI_MCA_orte_keep_fqdn_hostnames", Value: "1"},
 		{Name: "GPUS", Value: strconv.Itoa(a.GPUsPerNode)},
 		{Name: "HOSTS", Value: strings.Join(hosts, " ")},
 		{Name: "MIN_BUS_BANDWIDTH_GBPS", Value: strconv.Itoa(a.MinBusBandwidthGBps)},
@@ -94,7 +129,17 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.Completions, job.Spec.Parallelism = &n, &n
 	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(NCCLGateDeadlineSeconds()))
 	return job
+}
+
+// NCCLGateDeadlineSeconds bounds the NCCL gate Job.
+func NCCLGateDeadlineSeconds() int { return gatePullSeconds + ncclGateWorkSeconds }
+
+// StorageGateDeadlineSeconds bounds the storage gate Job: the write and the read of mib MiB at
+// storageGateMinMBps each.
+func StorageGateDeadlineSeconds(mib int) int {
+	return gatePullSeconds + 2*int(math.Ceil(float64(mib)*1.048576/storageGateMinMBps))
 }
 
 // StorageGateJob writes (synced to the storage) and reads back StorageMiB on the shared volume
@@ -107,7 +152,7 @@ func StorageGateJob(a GateArgs) *batchv1.Job {
 		{Name: "EXPECTED_MBPS", Value: strconv.Itoa(a.ExpectedMBps)},
 		{Name: "PREFIX", Value: GateResultPrefix},
 	}
-	return runOnceJob(a.Name+"-storage", a.Namespace, 0, corev1.PodTemplateSpec{
+	job := runOnceJob(a.Name+"-storage", a.Namespace, 0, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
@@ -123,4 +168,6 @@ func StorageGateJob(a GateArgs) *batchv1.Job {
 			Volumes: []corev1.Volume{a.Storage.Volume()},
 		},
 	})
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(StorageGateDeadlineSeconds(a.StorageMiB)))
+	return job
 }

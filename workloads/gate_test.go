@@ -29,9 +29,10 @@ func gateArgs(nodes int) workloads.GateArgs {
 
 // gateNode fakes what a GPU node gives the NCCL gate: nvidia-smi replaying the line recorded on
 // a real H200 (testdata/recorded/nvidia-smi-h200.txt) once for each of `gpus` GPUs, renumbered,
-// with `ecc` uncorrected errors on the last; the diagnostic image's scripts (the NCCL test prints
-// `busbw` as its average); and ssh (`ssh` is its script; empty: every peer answers).
-type gateNode struct{ gpus, ecc, busbw, ssh string }
+// with `ecc` uncorrected errors on the last; the diagnostic image's run_nccl_tests.sh replaying
+// `nccl`, a recorded run under testdata/recorded (none: it prints nothing); and ssh, which
+// reaches every peer (`ssh` replaces it) and gives a peer's GPU result as its pod wrote it.
+type gateNode struct{ gpus, ecc, nccl, ssh string }
 
 // run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL),
 // with the container's environment and the absolute paths of the image and the node moved
@@ -60,26 +61,40 @@ func (n gateNode) run(t *testing.T, job *batchv1.Job) (string, error) {
 printf '%s' '`+smi.String()+`'`)
 	write("scripts/container_entry.sh", "echo sshd started")
 	write("gib/scripts/set_nccl_env.sh", "export NCCL_NET=gIB")
-	write("gib/scripts/run_nccl_tests.sh", `echo "hosts: ${@: -2}"; echo "# Avg bus bandwidth    : `+n.busbw+`"`)
-	write("bin/ssh", n.ssh)
+	nccl := "true"
+	if n.nccl != "" {
+		nccl = "cat " + filepath.Join("..", "testdata", "recorded", n.nccl)
+	}
+	write("gib/scripts/run_nccl_tests.sh", `echo "$*" > "$(dirname "$0")/args"; `+nccl)
+	ssh := n.ssh
+	if ssh == "" {
+		ssh = `case "$*" in *"/gate-health") echo "gate: GPU health on ${@: -3:1}: 8 GPUs, 0 uncorrected ECC errors" ;; esac`
+	}
+	write("bin/ssh", ssh)
 	c := job.Spec.Template.Spec.Containers[0]
-	script := strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/nccl.log", root+"/nccl.log").Replace(c.Command[2])
+	script := strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/", root+"/").Replace(c.Command[2])
 	cmd := exec.Command("/bin/bash", "-c", script)
 	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0", "ATTEMPTS=3", "RETRY_SECONDS=0")
 	for _, e := range c.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
 	out, err := cmd.CombinedOutput()
+	if args, readErr := os.ReadFile(filepath.Join(root, "gib", "scripts", "args")); readErr == nil {
+		out = append(out, "run_nccl_tests.sh args: "+string(args)...)
+	}
 	return string(out), err
 }
 
+// The recorded run of two healthy A4 nodes passes: the gate reads the bus bandwidth at 8 GB
+// (260 GB/s), not NCCL's average over all sizes (59 GB/s), and reports every node's GPUs.
 func TestNCCLGatePassesAHealthyFastPair(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", busbw: "352.61"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "gate: GPU health on")
 	assert.Contains(t, out, ": 8 GPUs, 0 uncorrected ECC errors")
-	assert.Contains(t, out, "hosts: rl-gate-nccl-0.rl-gate-nccl rl-gate-nccl-1.rl-gate-nccl")
-	assert.Contains(t, out, "gate: NCCL all_gather over 2 nodes: average bus bandwidth 352.61 GB/s (minimum 100)")
+	assert.Contains(t, out, "gate: GPU health on rl-gate-nccl-1.rl-gate-nccl: 8 GPUs, 0 uncorrected ECC errors", "the peer's result, read from its pod")
+	assert.Contains(t, out, "run_nccl_tests.sh args: -t all_gather -b 1K -e 8G rl-gate-nccl-0.rl-gate-nccl rl-gate-nccl-1.rl-gate-nccl")
+	assert.Contains(t, out, "gate: NCCL all_gather over 2 nodes: bus bandwidth 260.03 GB/s at 8589934592 B (minimum 100); "+
+		"from 1 GiB: 1024 MiB 248.09 GB/s, 2048 MiB 259.66 GB/s, 4096 MiB 261.57 GB/s, 8192 MiB 260.03 GB/s")
 }
 
 func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
@@ -87,10 +102,9 @@ func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 		node gateNode
 		want string
 	}{
-		"a slow interconnect, NCCL on TCP": {gateNode{gpus: "8", ecc: "0", busbw: "21.3"}, "gate: FAILED: NCCL is below the minimum"},
-		"a missing GPU":                    {gateNode{gpus: "7", ecc: "0", busbw: "352"}, "gate: FAILED: GPU health"},
-		"an uncorrected ECC error":         {gateNode{gpus: "8", ecc: "2", busbw: "352"}, "gate: FAILED: GPU health"},
-		"no figure from NCCL":              {gateNode{gpus: "8", ecc: "0", busbw: ""}, "gate: FAILED: NCCL is below the minimum"},
+		"a missing GPU":            {gateNode{gpus: "7", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
+		"an uncorrected ECC error": {gateNode{gpus: "8", ecc: "2", nccl: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
+		"no figure from NCCL":      {gateNode{gpus: "8", ecc: "0"}, "gate: FAILED: NCCL is below the minimum"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -103,28 +117,51 @@ func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 
 // A peer whose sshd never answers is waited for a bounded time; the NCCL test then reports it.
 func TestNCCLGateWaitsForItsPeersSSHD(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", busbw: "352.61", ssh: `echo "ssh $*"; exit 255`}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", ssh: `echo "ssh $*"; exit 255`}.run(t, workloads.NCCLGateJob(gateArgs(2)))
 	require.NoError(t, err, out)
 	assert.Equal(t, 3, strings.Count(out, "waiting for rl-gate-nccl-1.rl-gate-nccl's sshd"), out)
 	assert.Contains(t, out, "ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 rl-gate-nccl-1.rl-gate-nccl true")
-	assert.Contains(t, out, "average bus bandwidth 352.61 GB/s")
+	assert.Contains(t, out, "gate: no GPU health result from rl-gate-nccl-1.rl-gate-nccl")
+	assert.Contains(t, out, "bus bandwidth 260.03 GB/s")
 }
 
 func TestNCCLGateThresholdIsTheConfiguredOne(t *testing.T) {
 	args := gateArgs(2)
-	args.MinBusBandwidthGBps = 400
-	out, err := gateNode{gpus: "8", ecc: "0", busbw: "352.61"}.run(t, workloads.NCCLGateJob(args))
+	args.MinBusBandwidthGBps = 300
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(args))
 	require.Error(t, err, out)
-	assert.Contains(t, out, "(minimum 400)")
+	assert.Contains(t, out, "(minimum 300)")
 }
 
 func TestNCCLGateOnOneNodeChecksItsGPUsOnly(t *testing.T) {
 	job := workloads.NCCLGateJob(gateArgs(1))
 	assert.Equal(t, int32(1), *job.Spec.Completions)
-	out, err := gateNode{gpus: "8", ecc: "0", busbw: "0"}.run(t, job)
+	out, err := gateNode{gpus: "8", ecc: "0"}.run(t, job)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "gate: NCCL all_gather skipped: one GPU node")
-	assert.NotContains(t, out, "hosts:")
+	assert.NotContains(t, out, "run_nccl_tests.sh args")
+}
+
+// Every gate Job ends by a deadline sized from what it does; MPI keeps the pods' full names.
+func TestGateJobsHaveDeadlines(t *testing.T) {
+	nccl := workloads.NCCLGateJob(gateArgs(2))
+	assert.EqualValues(t, 30*60, *nccl.Spec.ActiveDeadlineSeconds)
+	storage := workloads.StorageGateJob(gateArgs(2))
+	assert.EqualValues(t, 15*60+2*1, *storage.Spec.ActiveDeadlineSeconds, "4 MiB at 50 MB/s, twice")
+	assert.Equal(t, 15*60+2*86, workloads.StorageGateDeadlineSeconds(4096), "4 GiB at 50 MB/s, twice")
+	env := map[string]string{}
+	for _, e := range nccl.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, "1", env["OMPI_MCA_orte_keep_fqdn_hostnames"])
+}
+
+// The bound no all_gather across nodes can pass: 8 NICs × 400 Gb/s = 400 GB/s into a node,
+// × N/(N-1).
+func TestMaxAllGatherBusBandwidth(t *testing.T) {
+	assert.Equal(t, 800, workloads.MaxAllGatherBusGBps(2, 8))
+	assert.Equal(t, 457, workloads.MaxAllGatherBusGBps(8, 8))
+	assert.Zero(t, workloads.MaxAllGatherBusGBps(1, 8))
 }
 
 // The NCCL test's hosts are the Indexed Job's pods, named <job>-<index> in the headless
