@@ -133,10 +133,12 @@ var WaitForCRDsScript = kube.KubectlScript(waitForCRDs)
 //go:embed wait-for-crds.sh
 var waitForCRDs string
 
-// PoolNames are the node pools' GKE names; pods select them through the node pool label.
+// PoolNames are the node pools' GKE names; pods select them through the node pool label. GKE
+// takes at most 40 characters: a cluster name of 37 to 40 characters gets pool names cut with a
+// hash, and every name that fits stays as it was.
 func PoolNames(clusterName string) (cpu, gpu string) {
 	names := naming.New(clusterName)
-	return names.Resource("cpu"), names.Resource("gpu")
+	return names.Name(naming.MaxNodePoolNameLength, "cpu"), names.Name(naming.MaxNodePoolNameLength, "gpu")
 }
 
 // NewCluster registers the cluster. Node pools wait only for the cluster and their subnets.
@@ -359,7 +361,7 @@ func (c *Cluster) nodePools(b builder, args *ClusterArgs) error {
 		gpu.PlacementPolicy = &container.NodePoolPlacementPolicyArgs{Type: pulumi.String("COMPACT")}
 	}
 	gpuName, gpuOpts := b.child("gpu", "gpu")
-	c.GPUPool, err = container.NewNodePool(b.ctx, gpuName, gpu, append(gpuOpts, lifecycle.Options(lifecycle.NodePoolType)...)...)
+	c.GPUPool, err = container.NewNodePool(b.ctx, gpuName, gpu, append(gpuOpts, lifecycle.GPUPoolOptions(pool.Nodes)...)...)
 	if err != nil {
 		return fmt.Errorf("gpu pool: %w", err)
 	}

@@ -450,3 +450,24 @@ func TestWaitForCRDsChecksTheOperatorsFields(t *testing.T) {
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "the cluster's rayjobs.ray.io v1 has no spec.backoffLimit, which this program sets")
 }
+
+// GKE refuses node pool names over 40 characters: the longest accepted cluster names get pool
+// names cut with a hash, and every name that fits keeps its name (no pool is replaced).
+func TestPoolNamesFitGKE(t *testing.T) {
+	cpu, gpu := cluster.PoolNames("ray-a4-gpu-spot")
+	assert.Equal(t, "ray-a4-gpu-spot-cpu", cpu)
+	assert.Equal(t, "ray-a4-gpu-spot-gpu", gpu)
+	cpu, gpu = cluster.PoolNames("abcdefghijklmnopqrstuvwxyz0123456789a") // 37: the first that overflows
+	assert.Len(t, cpu, 40)
+	assert.LessOrEqual(t, len(gpu), 40)
+	assert.NotEqual(t, cpu, gpu)
+	for _, name := range []string{strings.Repeat("a", 40), "a" + strings.Repeat("1", 39), "a-" + strings.Repeat("-b", 19)} {
+		cpu, gpu := cluster.PoolNames(name)
+		assert.LessOrEqual(t, len(cpu), 40, name)
+		assert.LessOrEqual(t, len(gpu), 40, name)
+		assert.NotEqual(t, cpu, gpu, name)
+		assert.False(t, strings.HasSuffix(cpu, "-"), cpu)
+	}
+	cpu, _ = cluster.PoolNames("abcdefghijklmnopqrstuvwxyz0123456") // 33 + 4 = 37
+	assert.Equal(t, "abcdefghijklmnopqrstuvwxyz0123456-cpu", cpu, "a name that fits is unchanged")
+}

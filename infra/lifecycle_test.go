@@ -33,6 +33,19 @@ func eachVariant(t *testing.T, check func(t *testing.T, res *plan.Result)) {
 	}
 }
 
+// The GPU pool's update timeout grows with the pool: it rolls one node at a time.
+func TestGPUPoolUpdateTimeoutGrowsWithThePool(t *testing.T) {
+	assert.Equal(t, "150m", lifecycle.GPUPoolTimeout(8).Update, "8 × 15 min + 30")
+	assert.Equal(t, "120m", lifecycle.GPUPoolTimeout(2).Update, "never below the node pools' 120")
+	assert.Equal(t, "3870m", lifecycle.GPUPoolTimeout(256).Update)
+	assert.Equal(t, "90m", lifecycle.GPUPoolTimeout(256).Create, "nodes are created together")
+	res := plantest.Plan(t, "b200-spot", "gpu.nodes=32")
+	gpu := res.Find(lifecycle.NodePoolType, "cluster-gpu")
+	require.NotNil(t, gpu)
+	assert.Equal(t, "510m", gpu.Options.CustomTimeouts.Update, "in the plan")
+	assert.Equal(t, "120m", res.Find(lifecycle.NodePoolType, "cluster-cpu").Options.CustomTimeouts.Update)
+}
+
 func TestSlowResourcesCarryTimeoutsLongerThanTheProvidersDefault(t *testing.T) {
 	for _, row := range lifecycle.Timeouts {
 		create, err := time.ParseDuration(row.Create)
@@ -54,6 +67,9 @@ func TestSlowResourcesCarryTimeoutsLongerThanTheProvidersDefault(t *testing.T) {
 			}
 			seen[r.Type] = true
 			require.NotNil(t, r.Options.CustomTimeouts, "%s %s has no custom timeouts", r.Type, r.Name)
+			if r.Name == "cluster-gpu" {
+				row = lifecycle.GPUPoolTimeout(res.Blueprint.Cluster.GPUPool.Nodes)
+			}
 			assert.Equal(t, row.Create, r.Options.CustomTimeouts.Create, r.Name)
 			assert.Equal(t, row.Update, r.Options.CustomTimeouts.Update, r.Name)
 			assert.Equal(t, row.Delete, r.Options.CustomTimeouts.Delete, r.Name)

@@ -6,6 +6,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -129,6 +130,32 @@ func TimeoutOf(typ string) (Timeout, bool) {
 		return Timeout{}, false
 	}
 	return Timeouts[i], true
+}
+
+// GPUNodeUpdateMinutes is what one GPU node of an A4 or A3 Ultra pool takes in a rolling update:
+// drained, recreated, the driver and the RDMA installer run, 10 to 15 minutes (reported for
+// these machine types in the team's issue tracker; not measured here). The GPU pool updates one
+// node at a time (surge 0, one unavailable), so its update takes that many minutes per node.
+const GPUNodeUpdateMinutes = 15
+
+// GPUPoolTimeout is the GPU pool's row: the node pool's, with an update timeout that grows with
+// the pool (GPUNodeUpdateMinutes per node, plus 30 minutes), never below the table's 120.
+// Creation starts every node at once, so its timeout stays the table's.
+func GPUPoolTimeout(nodes int) Timeout {
+	t, _ := TimeoutOf(NodePoolType)
+	t.Update = fmt.Sprintf("%dm", max(120, 30+GPUNodeUpdateMinutes*nodes))
+	t.Why += fmt.Sprintf("; the GPU pool's update takes %d min a node, one node at a time", GPUNodeUpdateMinutes)
+	return t
+}
+
+// GPUPoolOptions are the node pool's options with GPUPoolTimeout's timeouts.
+func GPUPoolOptions(nodes int) []pulumi.ResourceOption {
+	t := GPUPoolTimeout(nodes)
+	opts := []pulumi.ResourceOption{pulumi.Timeouts(&pulumi.CustomTimeouts{Create: t.Create, Update: t.Update, Delete: t.Delete})}
+	if fields := IgnoredFields(NodePoolType); len(fields) > 0 {
+		opts = append(opts, pulumi.IgnoreChanges(fields))
+	}
+	return opts
 }
 
 // Options are the resource options the tables give a resource type: its custom timeouts and

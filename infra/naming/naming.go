@@ -12,6 +12,8 @@ import (
 const (
 	// MaxClusterNameLength is GKE's limit on cluster names.
 	MaxClusterNameLength = 40
+	// MaxNodePoolNameLength is GKE's limit on node pool names, as on cluster names.
+	MaxNodePoolNameLength = 40
 	// MaxResourceNameLength is the RFC 1035 limit that most GCP resource names share.
 	MaxResourceNameLength = 63
 )
