@@ -126,11 +126,12 @@ const (
 	// DefaultMaintenanceStart puts GKE's daily maintenance window at 03:00 UTC.
 	DefaultMaintenanceStart = "03:00"
 	// DefaultNoUpgradesFrom and DefaultNoUpgradesUntil are a fixed exclusion window (the same
-	// on every `pulumi up`, so that no diff appears): no minor or node upgrades until the end of
-	// April 2027, within the support of the minor versions the release channels offered in
-	// November 2026. Move cluster.noUpgradesUntil forward to keep it.
+	// on every `pulumi up`, so no diff) that ends the day before the end of standard support of
+	// the newest minor version a cluster is created on (1.35: 2027-04-11, cluster.LatestSupportEnd):
+	// GKE refuses an exclusion of this scope that ends later. The plan warns 30 days before it
+	// ends; then move cluster.noUpgradesUntil forward, once the next minor's dates are known.
 	DefaultNoUpgradesFrom  = "2026-11-01T00:00:00Z"
-	DefaultNoUpgradesUntil = "2027-04-30T00:00:00Z"
+	DefaultNoUpgradesUntil = "2027-04-10T00:00:00Z"
 )
 
 // defaultDatasets is the dataset each framework's GRPO example trains on.

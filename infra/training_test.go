@@ -426,7 +426,7 @@ func TestNodePoolsFitLustreAndMultiDayRuns(t *testing.T) {
 	lustre := plantest.Resolve(t, "b200-spot")
 	assert.False(t, lustre.Cluster.CPUPool.SecureBoot, "the head's pool mounts Lustre, whose client loads on Secure Boot nodes only of GPU machine types")
 	assert.Equal(t, 32, lustre.Cluster.GPUPool.LocalSSDs)
-	assert.Equal(t, "2027-04-30T00:00:00Z", lustre.Cluster.Maintenance.NoUpgradesUntil)
+	assert.Equal(t, "2027-04-10T00:00:00Z", lustre.Cluster.Maintenance.NoUpgradesUntil)
 	fuse := plantest.Resolve(t, "h200-reserved")
 	assert.True(t, fuse.Cluster.CPUPool.SecureBoot, "no Lustre client, Secure Boot stays")
 	assert.Equal(t, 32*375*1024/2, fuse.Storage.Bucket.FileCacheMiB, "half of a GPU node's local SSDs")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"gke-rl/cluster"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/naming"
 	"gke-rl/workloads"
@@ -123,9 +124,14 @@ func validateCluster(c *Config, errs *Errors) {
 		until, err := time.Parse(time.RFC3339, c.Cluster.NoUpgradesUntil)
 		switch {
 		case err != nil:
-			errs.Add("cluster.noUpgradesUntil", "%s is not an RFC 3339 time; allowed: e.g. 2027-04-30T00:00:00Z, or none for no exclusion", quote(c.Cluster.NoUpgradesUntil))
+			errs.Add("cluster.noUpgradesUntil", "%s is not an RFC 3339 time; allowed: e.g. 2027-04-10T00:00:00Z, or none for no exclusion", quote(c.Cluster.NoUpgradesUntil))
 		case errFrom == nil && !until.After(from):
 			errs.Add("cluster.noUpgradesUntil", "%s is not after cluster.noUpgradesFrom (%s); allowed: a later time, or none", quote(c.Cluster.NoUpgradesUntil), c.Cluster.NoUpgradesFrom)
+		case c.Cluster.ReleaseChannel != "EXTENDED" && until.After(cluster.LatestSupportEnd().Ends):
+			latest := cluster.LatestSupportEnd()
+			errs.Add("cluster.noUpgradesUntil", "%s ends after the end of standard support of every GKE minor version the %s channel creates clusters on (%s: %s), "+
+				"which GKE refuses for an exclusion of minor and node upgrades; allowed: up to %s, or none",
+				quote(c.Cluster.NoUpgradesUntil), c.Cluster.ReleaseChannel, latest.Minor, latest.Ends.Format(time.DateOnly), latest.Ends.Format(time.RFC3339))
 		}
 	}
 }

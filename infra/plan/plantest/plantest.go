@@ -4,6 +4,7 @@ package plantest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -11,6 +12,12 @@ import (
 	"gke-rl/infra/golden"
 	"gke-rl/infra/plan"
 )
+
+// PlanTime is the clock of every planned test stack, so that the plans, their warnings and the
+// golden files do not change with the date the tests run on.
+var PlanTime = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func init() { infra.Now = func() time.Time { return PlanTime } }
 
 // Stacks are the stacks shipped in the repository.
 var Stacks = []string{"b200-spot", "h200-reserved"}

@@ -1,0 +1,42 @@
+package infra_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra"
+	"gke-rl/infra/plan/plantest"
+)
+
+// GKE refuses an exclusion of minor and node upgrades that ends after the end of standard
+// support of the cluster's minor version: the plan refuses it first, naming the bound (1.35,
+// 2027-04-11). The Extended channel, with its longer support, is not bounded here.
+func TestExclusionEndsWithinSupport(t *testing.T) {
+	_, err := plantest.TryPlan("b200-spot", "cluster.noUpgradesUntil=2027-04-30T00:00:00Z")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `cluster.noUpgradesUntil: "2027-04-30T00:00:00Z" ends after the end of standard support of every GKE minor version the REGULAR channel creates clusters on (1.35: 2027-04-11)`)
+	assert.Contains(t, err.Error(), "allowed: up to 2027-04-11T00:00:00Z, or none")
+	plantest.Plan(t, "b200-spot", "cluster.noUpgradesUntil=2027-04-11T00:00:00Z")
+	plantest.Plan(t, "b200-spot", "cluster.releaseChannel=EXTENDED", "cluster.noUpgradesUntil=2027-09-30T00:00:00Z")
+	plantest.Plan(t, "b200-spot", "cluster.noUpgradesUntil=none")
+}
+
+// An exclusion that has ended, or ends within 30 days, is a warning of the plan: node upgrades
+// would resume in the middle of a run.
+func TestExclusionWarnsBeforeItLapses(t *testing.T) {
+	warnings := func(at time.Time, overrides ...string) string {
+		t.Helper()
+		before := infra.Now
+		infra.Now = func() time.Time { return at }
+		defer func() { infra.Now = before }()
+		return infra.Errors(plantest.Plan(t, "h200-reserved", overrides...).Warnings).Error()
+	}
+	assert.NotContains(t, warnings(plantest.PlanTime), "cluster.noUpgradesUntil", "the defaults hold on the shipped date")
+	assert.Contains(t, warnings(time.Date(2027, 3, 20, 0, 0, 0, 0, time.UTC)), "cluster.noUpgradesUntil: the exclusion of minor and node upgrades ends in 21 days (2027-04-10)")
+	assert.Contains(t, warnings(plantest.PlanTime, "cluster.noUpgradesFrom=2020-01-01T00:00:00Z", "cluster.noUpgradesUntil=2020-06-01T00:00:00Z"),
+		"cluster.noUpgradesUntil: the exclusion of minor and node upgrades ended on 2020-06-01")
+	assert.NotContains(t, warnings(plantest.PlanTime, "cluster.noUpgradesUntil=none"), "cluster.noUpgradesUntil")
+}
