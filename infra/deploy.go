@@ -132,8 +132,12 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
 	rayPlacement := inCluster.WaitingFor(append(append(shared.Ready(), mapping.Objects...), gke.CRDs)...)
+	// The data preparation needs only the volume and the tokens: it does not wait for the
+	// network objects, the gate or the Ray cluster.
+	prepPlacement := inCluster.WaitingFor(shared.Ready()...)
 	if secret != nil {
 		rayPlacement = rayPlacement.WaitingFor(secret)
+		prepPlacement = prepPlacement.WaitingFor(secret)
 	}
 	// The heads start behind their NetworkPolicy.
 	headPolicy, err := kube.NewObject(ctx, "ray-head-ingress", ray.HeadIngressPolicy(WorkloadNamespace), inCluster.Namespaced()...)
@@ -153,7 +157,7 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		rayPlacement = rayPlacement.WaitingFor(gate.Jobs...)
 		outputs["gateResults"] = gate.Results
 	}
-	training, err := deployRun(ctx, bp.Run, rayPlacement)
+	training, err := deployRun(ctx, bp.Run, rayPlacement, prepPlacement)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +209,9 @@ func deployStorage(ctx *pulumi.Context, bp *Blueprint, networks *network.Network
 }
 
 // deployRun registers the long-lived RayCluster when the run mode has one and the training run
-// when it has one, and returns their stack outputs.
-func deployRun(ctx *pulumi.Context, run RunPlan, placement kube.Placement) (pulumi.Map, error) {
+// when it has one, and returns their stack outputs. The data preparation waits for prepPlacement
+// only.
+func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.Placement) (pulumi.Map, error) {
 	ns := WorkloadNamespace
 	outputs := pulumi.Map{"checkpointDir": pulumi.String(run.Layout.Checkpoints())}
 	if run.RayCluster != nil {
@@ -223,7 +228,7 @@ func deployRun(ctx *pulumi.Context, run RunPlan, placement kube.Placement) (pulu
 	if run.RayJob == nil {
 		return outputs, nil
 	}
-	if _, err := workloads.NewGRPO(ctx, "grpo", &workloads.GRPOArgs{Job: run.RayJob, Prep: run.Prep, Placement: placement}); err != nil {
+	if _, err := workloads.NewGRPO(ctx, "grpo", &workloads.GRPOArgs{Job: run.RayJob, Prep: run.Prep, Placement: placement, PrepPlacement: prepPlacement}); err != nil {
 		return nil, fmt.Errorf("grpo: %w", err)
 	}
 	job := run.RayJob.Name

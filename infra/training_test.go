@@ -506,3 +506,22 @@ func TestCRDWaitChecksTheFieldsTheRunSets(t *testing.T) {
 	assert.Contains(t, reserved.Cluster.CRDFields, "rayclusters.ray.io/v1:spec.headGroupSpec")
 	assert.NotContains(t, reserved.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.backoffLimit", "not set on the long-lived cluster's job")
 }
+
+// The data preparation runs on CPU nodes and needs only the volume and the tokens: it starts
+// while the gate checks the GPU nodes and the Ray cluster comes up, and the RayJob waits for
+// all of them.
+func TestDataPrepDoesNotWaitForTheGate(t *testing.T) {
+	res := plantest.Plan(t, "h200-reserved")
+	prep := res.Find("kubernetes:batch/v1:Job", "grpo-data-prep")
+	job := res.Find("kubernetes:ray.io/v1:RayJob", "grpo-rayjob")
+	require.NotNil(t, prep)
+	require.NotNil(t, job)
+	deps := strings.Join(prep.Dependencies, "\n")
+	assert.NotContains(t, deps, "gate-", "not after the gate")
+	assert.NotContains(t, deps, "RayCluster", "not after the Ray cluster")
+	assert.Contains(t, deps, "PersistentVolumeClaim", "after the claim")
+	jobDeps := strings.Join(job.Dependencies, "\n")
+	for _, want := range []string{"grpo-data-prep", "gate-nccl", "gate-storage", "RayCluster"} {
+		assert.Contains(t, jobDeps, want)
+	}
+}

@@ -18,9 +18,13 @@ type GRPOArgs struct {
 	Job *rayv1.RayJob
 	// Prep is the data preparation, or nil; the RayJob starts only once it has succeeded.
 	Prep *batchv1.Job
-	// Placement is the cluster's provider and namespace, and what the pods wait for (the claim,
-	// the network objects, the Secret, the long-lived RayCluster).
+	// Placement is the cluster's provider and namespace, and what the RayJob waits for (the
+	// claim, the network objects, the Secret, the gate, the long-lived RayCluster).
 	Placement kube.Placement
+	// PrepPlacement is what the data preparation waits for: only what its pod uses (the claim,
+	// the Secret). It runs on CPU nodes, so it starts while the gate checks the GPU nodes and
+	// the Ray cluster comes up; the RayJob waits for both.
+	PrepPlacement kube.Placement
 }
 
 // GRPO is the training run.
@@ -43,7 +47,7 @@ func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.Re
 		prepName, prepOpts := kids.Of("data-prep", "data-prep", lifecycle.Options(lifecycle.JobType)...)
 		var err error
 		// The provider waits for the Job to succeed: that is what orders it before training.
-		g.Prep, err = kube.NewObject(ctx, prepName, args.Prep, placement.Namespaced(prepOpts...)...)
+		g.Prep, err = kube.NewObject(ctx, prepName, args.Prep, args.PrepPlacement.Namespaced(prepOpts...)...)
 		if err != nil {
 			return nil, fmt.Errorf("data preparation: %w", err)
 		}
