@@ -126,6 +126,7 @@ func formatParams(p float64) string {
 func warnings(c *Config, e *CheckpointEstimate) Errors {
 	var warns Errors
 	warnExclusion(c, &warns)
+	warnInapplicable(c, &warns)
 	switch {
 	case e == nil:
 		warns.Add("job.modelSize", "the parameter count of %s is not in its name; set job.modelSize (e.g. 8B) to get a checkpoint time estimate", quote(c.Job.Model))

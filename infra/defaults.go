@@ -242,6 +242,13 @@ func explicitNumbers(r *rawConfig) map[string]bool {
 		"job.epochs":   r.Job.Epochs != nil,
 		// An empty recipe clears the stack's (`--config job.recipe=` when switching to verl).
 		"job.recipe": r.Job.Recipe != nil && *r.Job.Recipe != "",
+		// Keys that apply to one cluster mode or one storage type (inapplicableKeys).
+		"cluster.cpuMachineType": r.Cluster.CPUMachineType != nil,
+		"storage.capacityGib":    r.Storage.CapacityGiB != nil,
+		"storage.throughput":     r.Storage.Throughput != nil,
+		"storage.filesystem":     r.Storage.Filesystem != nil,
+		"storage.gkeSupport":     r.Storage.GKESupport != nil,
+		"storage.bucket":         r.Storage.Bucket != nil && *r.Storage.Bucket != "",
 	}
 }
 

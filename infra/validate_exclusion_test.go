@@ -40,3 +40,21 @@ func TestExclusionWarnsBeforeItLapses(t *testing.T) {
 		"cluster.noUpgradesUntil: the exclusion of minor and node upgrades ended on 2020-06-01")
 	assert.NotContains(t, warnings(plantest.PlanTime, "cluster.noUpgradesUntil=none"), "cluster.noUpgradesUntil")
 }
+
+// A key set where it does nothing (another cluster mode, another storage type) is a warning of
+// the plan that names where the key applies.
+func TestKeysThatDoNothingAreWarnedAbout(t *testing.T) {
+	warns := func(stack string, overrides ...string) string {
+		return infra.Errors(plantest.Plan(t, stack, overrides...).Warnings).Error()
+	}
+	gcs := warns("b200-spot", "storage.type=gcsfuse")
+	for _, key := range []string{"storage.capacityGib", "storage.throughput", "storage.filesystem", "storage.gkeSupport"} {
+		assert.Contains(t, gcs, key+": is set but does nothing here; it applies with storage.type=lustre")
+	}
+	assert.Contains(t, warns("h200-reserved", "cluster.mode=autopilot", "gpu.provisioning=spot", "gpu.reservation=", "cluster.cpuMachineType=n2-standard-32"),
+		"cluster.cpuMachineType: is set but does nothing here; it applies with cluster.mode=standard")
+	assert.Contains(t, warns("b200-spot", "storage.bucket=my-bucket"), "storage.bucket: is set but does nothing here; it applies with storage.type=gcsfuse")
+	for _, stack := range plantest.Stacks {
+		assert.NotContains(t, warns(stack), "does nothing", "the shipped stacks set only what they use")
+	}
+}
