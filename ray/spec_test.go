@@ -218,3 +218,15 @@ func TestWorkerStartsRayOnlyWithTheNCCLEnvironment(t *testing.T) {
 	assert.Empty(t, res.Stdout, "Ray does not start")
 	assert.Contains(t, res.Stderr, "set_nccl_env.sh did not load: not starting Ray without the NCCL RDMA settings")
 }
+
+// Workers read the host's driver and gIB plugin; they cannot replace them for the next pod.
+func TestWorkerMountsTheHostLibrariesReadOnly(t *testing.T) {
+	for _, m := range ray.WorkerTemplate(fixture()).Spec.Containers[0].VolumeMounts {
+		switch m.MountPath {
+		case gpunode.NvidiaPath, gpunode.GIBPath:
+			assert.True(t, m.ReadOnly, m.MountPath)
+		case "/dev/shm", "/lustre":
+			assert.False(t, m.ReadOnly, m.MountPath)
+		}
+	}
+}

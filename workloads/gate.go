@@ -120,7 +120,7 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 				Command:      []string{"/bin/bash", "-c", ncclGateScript},
 				Env:          append([]corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}}, ncclGateEnv(a)...),
 				Resources:    corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
-				VolumeMounts: gpunode.VolumeMounts(),
+				VolumeMounts: gpunode.DiagnosticVolumeMounts(),
 			}},
 			// 250 GiB of /dev/shm, as the upstream NCCL test (gpudirect-rdma/nccl-test-a4.yaml).
 			Volumes: gpunode.Volumes(250),
