@@ -108,3 +108,16 @@ func TestGateRefusesAnUnreachableMinimum(t *testing.T) {
 	plantest.Plan(t, "b200-spot", "gpu.nodes=8", "gate.minBusBandwidthGBps=457")
 	plantest.Plan(t, "h200-reserved", "gpu.nodes=1", "gpu.minNodes=1", "gate.minBusBandwidthGBps=1500")
 }
+
+// A gate Job runs once: a later change of its spec does not replace it (which, with the
+// long-lived Ray cluster holding every GPU, would leave its pods pending until the deadline and
+// fail `pulumi up`). Re-running it is a deliberate `pulumi up --replace`.
+func TestGateJobsRunOnce(t *testing.T) {
+	res := plantest.Plan(t, "h200-reserved")
+	for _, name := range []string{"gate-nccl", "gate-storage"} {
+		job := res.Find("kubernetes:batch/v1:Job", name)
+		require.NotNil(t, job, name)
+		assert.Contains(t, job.Options.IgnoreChanges, "spec", name)
+	}
+	assert.NotContains(t, res.Find("kubernetes:batch/v1:Job", "grpo-data-prep").Options.IgnoreChanges, "spec")
+}

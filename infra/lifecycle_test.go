@@ -85,7 +85,12 @@ func TestSlowResourcesCarryTimeoutsLongerThanTheProvidersDefault(t *testing.T) {
 func TestFieldsTheCloudChangesAreIgnoredOrNotSet(t *testing.T) {
 	eachVariant(t, func(t *testing.T, res *plan.Result) {
 		for _, r := range res.Resources {
-			assert.ElementsMatch(t, lifecycle.IgnoredFields(r.Type), r.Options.IgnoreChanges, "%s %s", r.Type, r.Name)
+			want := lifecycle.IgnoredFields(r.Type)
+			if r.Name == "gate-nccl" || r.Name == "gate-storage" {
+				// Not a drift: a gate Job runs once; re-running it is a deliberate --replace.
+				want = append(want, "spec")
+			}
+			assert.ElementsMatch(t, want, r.Options.IgnoreChanges, "%s %s", r.Type, r.Name)
 			for _, d := range lifecycle.Drifts {
 				if d.Type == r.Type && d.Handling == lifecycle.NotSet {
 					_, set := r.Input(d.Field)

@@ -63,12 +63,18 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("nccl service: %w", err)
 	}
-	ncclName, ncclOpts := kids.Of("nccl", "", lifecycle.Options(lifecycle.JobType)...)
+	// A gate Job runs once, when it is created. A later change of its spec (a gate key, the node
+	// count, a new release of this program) would replace it, and on reserved or on-demand
+	// capacity the long-lived Ray cluster then holds every GPU: the new pods would wait out the
+	// Job's deadline and fail `pulumi up`. Re-running the gate is a deliberate
+	// `pulumi up --replace <urn>` (the README says when).
+	onceOpts := append(lifecycle.Options(lifecycle.JobType), pulumi.IgnoreChanges([]string{"spec"}))
+	ncclName, ncclOpts := kids.Of("nccl", "", onceOpts...)
 	ncclJob, err := kube.NewObject(ctx, ncclName, args.NCCL, p.WaitingFor(svc).Namespaced(ncclOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("nccl job: %w", err)
 	}
-	storageName, storageOpts := kids.Of("storage", "", lifecycle.Options(lifecycle.JobType)...)
+	storageName, storageOpts := kids.Of("storage", "", onceOpts...)
 	storageJob, err := kube.NewObject(ctx, storageName, args.Storage, p.Namespaced(storageOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("storage job: %w", err)
