@@ -1,10 +1,10 @@
 #!/bin/sh
+set -eux
 # The gIB NCCL plugin installer's init container (container-engine-accelerators
 # gpudirect-rdma/nccl-rdma-installer*.yaml at 992db812): it installs the plugin and copies it into
 # the host directories the GPU pods mount. POSIX sh, as upstream runs it: the image promises no
 # bash, so there is no pipefail (and no pipe to need it). INSTALL_NCCL=true also installs NCCL
 # itself (the Autopilot manifest does; the Standard one no longer does, upstream commit 2da1c92f).
-set -eux
 if [ "${INSTALL_NCCL:-false}" = true ]; then
   /scripts/container_entry.sh install --install-nccl
 else

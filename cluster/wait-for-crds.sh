@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+set -euo pipefail
 # Waits until each custom resource definition in $CRDS exists and is established. GKE installs
 # them asynchronously after the cluster is created, and pulumi-kubernetes gives up on "no matches
 # for kind" after a few retries (pulumi-kubernetes #1446). Each CRD gets ATTEMPTS (90) tries,
@@ -10,7 +11,6 @@
 # `rayjobs.ray.io/v1:spec.backoffLimit`), a field the program sets, must be in that version's
 # schema: GKE's Ray add-on runs its own KubeRay, and an older one would drop the field silently
 # (the API server prunes unknown fields) instead of failing.
-set -euo pipefail
 for crd in $CRDS; do
   for ((attempt = 1; ; attempt++)); do
     if out=$(kubectl get crd "$crd" -o name 2>&1); then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+set -euo pipefail
 # Removes the Private Service Access peering from $NETWORK in $PROJECT on `pulumi destroy`, after
 # the Managed Lustre instance is gone, so that the range and the VPC can be deleted (the
 # connection itself is ABANDONed by the provider).
@@ -12,7 +13,6 @@
 # Environment: PROJECT, NETWORK (the VPC's name); ATTEMPTS (40) and RETRY_SECONDS (30) bound the
 # retries. Every gcloud failure fails the script: a network that cannot be read is not a network
 # without the peering.
-set -euo pipefail
 
 peering=servicenetworking-googleapis-com
 attempts=${ATTEMPTS:-40}

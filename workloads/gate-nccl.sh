@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+set -euo pipefail
 # The NCCL gate's pod, one per GPU node (an Indexed Job in the gIB diagnostic image). Every pod
 # checks its node's GPUs; with two nodes or more, index 0 collects the other nodes' GPU results,
 # runs NCCL's all_gather across all the pods with the gIB plugin over the RDMA NICs and fails when
@@ -12,7 +13,6 @@
 # Environment: GPUS (what the node must show), HOSTS (the pods' host names, index 0 first),
 # MIN_BUS_BANDWIDTH_GBPS, PREFIX (starts every result line); ATTEMPTS (60) and RETRY_SECONDS (5)
 # bound the wait for the peers' sshd; JOB_COMPLETION_INDEX comes from the Job.
-set -euo pipefail
 
 smi=/usr/local/nvidia/bin/nvidia-smi
 # One line a GPU: index, name, driver, ECC mode, uncorrected volatile ECC errors (as recorded in

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
+set -euo pipefail
 # The storage gate: writes MIB MiB to FILE on the shared volume (synced to the storage), reads it
 # back with direct I/O, and prints MB/s next to the storage's aggregate throughput, EXPECTED_MBPS.
 # A plain read right after the write would come from this node's page cache at memory speed; a
 # volume that refuses O_DIRECT is read normally and the figure says so. It fails only on an I/O
 # error: one node's figure is a sample, not the aggregate. PREFIX starts the result line.
-set -euo pipefail
 t0=$(date +%s.%N)
 dd if=/dev/zero of="$FILE" bs=1M count="$MIB" conv=fsync status=none
 t1=$(date +%s.%N)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
+set -euo pipefail
 # The data preparation Job's steps on the shared volume. The Job's script is this file followed
 # by one `prep_step` line a step (workloads.PrepScript); each step fills its directory once.
-set -euo pipefail
 
 # prep_step NAME DIR MODE SIZE_OF -- COMMAND...
 # runs COMMAND unless DIR holds the completion marker, which it writes last, so that an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+set -euo pipefail
 # Runs on the Ray head before each GRPO attempt, ahead of the framework: it clears what an attempt
 # cut short (a spot preemption, a failed node) leaves on the shared volume that the framework
 # would otherwise trust, so that every retry starts from a state the framework accepts. Each
@@ -7,7 +8,6 @@
 # Environment: FRAMEWORK (nemo-rl or verl), CHECKPOINT_DIR (the run's checkpoints),
 # KEEP_CHECKPOINTS (job.keepCheckpoints); with NeMo RL, CONVERTED_DIR (where it converts the
 # Hugging Face weights to Megatron's format on its first attempt).
-set -euo pipefail
 shopt -s nullglob
 
 log() { echo "gke-rl resume: $*"; }
