@@ -368,14 +368,22 @@ func TestProviderUsesTheDNSEndpoint(t *testing.T) {
 	assert.Contains(t, kubeconfig, "command: gke-gcloud-auth-plugin")
 }
 
+// crds is the collection of CustomResourceDefinitions in the Kubernetes API.
+const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+// crdAPI is a fake Kubernetes API server that serves CustomResourceDefinitions to kubectl.
+func crdAPI(t *testing.T) *clitest.Kube {
+	api := clitest.NewKube(t)
+	api.Serve(apiextensionsv1.SchemeGroupVersion, metav1.APIResource{Name: "customresourcedefinitions", Kind: "CustomResourceDefinition",
+		ShortNames: []string{"crd", "crds"}, Verbs: []string{"get", "list", "watch"}})
+	return api
+}
+
 // The CRD wait, run with the real kubectl against a fake API server: it polls until each CRD
 // exists, then waits for it to be established.
 func TestWaitForCRDsScript(t *testing.T) {
 	clitest.Tool(t, "kubectl")
-	api := clitest.NewKube(t)
-	api.Serve(apiextensionsv1.SchemeGroupVersion, metav1.APIResource{Name: "customresourcedefinitions", Kind: "CustomResourceDefinition",
-		ShortNames: []string{"crd", "crds"}, Verbs: []string{"get", "list", "watch"}})
-	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	api := crdAPI(t)
 	for _, name := range cluster.CRDs {
 		group := name[strings.Index(name, ".")+1:]
 		api.Add(crds, name, &apiextensionsv1.CustomResourceDefinition{
@@ -406,15 +414,22 @@ func TestWaitForCRDsScript(t *testing.T) {
 		"CRDS=networks.networking.gke.io", "RETRY_SECONDS=0", "ATTEMPTS=3")
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "CRD networks.networking.gke.io did not appear after 3 attempts")
+
+	// No permission is not retried: it fails at once, with kubectl's message.
+	api.Forbid(crds)
+	before := len(api.Requests())
+	res = clitest.RunScript(t, cluster.WaitForCRDsScript, "KUBECONFIG_DATA="+api.Kubeconfig(t),
+		"CRDS=rayjobs.ray.io", "RETRY_SECONDS=0", "ATTEMPTS=5")
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "Forbidden")
+	assert.Len(t, api.Requests()[before:], 1, "one attempt")
 }
 
 // The CRD wait, with the real kubectl, finds each field the program sets in the cluster's own
 // CRD schema, and fails naming the first one an older KubeRay's CRD lacks.
 func TestWaitForCRDsChecksTheOperatorsFields(t *testing.T) {
 	clitest.Tool(t, "kubectl")
-	api := clitest.NewKube(t)
-	api.Serve(apiextensionsv1.SchemeGroupVersion, metav1.APIResource{Name: "customresourcedefinitions", Kind: "CustomResourceDefinition",
-		ShortNames: []string{"crd", "crds"}, Verbs: []string{"get", "list", "watch"}})
+	api := crdAPI(t)
 	rayJobCRD := func(fields ...string) *apiextensionsv1.CustomResourceDefinition {
 		spec := map[string]apiextensionsv1.JSONSchemaProps{}
 		for _, f := range fields {
@@ -433,7 +448,6 @@ func TestWaitForCRDsChecksTheOperatorsFields(t *testing.T) {
 				{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}},
 		}
 	}
-	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	fields := "rayjobs.ray.io/v1:spec.backoffLimit rayjobs.ray.io/v1:spec.entrypoint"
 	run := func() clitest.Result {
 		return clitest.RunScript(t, cluster.WaitForCRDsScript, "KUBECONFIG_DATA="+api.Kubeconfig(t),

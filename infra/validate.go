@@ -429,31 +429,6 @@ func orUnset(s string) string {
 	return s
 }
 
-// inapplicableKeys are keys that act only in one cluster mode or with one storage type: set
-// elsewhere, they do nothing, which the plan says (a warning, so that switching a stack's mode
-// or storage with one --config does not also require removing its other keys).
-var inapplicableKeys = []struct {
-	key, appliesTo string
-	applies        func(c *Config) bool
-}{
-	{"cluster.cpuMachineType", "cluster.mode=standard (Autopilot has no CPU pool; it picks the head's nodes itself)",
-		func(c *Config) bool { return c.Cluster.Mode != kinds.Autopilot }},
-	{"storage.capacityGib", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
-	{"storage.throughput", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
-	{"storage.filesystem", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
-	{"storage.gkeSupport", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
-	{"storage.bucket", "storage.type=gcsfuse", func(c *Config) bool { return c.Storage.Type == kinds.GCSFuse }},
-}
-
-// warnInapplicable warns about each key set where it does nothing, naming where it applies.
-func warnInapplicable(c *Config, warns *Errors) {
-	for _, k := range inapplicableKeys {
-		if c.explicit[k.key] && !k.applies(c) {
-			warns.Add(k.key, "is set but does nothing here; it applies with %s: remove it (`pulumi config rm --path %s`)", k.appliesTo, k.key)
-		}
-	}
-}
-
 // validateGateBound refuses a minimum bus bandwidth that no all_gather across the GPU nodes can
 // reach (whether or not the gate is on): it could never pass.
 func validateGateBound(c *Config, spec GPUSpec, errs *Errors) {

@@ -68,7 +68,8 @@ printf '%s' '`+smi.String()+`'`)
 	write("gib/scripts/run_nccl_tests.sh", `echo "$*" > "$(dirname "$0")/args"; `+nccl)
 	ssh := n.ssh
 	if ssh == "" {
-		ssh = `case "$*" in *"/gate-health") echo "gate: GPU health on ${@: -3:1}: 8 GPUs, 0 uncorrected ECC errors" ;; esac`
+		// The peer's file holds the line its own pod printed: `hostname` there is the pod's name.
+		ssh = `host=${@: -3:1}; case "$*" in *"/gate-health") echo "gate: GPU health on ${host%%.*}: 8 GPUs, 0 uncorrected ECC errors" ;; esac`
 	}
 	write("bin/ssh", ssh)
 	c := job.Spec.Template.Spec.Containers[0]
@@ -91,7 +92,7 @@ func TestNCCLGatePassesAHealthyFastPair(t *testing.T) {
 	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
 	require.NoError(t, err, out)
 	assert.Contains(t, out, ": 8 GPUs, 0 uncorrected ECC errors")
-	assert.Contains(t, out, "gate: GPU health on rl-gate-nccl-1.rl-gate-nccl: 8 GPUs, 0 uncorrected ECC errors", "the peer's result, read from its pod")
+	assert.Contains(t, out, "gate: GPU health on rl-gate-nccl-1: 8 GPUs, 0 uncorrected ECC errors", "the peer's result, read from its pod")
 	assert.Contains(t, out, "run_nccl_tests.sh args: -t all_gather -b 1K -e 8G rl-gate-nccl-0.rl-gate-nccl rl-gate-nccl-1.rl-gate-nccl")
 	assert.Contains(t, out, "gate: NCCL all_gather over 2 nodes: bus bandwidth 260.03 GB/s at 8589934592 B (minimum 100); "+
 		"from 1 GiB: 1024 MiB 248.09 GB/s, 2048 MiB 259.66 GB/s, 4096 MiB 261.57 GB/s, 8192 MiB 260.03 GB/s")
@@ -184,9 +185,14 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	args.Storage.MountPath = dir
 	job := workloads.StorageGateJob(args)
 	c := job.Spec.Template.Spec.Containers[0]
+	// A dd that notes its arguments before running the real one.
+	bin := t.TempDir()
+	realDD, err := exec.LookPath("dd")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "dd"), []byte("#!/bin/sh\necho \"$*\" >> \""+bin+"/dd.log\"\nexec "+realDD+" \"$@\"\n"), 0o755))
 	run := func() ([]byte, error) {
 		cmd := exec.Command("/bin/bash", "-c", c.Command[2])
-		cmd.Env = os.Environ()
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 		for _, e := range c.Env {
 			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 		}
@@ -195,6 +201,9 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	out, err := run()
 	require.NoError(t, err, string(out))
 	assert.Regexp(t, `^gate: shared volume from one GPU node: write \d+ MB/s, read \d+ MB/s \(the storage aggregate: 1000 MB/s\)\n$`, string(out))
+	ddCalls, err := os.ReadFile(filepath.Join(bin, "dd.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(ddCalls), "iflag=direct", "the read bypasses the node's page cache")
 	left, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, left, "the test file is removed")

@@ -35,6 +35,8 @@ type Kube struct {
 	// Hide makes GET and list of an object answer as if it did not exist, for this many requests
 	// more (an object that appears later).
 	hide map[string]int
+	// forbidden answers 403 for every request under these paths (no permission).
+	forbidden []string
 }
 
 // NewKube starts the fake API server; it stops when the test ends.
@@ -89,6 +91,14 @@ func (k *Kube) HideFor(collection, name string, n int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.hide[collection+"/"+name] = n
+}
+
+// Forbid answers every later request under path with 403 Forbidden, as the API server does for
+// an identity without the permission.
+func (k *Kube) Forbid(path string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.forbidden = append(k.forbidden, path)
 }
 
 // Requests are "METHOD path" of every request but discovery, in order.
@@ -169,6 +179,13 @@ func (k *Kube) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	k.requests = append(k.requests, r.Method+" "+p)
+	for _, f := range k.forbidden {
+		if strings.HasPrefix(p, f) {
+			write(http.StatusForbidden, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+				Message: p + " is forbidden: User \"deployer\" cannot get resource", Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden})
+			return
+		}
+	}
 	if r.Method != http.MethodGet {
 		k.t.Errorf("fake Kubernetes API: %s %s is not served", r.Method, p)
 		w.WriteHeader(http.StatusMethodNotAllowed)

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"gke-rl/infra/golden"
 )
 
 // RequireEnv makes a missing tool a failure instead of a skip; `.ci/run` sets it, so that CI
@@ -23,11 +25,10 @@ func Tool(t testing.TB, name string) string {
 		return p
 	}
 	packages := map[string]string{
-		"gcloud":                 "Debian package google-cloud-cli",
-		"gke-gcloud-auth-plugin": "Debian package google-cloud-cli-gke-gcloud-auth-plugin",
-		"kubectl":                "Debian package kubectl",
-		"shellcheck":             "Debian package shellcheck",
-		"bash":                   "Debian package bash",
+		"gcloud":     "Debian package google-cloud-cli",
+		"kubectl":    "Debian package kubectl",
+		"shellcheck": "Debian package shellcheck",
+		"bash":       "Debian package bash",
 	}
 	msg := name + " is not on PATH (" + packages[name] + "); this test runs the real tool"
 	if os.Getenv(RequireEnv) != "" {
@@ -73,7 +74,7 @@ func RunScript(t testing.TB, script string, env ...string) Result {
 // ReplyFile answers with a recorded response body under the repository's testdata/.
 func ReplyFile(t testing.TB, w http.ResponseWriter, status int, name string) {
 	t.Helper()
-	body, err := os.ReadFile(filepath.Join(RepoRoot(t), "testdata", name))
+	body, err := os.ReadFile(filepath.Join(golden.RepoRoot(), "testdata", name))
 	if err != nil {
 		t.Errorf("fake API: %v", err)
 		status, body = http.StatusInternalServerError, []byte(`{}`)
@@ -81,23 +82,4 @@ func ReplyFile(t testing.TB, w http.ResponseWriter, status int, name string) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// RepoRoot is the module's root directory, found from the test's working directory.
-func RepoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }

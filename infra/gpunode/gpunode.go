@@ -139,21 +139,17 @@ func Volumes(shmGiB int) []corev1.Volume {
 // VolumeMounts mounts Volumes where GPU containers expect them, the host's driver and gIB
 // plugin directories read-only: code in a worker must not replace the NCCL plugin or the driver
 // libraries that every later GPU pod on the node loads. Only the installer DaemonSet writes them.
-func VolumeMounts() []corev1.VolumeMount {
-	return []corev1.VolumeMount{
-		{Name: "dshm", MountPath: "/dev/shm"},
-		{Name: "nvidia", MountPath: NvidiaPath, ReadOnly: true},
-		{Name: "gib", MountPath: GIBPath, ReadOnly: true},
-	}
-}
+func VolumeMounts() []corev1.VolumeMount { return volumeMounts(true) }
 
 // DiagnosticVolumeMounts are the mounts of the NCCL diagnostic image, read-write as
 // container-engine-accelerators' gpudirect-rdma/nccl-test-a4.yaml (992db812) mounts them: its
 // /scripts/container_entry.sh is the image's own, and what it writes is not documented.
-func DiagnosticVolumeMounts() []corev1.VolumeMount {
+func DiagnosticVolumeMounts() []corev1.VolumeMount { return volumeMounts(false) }
+
+func volumeMounts(hostReadOnly bool) []corev1.VolumeMount {
 	return []corev1.VolumeMount{
 		{Name: "dshm", MountPath: "/dev/shm"},
-		{Name: "nvidia", MountPath: NvidiaPath},
-		{Name: "gib", MountPath: GIBPath},
+		{Name: "nvidia", MountPath: NvidiaPath, ReadOnly: hostReadOnly},
+		{Name: "gib", MountPath: GIBPath, ReadOnly: hostReadOnly},
 	}
 }

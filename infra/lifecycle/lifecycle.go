@@ -151,18 +151,22 @@ func GPUPoolTimeout(nodes int) Timeout {
 // GPUPoolOptions are the node pool's options with GPUPoolTimeout's timeouts.
 func GPUPoolOptions(nodes int) []pulumi.ResourceOption {
 	t := GPUPoolTimeout(nodes)
-	opts := []pulumi.ResourceOption{pulumi.Timeouts(&pulumi.CustomTimeouts{Create: t.Create, Update: t.Update, Delete: t.Delete})}
-	if fields := IgnoredFields(NodePoolType); len(fields) > 0 {
-		opts = append(opts, pulumi.IgnoreChanges(fields))
-	}
-	return opts
+	return options(NodePoolType, &t)
 }
 
 // Options are the resource options the tables give a resource type: its custom timeouts and
 // the fields it ignores.
 func Options(typ string) []pulumi.ResourceOption {
-	var opts []pulumi.ResourceOption
 	if t, ok := TimeoutOf(typ); ok {
+		return options(typ, &t)
+	}
+	return options(typ, nil)
+}
+
+// options are a type's ignored fields and the timeouts t, if any.
+func options(typ string, t *Timeout) []pulumi.ResourceOption {
+	var opts []pulumi.ResourceOption
+	if t != nil {
 		opts = append(opts, pulumi.Timeouts(&pulumi.CustomTimeouts{Create: t.Create, Update: t.Update, Delete: t.Delete}))
 	}
 	if fields := IgnoredFields(typ); len(fields) > 0 {

@@ -1,0 +1,77 @@
+package infra
+
+import (
+	"math"
+	"time"
+
+	"gke-rl/cluster"
+	"gke-rl/infra/kinds"
+)
+
+// warnings are the problems worth a look that do not stop the plan, `key: message` like errors.
+func warnings(c *Config, e *CheckpointEstimate) Errors {
+	var warns Errors
+	warnExclusion(c, &warns)
+	warnInapplicable(c, &warns)
+	switch {
+	case e == nil:
+		warns.Add("job.modelSize", "the parameter count of %s is not in its name; set job.modelSize (e.g. 8B) to get a checkpoint time estimate", quote(c.Job.Model))
+	case e.Seconds > float64(c.Storage.CheckpointBudgetSeconds):
+		advice := "raise storage.throughput or storage.capacityGib, or checkpoint less often (job.checkpointPeriod)"
+		if c.Storage.Type == kinds.GCSFuse {
+			advice = "writes go at GCS FUSE speed; storage.type=lustre suits frequent checkpoints, or checkpoint less often (job.checkpointPeriod)"
+		}
+		warns.Add("storage.checkpointBudgetSeconds", "one checkpoint of %s takes about %.0f s (%.0f GB at %.0f MB/s), over the %d s budget; %s",
+			c.Job.Model, math.Ceil(e.Seconds), e.GB, e.WriteMBps, c.Storage.CheckpointBudgetSeconds, advice)
+	}
+	return warns
+}
+
+// inapplicableKeys are keys that act only in one cluster mode or with one storage type: set
+// elsewhere, they do nothing, which the plan says (a warning, so that switching a stack's mode
+// or storage with one --config does not also require removing its other keys).
+var inapplicableKeys = []struct {
+	key, appliesTo string
+	applies        func(c *Config) bool
+}{
+	{"cluster.cpuMachineType", "cluster.mode=standard (Autopilot has no CPU pool; it picks the head's nodes itself)",
+		func(c *Config) bool { return c.Cluster.Mode != kinds.Autopilot }},
+	{"storage.capacityGib", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
+	{"storage.throughput", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
+	{"storage.filesystem", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
+	{"storage.gkeSupport", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
+	{"storage.bucket", "storage.type=gcsfuse", func(c *Config) bool { return c.Storage.Type == kinds.GCSFuse }},
+}
+
+// warnInapplicable warns about each key set where it does nothing, naming where it applies.
+func warnInapplicable(c *Config, warns *Errors) {
+	for _, k := range inapplicableKeys {
+		if c.explicit[k.key] && !k.applies(c) {
+			warns.Add(k.key, "is set but does nothing here; it applies with %s: remove it (`pulumi config rm --path %s`)", k.appliesTo, k.key)
+		}
+	}
+}
+
+// Now is the planner's clock: the exclusion warnings compare with it. Tests pin it.
+var Now = time.Now
+
+// exclusionWarningDays is how long before its end the plan warns about the exclusion.
+const exclusionWarningDays = 30
+
+// warnExclusion warns when the maintenance exclusion has ended or ends within 30 days: GKE then
+// upgrades nodes again, one at a time, draining GPU nodes in the middle of a run.
+func warnExclusion(c *Config, warns *Errors) {
+	until, err := time.Parse(time.RFC3339, c.Cluster.NoUpgradesUntil)
+	if c.Cluster.NoUpgradesUntil == NoUpgradesNone || err != nil {
+		return
+	}
+	now := Now()
+	switch left := until.Sub(now); {
+	case left <= 0:
+		warns.Add("cluster.noUpgradesUntil", "the exclusion of minor and node upgrades ended on %s: GKE upgrades nodes again, one at a time, draining GPU nodes mid-run; "+
+			"move it forward (up to %s) or set none", until.Format(time.DateOnly), cluster.LatestSupportEnd().Ends.Format(time.RFC3339))
+	case left < exclusionWarningDays*24*time.Hour:
+		warns.Add("cluster.noUpgradesUntil", "the exclusion of minor and node upgrades ends in %d days (%s): GKE then upgrades nodes again, one at a time, draining GPU nodes mid-run; "+
+			"plan the upgrade between runs, or move it forward within the cluster's minor version's support", int(math.Ceil(left.Hours()/24)), until.Format(time.DateOnly))
+	}
+}
