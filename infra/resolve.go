@@ -263,12 +263,20 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		WandB:                c.WandbAPIKey.IsSet(),
 		Layout:               plan.Layout,
 		Extra:                c.Job.Args,
+		Attempts:             1,
+	}
+	if plan.Mode != kinds.OwnCluster {
+		// KubeRay cannot retry a job on a shared cluster: the entrypoint does, on the same one.
+		run.Attempts = c.Job.BackoffLimit + 1
 	}
 	args := workloads.JobArgs{
 		Name:                  plan.Layout.Run,
 		Namespace:             WorkloadNamespace,
 		BackoffLimit:          c.Job.BackoffLimit,
 		ActiveDeadlineSeconds: c.Job.ActiveDeadlineSeconds,
+		SubmitterImage:        pods.Image,
+		NodeSelector:          pods.HeadNodeSelector,
+		Storage:               pods.Storage,
 	}
 	var errs Errors
 	for _, p := range workloads.CheckRun(c.Framework, run) {
@@ -283,15 +291,19 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 	switch c.Framework {
 	case kinds.Verl:
 		args.Entrypoint = workloads.VerlEntrypoint(run)
-		args.Env = map[string]string{"PYTHONPATH": plan.Layout.VerlSource()}
+		args.RuntimeEnv = workloads.VerlRuntimeEnv(plan.Layout)
 		steps = workloads.VerlPrepSteps(run)
 		// The verl image installs verl and uninstalls it again (verl's
 		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
-		// verl.utils: they run against the checkout the first step makes.
-		prepEnv = append(slices.Clone(env), corev1.EnvVar{Name: "PYTHONPATH", Value: plan.Layout.VerlSource()})
+		// verl.utils: they run against the checkout the first step makes, without writing
+		// bytecode next to it.
+		prepEnv = append(slices.Clone(env),
+			corev1.EnvVar{Name: "PYTHONPATH", Value: plan.Layout.VerlSource()},
+			corev1.EnvVar{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"})
 	default:
 		args.Entrypoint = workloads.NeMoRLEntrypoint(run)
 	}
+	prepEnv = append(slices.Clone(prepEnv), workloads.XetCacheEnv())
 	prep := workloads.PrepJob(workloads.PrepJobArgs{
 		Name: c.Cluster.Name + "-data-prep", Namespace: WorkloadNamespace,
 		Image:        pods.Image,

@@ -141,7 +141,23 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 	deps := res.DependencyClosure(rayJob)
 	assert.True(t, deps[prepJob.URN], "training starts after the data preparation")
 	assert.True(t, deps[rayCluster.URN], "and after its cluster")
-	assert.Contains(t, get(t, job, "spec.runtimeEnvYAML"), "PYTHONPATH: /data/verl/v0.6.0")
+	assert.Equal(t, "py_modules:\n- /data/verl/v0.6.0/verl\n", get(t, job, "spec.runtimeEnvYAML"), "verl's code reaches every node's disk, not the import path through the bucket")
+	assert.Equal(t, "/data", get(t, job, "spec.submitterPodTemplate.spec.containers.0.volumeMounts.0.mountPath"), "the submitter packages verl from the shared volume")
+	assert.Equal(t, true, get(t, job, "spec.submitterPodTemplate.spec.containers.0.volumeMounts.0.readOnly"))
+	assert.Equal(t, "ATTEMPTS=11", entrypointValue(t, job, "ATTEMPTS"), "on a shared cluster the entrypoint retries: job.backoffLimit + 1 attempts")
+}
+
+// entrypointValue is one of the values the RayJob's entrypoint gives run.sh (`env K=V ...`).
+func entrypointValue(t *testing.T, job map[string]any, key string) string {
+	t.Helper()
+	words, err := shlex.Split(get(t, job, "spec.entrypoint").(string))
+	require.NoError(t, err)
+	for _, w := range words[:slices.Index(words, "bash")] {
+		if strings.HasPrefix(w, key+"=") {
+			return w
+		}
+	}
+	return ""
 }
 
 func TestFrameworksSwapOnEitherStack(t *testing.T) {
@@ -366,6 +382,7 @@ func TestPreemptedRunsResumeFromTheNewestCheckpoint(t *testing.T) {
 			}
 			assert.True(t, strings.HasPrefix(bp.Run.Layout.Checkpoints(), bp.Storage.Volume.MountPath+"/"), "on the shared volume")
 			assert.NotNil(t, job.Spec.BackoffLimit, "KubeRay retries on a fresh cluster")
+			assert.Contains(t, job.Spec.Entrypoint, " ATTEMPTS=1 ", "and the entrypoint does not")
 			require.NotNil(t, bp.Run.Prep, "data is staged by a Job of its own")
 			assert.NotContains(t, job.Spec.Entrypoint, "snapshot_download", "a retry does not download again")
 		})
@@ -386,9 +403,9 @@ func TestRenderedCommandsPassTheFrameworksChecks(t *testing.T) {
 				bp := plantest.Resolve(t, stack, switchTo[string(fw)]...)
 				words, err := shlex.Split(bp.Run.RayJob.Spec.Entrypoint)
 				require.NoError(t, err)
-				// The framework's command follows the resume preparation: `... bash -c <script> &&`.
+				// The framework's command follows run.sh: `env ... bash -c <run.sh> gke-rl-run ...`.
 				prep := slices.Index(words, "bash")
-				require.Equal(t, "&&", words[prep+3])
+				require.Equal(t, "gke-rl-run", words[prep+3])
 				words = words[prep+4:]
 				recipe := ""
 				for i, w := range words {

@@ -21,6 +21,15 @@ const CompleteMarker = ".gke-rl-complete"
 //go:embed prep.sh
 var prepLibrary string
 
+// XetCache is where the data preparation's Hugging Face downloads keep their Xet chunk cache:
+// the container's own disk. By default it is $HF_HOME/xet (huggingface_hub's environment
+// variables reference, HF_XET_CACHE), which is on the shared volume: chunks a download needs only
+// once would be written to the bucket or the Lustre instance and kept there.
+const XetCache = "/tmp/hf-xet"
+
+// XetCacheEnv moves the Xet chunk cache to XetCache.
+func XetCacheEnv() corev1.EnvVar { return corev1.EnvVar{Name: "HF_XET_CACHE", Value: XetCache} }
+
 // PrepStep prepares one directory on the shared volume, once.
 type PrepStep struct {
 	// Name says what the step prepares, in the Job's log.

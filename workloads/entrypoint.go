@@ -30,6 +30,9 @@ type Run struct {
 	GenerationsPerPrompt int
 	CheckpointPeriod     int
 	KeepCheckpoints      int
+	// Attempts is how many times the entrypoint runs the framework on the same cluster before
+	// the run fails: 1 with a cluster of its own (KubeRay retries on a new one).
+	Attempts int
 	// WandB turns Weights & Biases logging on; it is set only when the key is.
 	WandB  bool
 	Layout Layout
@@ -81,8 +84,8 @@ func NeMoRLOverrides(r Run) []Override {
 	return o
 }
 
-//go:embed resume-prep.sh
-var resumePrepScript string
+//go:embed run.sh
+var runScript string
 
 // NeMoRLConvertedDir is where NeMo RL v0.5.0 converts a Hugging Face model to Megatron's format
 // on its first attempt: $HF_HOME/nemo_rl/<model name>, a local path's name as
@@ -96,18 +99,41 @@ func NeMoRLConvertedDir(l Layout, model string) string {
 	return path.Join(l.HFHome(), "nemo_rl", sub)
 }
 
-// ResumePrep is the command that clears, before each attempt, what an attempt cut short left
-// behind (resume-prep.sh), its values given as environment assignments.
-func ResumePrep(f kinds.Framework, r Run) string {
+// Retry pauses of run.sh between a failed attempt and the next, on the long-lived cluster.
+const (
+	// RetryPauseSeconds lets Ray notice a lost node before the retry counts the GPUs (Ray's
+	// GCS marks a node dead after its health checks fail, some tens of seconds).
+	RetryPauseSeconds = 120
+	// RetryGPUWaitSeconds is how long a retry waits for the cluster's GPUs: a GKE auto-repair
+	// or a host maintenance event re-creates the node and KubeRay its worker pod.
+	RetryGPUWaitSeconds = 2 * 3600
+	// RetryPollSeconds is how often it looks.
+	RetryPollSeconds = 30
+)
+
+// Command is the entrypoint of a run: run.sh with its values, then the framework's command
+// line. It is one list of words with no shell operator, so that it means the same to whichever
+// shell splits it (the submitter's, Ray's `/bin/sh -c` on the head).
+func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
+	attempts := max(r.Attempts, 1)
 	env := []string{
-		"FRAMEWORK=" + shellescape.Quote(string(f)),
-		"CHECKPOINT_DIR=" + shellescape.Quote(r.Layout.Checkpoints()),
+		"FRAMEWORK=" + string(f),
+		"CHECKPOINT_DIR=" + r.Layout.Checkpoints(),
 		"KEEP_CHECKPOINTS=" + fmt.Sprint(r.KeepCheckpoints),
+		"WORKDIR=" + workdir,
+		"ATTEMPTS=" + fmt.Sprint(attempts),
+		"GPUS=" + fmt.Sprint(r.Nodes*r.GPUsPerNode),
+		"GPU_WAIT_SECONDS=" + fmt.Sprint(RetryGPUWaitSeconds),
+		"PAUSE_SECONDS=" + fmt.Sprint(RetryPauseSeconds),
+		"POLL_SECONDS=" + fmt.Sprint(RetryPollSeconds),
 	}
 	if f == kinds.NeMoRL {
-		env = append(env, "CONVERTED_DIR="+shellescape.Quote(NeMoRLConvertedDir(r.Layout, r.Model)))
+		env = append(env, "CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.Model))
 	}
-	return strings.Join(env, " ") + " bash -c " + shellescape.Quote(resumePrepScript)
+	words := append([]string{"env"}, env...)
+	// `bash -c SCRIPT NAME ARGS...`: NAME is the script's $0, ARGS its "$@".
+	words = append(words, "bash", "-c", runScript, "gke-rl-run")
+	return shellescape.QuoteCommand(append(words, argv...))
 }
 
 // NeMoRLSourceDir is where the NeMo RL image keeps its source and examples.
@@ -115,11 +141,11 @@ const NeMoRLSourceDir = "/opt/nemo-rl"
 
 // NeMoRLEntrypoint is the RayJob entrypoint of a NeMo RL GRPO run.
 func NeMoRLEntrypoint(r Run) string {
-	argv := []string{"uv", "run", "python", "examples/run_grpo_math.py", "--config", r.Recipe}
-	argv = append(argv, overrideArgs(NeMoRLOverrides(r), r.Extra)...)
 	// NeMo RL hands its own runtime environment to Ray actors; as a Ray job it must be allowed
 	// to override the job's.
-	return ResumePrep(kinds.NeMoRL, r) + " && cd " + shellescape.Quote(NeMoRLSourceDir) + " && RAY_OVERRIDE_JOB_RUNTIME_ENV=1 " + shellescape.QuoteCommand(argv)
+	argv := []string{"env", "RAY_OVERRIDE_JOB_RUNTIME_ENV=1", "uv", "run", "python", "examples/run_grpo_math.py", "--config", r.Recipe}
+	argv = append(argv, overrideArgs(NeMoRLOverrides(r), r.Extra)...)
+	return Command(kinds.NeMoRL, r, NeMoRLSourceDir, argv)
 }
 
 // VerlSizing is what verl v0.6.0 requires set and what the model's size decides: micro batch
@@ -210,11 +236,15 @@ func VerlOverrides(r Run) []Override {
 	)
 }
 
-// VerlEntrypoint is the RayJob entrypoint of a verl GRPO run; the job's runtime environment
-// puts the verl source on PYTHONPATH.
+// VerlWorkdir is where a verl run's driver starts: a local directory, not the checkout, so that
+// Python imports verl from the copy the job's runtime environment ships to every node
+// (VerlRuntimeEnv), not from the shared volume.
+const VerlWorkdir = "/tmp"
+
+// VerlEntrypoint is the RayJob entrypoint of a verl GRPO run.
 func VerlEntrypoint(r Run) string {
 	argv := append([]string{"python3", "-m", "verl.trainer.main_ppo"}, overrideArgs(VerlOverrides(r), r.Extra)...)
-	return ResumePrep(kinds.Verl, r) + " && cd " + shellescape.Quote(r.Layout.VerlSource()) + " && " + shellescape.QuoteCommand(argv)
+	return Command(kinds.Verl, r, VerlWorkdir, argv)
 }
 
 // Overrides are every override a run gives its framework, the program's then `job.args`, with

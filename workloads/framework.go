@@ -61,6 +61,16 @@ func OfflineEnv() []corev1.EnvVar {
 // Dockerfile builds against it).
 const VerlSourceTag = "v0.6.0"
 
+// VerlRuntimeEnv ships the verl checkout's package to every node of the run: `ray job submit`
+// packages it from the shared volume once, and Ray unpacks it on each node's local disk and puts
+// it on the import path of the driver and every actor. Python then reads verl's code from local
+// disk, not through the shared volume (a GCS FUSE bucket mounted with metadata caching off
+// would make every import of every process a round trip to Cloud Storage, and write
+// __pycache__ into the bucket).
+func VerlRuntimeEnv(l Layout) RuntimeEnv {
+	return RuntimeEnv{PyModules: []string{path.Join(l.VerlSource(), "verl")}}
+}
+
 // VerlRepository is where the verl source comes from.
 const VerlRepository = "https://github.com/volcengine/verl.git"
 

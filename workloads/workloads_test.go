@@ -12,6 +12,7 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"gke-rl/infra/clitest"
@@ -47,23 +48,31 @@ func overrides(ws []string) map[string]string {
 	return out
 }
 
-// framework are an entrypoint's words after the resume preparation that starts every attempt:
-// `VAR=... bash -c <resume-prep.sh> &&`.
+// framework are an entrypoint's words after run.sh, which runs them in attempts:
+// `env VAR=... bash -c <run.sh> gke-rl-run ...`.
 func framework(t *testing.T, ws []string) []string {
 	t.Helper()
+	require.Equal(t, "env", ws[0])
 	i := slices.Index(ws, "bash")
 	require.Positive(t, i)
 	require.Equal(t, "-c", ws[i+1])
-	require.Equal(t, "&&", ws[i+3])
+	require.Equal(t, "gke-rl-run", ws[i+3])
 	return ws[i+4:]
+}
+
+// runEnv are the values an entrypoint gives run.sh.
+func runEnv(t *testing.T, ws []string) map[string]string {
+	t.Helper()
+	return overrides(ws[1:slices.Index(ws, "bash")])
 }
 
 func TestNeMoRLEntrypoint(t *testing.T) {
 	r := run()
 	r.Extra = []string{"policy.megatron_cfg.converter_type=Qwen2ForCausalLM"}
 	ws := framework(t, words(t, workloads.NeMoRLEntrypoint(r)))
-	assert.Equal(t, []string{"cd", "/opt/nemo-rl", "&&", "RAY_OVERRIDE_JOB_RUNTIME_ENV=1", "uv", "run", "python", "examples/run_grpo_math.py", "--config", "examples/configs/grpo_math_70B_megatron.yaml"}, ws[:10])
-	o := overrides(ws[10:])
+	assert.Equal(t, []string{"env", "RAY_OVERRIDE_JOB_RUNTIME_ENV=1", "uv", "run", "python", "examples/run_grpo_math.py", "--config", "examples/configs/grpo_math_70B_megatron.yaml"}, ws[:8])
+	assert.Equal(t, "/opt/nemo-rl", runEnv(t, words(t, workloads.NeMoRLEntrypoint(r)))["WORKDIR"])
+	o := overrides(ws[8:])
 	assert.Equal(t, map[string]string{
 		"policy.model_name":                  "Qwen/Qwen2.5-72B-Instruct",
 		"cluster.num_nodes":                  "8",
@@ -101,8 +110,9 @@ func TestVerlEntrypoint(t *testing.T) {
 	r.Model, r.Dataset, r.Nodes, r.MaxSteps, r.Epochs, r.PromptsPerStep = "Qwen/Qwen2.5-32B-Instruct", "gsm8k", 2, 0, 2, 256
 	r.Layout.Root = "/data"
 	ws := framework(t, words(t, workloads.VerlEntrypoint(r)))
-	assert.Equal(t, []string{"cd", "/data/verl/v0.6.0", "&&", "python3", "-m", "verl.trainer.main_ppo"}, ws[:6])
-	o := overrides(ws[6:])
+	assert.Equal(t, []string{"python3", "-m", "verl.trainer.main_ppo"}, ws[:3])
+	assert.Equal(t, "/tmp", runEnv(t, words(t, workloads.VerlEntrypoint(r)))["WORKDIR"], "not the checkout: verl is imported from the runtime environment's local copy")
+	o := overrides(ws[3:])
 	assert.Equal(t, "grpo", o["algorithm.adv_estimator"])
 	assert.Equal(t, "/data/datasets/gsm8k/train.parquet", o["data.train_files"])
 	assert.Equal(t, "/data/datasets/gsm8k/test.parquet", o["data.val_files"])
@@ -155,11 +165,28 @@ func TestRayJobRules(t *testing.T) {
 }
 
 func TestRuntimeEnvHoldsOnlyWhatItIsGiven(t *testing.T) {
-	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", ClusterName: "x", Env: map[string]string{"PYTHONPATH": "/data/verl/v0.6.0"}})
+	verl := workloads.VerlRuntimeEnv(workloads.Layout{Root: "/data"})
+	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", ClusterName: "x", RuntimeEnv: verl})
 	require.NoError(t, err)
-	var env map[string]map[string]string
+	var env map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(job.Spec.RuntimeEnvYAML), &env))
-	assert.Equal(t, map[string]map[string]string{"env_vars": {"PYTHONPATH": "/data/verl/v0.6.0"}}, env)
+	assert.Equal(t, map[string]any{"py_modules": []any{"/data/verl/v0.6.0/verl"}}, env, "the verl package, which Ray copies to every node's disk")
+	submitter := job.Spec.SubmitterPodTemplate.Spec.Containers[0]
+	assert.JSONEq(t, `{"py_modules":["/data/verl/v0.6.0/verl"]}`, envValue(submitter.Env, "RUNTIME_ENV_JSON"), "the submitter submits the RayJob's own runtime environment")
+
+	none, err := workloads.RayJob(workloads.JobArgs{Name: "x", ClusterName: "x"})
+	require.NoError(t, err)
+	assert.Empty(t, none.Spec.RuntimeEnvYAML)
+	assert.Equal(t, "{}", envValue(none.Spec.SubmitterPodTemplate.Spec.Containers[0].Env, "RUNTIME_ENV_JSON"))
+}
+
+func envValue(env []corev1.EnvVar, name string) string {
+	for _, e := range env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
 }
 
 // Tokens reach pods as files from the Secret: an environment variable would be copied into every
@@ -330,8 +357,9 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 			for _, p := range tc.before {
 				create(p)
 			}
-			res := clitest.Run(t, nil, bash, "-c", workloads.ResumePrep(tc.framework, r))
+			res := clitest.Run(t, nil, bash, "-c", workloads.Command(tc.framework, r, r.Layout.Root, []string{"true"}))
 			require.Equal(t, 0, res.Code, res.Stderr)
+			res.Stdout = strings.Replace(res.Stdout, "gke-rl run: attempt 1 of 1\n", "", 1)
 			for _, p := range append(slices.Clone(tc.before), tc.after...) {
 				name, _, _ := strings.Cut(p, "=")
 				_, err := os.Stat(filepath.Join(r.Layout.Root, name))

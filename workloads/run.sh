@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+set -euo pipefail
+# The RayJob's entrypoint, on the Ray head: runs the framework's command (the arguments) in
+# WORKDIR, in attempts.
+#
+# Before each attempt it clears what an attempt cut short (a spot preemption, a failed node)
+# left on the shared volume that the framework would otherwise trust, so that every attempt
+# starts from a state the framework accepts. Each change is logged.
+#
+# A failed attempt is retried here, up to ATTEMPTS attempts in all, once the Ray cluster has its
+# GPUS again: that is how a run on the long-lived cluster of reservation or on-demand capacity
+# survives a GPU error, an auto-repair or host maintenance. (KubeRay cannot retry such a run: a
+# RayJob's retry deletes its cluster, and that cluster is shared, ray-operator v1.5.0
+# rayjob_controller.go, the Retrying state's deleteClusterResources.) A run with a cluster of its
+# own (spot, flex-start) has ATTEMPTS=1: KubeRay retries it on a new cluster.
+#
+# Environment: FRAMEWORK (nemo-rl or verl), CHECKPOINT_DIR (the run's checkpoints),
+# KEEP_CHECKPOINTS (job.keepCheckpoints); with NeMo RL, CONVERTED_DIR (where it converts the
+# Hugging Face weights to Megatron's format on its first attempt); WORKDIR; ATTEMPTS; GPUS (the
+# run's GPUs); GPU_WAIT_SECONDS (how long a retry waits for them); PAUSE_SECONDS (before a retry
+# looks, so that Ray has noticed the lost node); POLL_SECONDS (between looks).
+shopt -s nullglob
+
+log() { echo "gke-rl run: $*"; }
+
+# step_number prints the number at the end of a checkpoint directory's name.
+step_number() { echo "${1##*_}"; }
+
+nemo_rl() {
+  # NeMo RL v0.5.0 saves into tmp_step_N and renames it to step_N; when step_N exists it renames
+  # that to old_step_N first and deletes it after (nemo_rl/utils/checkpoint.py, finalize_checkpoint).
+  local old step tmp
+  for old in "$CHECKPOINT_DIR"/old_step_*; do
+    step="$CHECKPOINT_DIR/step_$(step_number "$old")"
+    if [[ -d $step ]]; then
+      rm -rf "$old"
+      log "removed $old: its step was saved again"
+    else
+      mv "$old" "$step"
+      log "restored $step from $old: a save was cut short between its two renames"
+    fi
+  done
+  for tmp in "$CHECKPOINT_DIR"/tmp_step_*; do
+    rm -rf "$tmp"
+    log "removed $tmp: a save cut short"
+  done
+  # The conversion is skipped whenever iter_0000000 exists in CONVERTED_DIR
+  # (megatron_policy_worker.py), complete or not. Until a checkpoint exists nothing shows that
+  # the conversion finished: convert again.
+  local steps=("$CHECKPOINT_DIR"/step_*)
+  if ((${#steps[@]} == 0)) && [[ -e $CONVERTED_DIR ]]; then
+    rm -rf "$CONVERTED_DIR"
+    log "removed $CONVERTED_DIR: no checkpoint yet, so its conversion may have been cut short; it runs again"
+  fi
+}
+
+verl() {
+  # verl v0.6.0 saves global_step_N, then writes N to latest_checkpointed_iteration.txt, which is
+  # what resume_mode=auto reads (verl/trainer/ppo/ray_trainer.py, _save_checkpoint); its rotation
+  # (max_actor_ckpt_to_keep) counts only the current attempt's saves.
+  local tracker="$CHECKPOINT_DIR/latest_checkpointed_iteration.txt" latest=-1 dir n
+  if [[ -f $tracker ]]; then
+    latest=$(tr -dc '0-9' <"$tracker")
+    latest=${latest:--1}
+  fi
+  local kept=()
+  for dir in "$CHECKPOINT_DIR"/global_step_*; do
+    n=$(step_number "$dir")
+    if ((n > latest)); then
+      rm -rf "$dir"
+      log "removed $dir: a save cut short (the last complete one is step $latest)"
+    else
+      kept+=("$n")
+    fi
+  done
+  if ((${#kept[@]} > KEEP_CHECKPOINTS)); then
+    mapfile -t kept < <(printf '%s\n' "${kept[@]}" | sort -rn)
+    for n in "${kept[@]:KEEP_CHECKPOINTS}"; do
+      rm -rf "$CHECKPOINT_DIR/global_step_$n"
+      log "removed $CHECKPOINT_DIR/global_step_$n: beyond the newest $KEEP_CHECKPOINTS (job.keepCheckpoints)"
+    done
+  fi
+}
+
+resume_prep() {
+  mkdir -p "$CHECKPOINT_DIR"
+  case $FRAMEWORK in
+  nemo-rl) nemo_rl ;;
+  verl) verl ;;
+  *)
+    echo "gke-rl run: unknown framework $FRAMEWORK" >&2
+    exit 1
+    ;;
+  esac
+}
+
+# cluster_gpus prints the GPUs of the Ray cluster's alive nodes: the total of `ray status`'s
+# "used/total GPU" line (0 when Ray does not answer).
+cluster_gpus() {
+  local line n
+  line=$(ray status 2>/dev/null | grep -Eo '[0-9.]+/[0-9.]+ GPU$' | head -n 1) || true
+  n=${line#*/}
+  n=${n%%.*}
+  [[ $n =~ ^[0-9]+$ ]] || n=0
+  echo "$n"
+}
+
+# wait_for_gpus returns once the cluster has GPUS GPUs, or fails after GPU_WAIT_SECONDS.
+wait_for_gpus() {
+  local deadline=$((SECONDS + GPU_WAIT_SECONDS)) have
+  sleep "$PAUSE_SECONDS"
+  while :; do
+    have=$(cluster_gpus)
+    if ((have >= GPUS)); then
+      log "the Ray cluster has its $GPUS GPUs"
+      return 0
+    fi
+    if ((SECONDS >= deadline)); then
+      log "the Ray cluster has $have of its $GPUS GPUs after ${GPU_WAIT_SECONDS}s; giving up"
+      return 1
+    fi
+    log "waiting for the Ray cluster's $GPUS GPUs ($have now)"
+    sleep "$POLL_SECONDS"
+  done
+}
+
+attempt=1
+while :; do
+  resume_prep
+  log "attempt $attempt of $ATTEMPTS"
+  status=0
+  (cd "$WORKDIR" && exec "$@") || status=$?
+  if ((status == 0)); then
+    exit 0
+  fi
+  if ((attempt >= ATTEMPTS)); then
+    log "attempt $attempt failed (exit $status); no attempt left"
+    exit "$status"
+  fi
+  log "attempt $attempt failed (exit $status); the next starts once the cluster has its GPUs"
+  wait_for_gpus || exit "$status"
+  attempt=$((attempt + 1))
+done

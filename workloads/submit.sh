@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+set -euo pipefail
+# The RayJob's submitter: it submits the run once and returns only when Ray reports it finished.
+#
+# KubeRay's own submitter follows the job's log once (`ray job logs --follow`) and exits when
+# that stream ends; 30 s later KubeRay marks a job that still runs as failed and, with
+# backoffLimit, deletes its cluster to retry (ray-operator v1.5.0 rayjob_controller.go,
+# DefaultSubmitterFinishedTimeout; kuberay #4921). A stream can end early (a dashboard restart, a
+# dropped connection) on a run that lasts days. This one follows the log again while the job
+# runs, and exits 0 once it has finished, however it finished: KubeRay then reads the outcome
+# from Ray. It exits 1 only when Ray's job API stays silent for UNREACHABLE_SECONDS, so that
+# KubeRay counts a failed submission.
+#
+# Environment: RAY_DASHBOARD_ADDRESS and RAY_JOB_SUBMISSION_ID (set by KubeRay,
+# rayjob_controller.go configureSubmitterContainer); ENTRYPOINT and RUNTIME_ENV_JSON (the
+# RayJob's entrypoint and runtime environment); UNREACHABLE_SECONDS; POLL_SECONDS.
+address=http://${RAY_DASHBOARD_ADDRESS#http://}
+id=$RAY_JOB_SUBMISSION_ID
+
+log() { echo "gke-rl submitter: $*"; }
+
+# A retried submitter pod finds the job already submitted, as KubeRay's does.
+if ! ray job status --address "$address" "$id" >/dev/null 2>&1; then
+  # `ray job submit` joins the words after -- with shlex.join (Ray's dashboard/modules/job/cli.py):
+  # `bash -c` keeps the entrypoint one shell command.
+  ray job submit --address "$address" --submission-id "$id" --no-wait \
+    --runtime-env-json "$RUNTIME_ENV_JSON" -- bash -c "$ENTRYPOINT"
+fi
+
+# job_state prints succeeded, failed, stopped, running or unknown, from the line `ray job status`
+# prints (cli.py, _log_job_status).
+job_state() {
+  local out
+  if ! out=$(ray job status --address "$address" "$id" 2>&1); then
+    echo unknown
+    return
+  fi
+  case $out in
+  *"Job '$id' succeeded"*) echo succeeded ;;
+  *"Job '$id' failed"*) echo failed ;;
+  *"Job '$id' was stopped"*) echo stopped ;;
+  *"Status for job '$id': "*) echo running ;;
+  *) echo unknown ;;
+  esac
+}
+
+answered=$SECONDS
+while :; do
+  # It prints the job's log from the start, then the job's status.
+  ray job logs --address "$address" --follow "$id" || true
+  state=$(job_state)
+  case $state in
+  succeeded | failed | stopped)
+    exit 0
+    ;;
+  running)
+    answered=$SECONDS
+    log "the log stream ended while the job runs; following it again in ${POLL_SECONDS}s (earlier lines repeat)"
+    ;;
+  *)
+    if ((SECONDS - answered >= UNREACHABLE_SECONDS)); then
+      log "Ray's job API has not answered for ${UNREACHABLE_SECONDS}s; giving up"
+      exit 1
+    fi
+    log "Ray's job API does not answer; trying again in ${POLL_SECONDS}s"
+    ;;
+  esac
+  sleep "$POLL_SECONDS"
+done

@@ -1,0 +1,95 @@
+package workloads_test
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/workloads"
+)
+
+const recordedJobID = "raysubmit_tUAuCKubPAEXh6CW" // the job of testdata/recorded/ray-job-*.txt
+
+// runSubmitter runs the RayJob's submitter container as KubeRay starts it: its command, its
+// environment, and the two variables KubeRay adds (rayjob_controller.go,
+// configureSubmitterContainer).
+func runSubmitter(t *testing.T, ray fakeRay, set map[string]string) (string, int) {
+	t.Helper()
+	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", ClusterName: "x", Entrypoint: "env A=1 bash -c 'echo a && echo b' run",
+		RuntimeEnv: workloads.RuntimeEnv{PyModules: []string{"/data/verl/v0.6.0/verl"}}})
+	require.NoError(t, err)
+	c := job.Spec.SubmitterPodTemplate.Spec.Containers[0]
+	require.Equal(t, workloads.SubmitterContainer, c.Name)
+	cmd := exec.Command(c.Command[0], c.Command[1:]...)
+	cmd.Env = append(os.Environ(), ray.path(), "RAY_DASHBOARD_ADDRESS=x-head-svc.gke-rl.svc.cluster.local:8265", "RAY_JOB_SUBMISSION_ID="+recordedJobID)
+	for _, e := range c.Env {
+		if v, ok := set[e.Name]; ok {
+			e.Value = v
+		}
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if exitErr, ok := err.(*exec.ExitError); ok {
+		code = exitErr.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return string(out), code
+}
+
+// A log stream that ends while the job runs (KubeRay's own submitter would exit, and KubeRay
+// fail the run 30 s later) is followed again; the submitter exits 0 once Ray reports the job
+// finished, failed or not, and KubeRay takes the outcome from Ray.
+func TestSubmitterWaitsForTheJobToFinish(t *testing.T) {
+	for _, end := range []string{"ray-job-status-failed.txt", "ray-job-status-stopped.txt"} {
+		t.Run(end, func(t *testing.T) {
+			ray := newFakeRay(t, map[string][]reply{
+				// Not submitted yet (Ray's CLI fails on an unknown job), then running, then finished.
+				"job status": {{code: 1}, {files: []string{"ray-job-status-running.txt"}}, {files: []string{end}}},
+				"job submit": {{files: []string{"ray-job-submit-no-wait.txt"}}},
+				// cli.py _tail_logs: the log, then the status; the first stream ends early.
+				"job logs": {{files: []string{"ray-job-logs.txt", "ray-job-status-running.txt"}}, {files: []string{"ray-job-logs.txt", end}}},
+			})
+			out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0"})
+			require.Equal(t, 0, code, out)
+			address := "--address http://x-head-svc.gke-rl.svc.cluster.local:8265 "
+			assert.Equal(t, []string{
+				"job status " + address + recordedJobID,
+				"job submit " + address + "--submission-id " + recordedJobID + ` --no-wait --runtime-env-json {"py_modules":["/data/verl/v0.6.0/verl"]} -- bash -c env A=1 bash -c 'echo a && echo b' run`,
+				"job logs " + address + "--follow " + recordedJobID,
+				"job status " + address + recordedJobID,
+				"job logs " + address + "--follow " + recordedJobID,
+				"job status " + address + recordedJobID,
+			}, ray.calls())
+			assert.Contains(t, out, "the log stream ended while the job runs; following it again")
+		})
+	}
+}
+
+// A retried submitter pod does not submit the job again.
+func TestSubmitterSubmitsOnce(t *testing.T) {
+	ray := newFakeRay(t, map[string][]reply{
+		"job status": {{files: []string{"ray-job-status-running.txt"}}, {files: []string{"ray-job-status-failed.txt"}}},
+		"job logs":   {{files: []string{"ray-job-logs.txt", "ray-job-status-failed.txt"}}},
+	})
+	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0"})
+	require.Equal(t, 0, code, out)
+	assert.NotContains(t, ray.calls(), "job submit", "the job exists")
+	assert.Len(t, ray.calls(), 3)
+}
+
+// When Ray's job API stays silent, the submitter fails, so that KubeRay counts a failed
+// submission (and, with a cluster of its own, retries on a new one).
+func TestSubmitterGivesUpWhenRayDoesNotAnswer(t *testing.T) {
+	ray := newFakeRay(t, map[string][]reply{
+		"job status": {{files: []string{"ray-job-status-running.txt"}}, {code: 1}},
+		"job logs":   {{code: 1}},
+	})
+	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "UNREACHABLE_SECONDS": "0"})
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "Ray's job API has not answered for 0s; giving up")
+}
