@@ -36,6 +36,7 @@ type GPUPoolSpec struct {
 func cpuNodeConfig(spec CPUPoolSpec, serviceAccount pulumi.StringInput) *container.NodePoolNodeConfigArgs {
 	return &container.NodePoolNodeConfigArgs{
 		MachineType:            pulumi.String(spec.MachineType),
+		DiskSizeGb:             pulumi.Int(CPUBootDiskGB),
 		ServiceAccount:         serviceAccount,
 		OauthScopes:            pulumi.StringArray{pulumi.String(cloudPlatformScope)},
 		WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")},
@@ -45,6 +46,16 @@ func cpuNodeConfig(spec CPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 		},
 	}
 }
+
+// CPUBootDiskGB is the CPU nodes' boot disk. They run the framework image (tens of GB) for the
+// Ray head, the data preparation and the RayJob submitter, and keep a second one after a change
+// of framework or release until the kubelet's image garbage collection (at 85 % of the disk)
+// removes the old one; GKE's default of 100 GB holds neither comfortably. Cluster Toolkit gives
+// its system pool, which runs no framework image, 200 GB (examples/gke-a4/gke-a4.yaml,
+// system_node_pool_disk_size_gb). The size is updated in place (terraform-provider-google-beta
+// v6.49.2 node_config.go: disk_size_gb is not ForceNew; UpdateNodePool re-creates the nodes
+// one by one).
+const CPUBootDiskGB = 300
 
 // gpuNodeConfig is the node configuration GCP reads for the GPU pool.
 func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *container.NodePoolNodeConfigArgs {

@@ -39,6 +39,9 @@ type Blueprint struct {
 	Monitoring *monitoring.Args
 	// Checkpoint is the time one checkpoint takes to write, nil when the model size is unknown.
 	Checkpoint *CheckpointEstimate
+	// Deadline is the run's derived deadline, nil when job.activeDeadlineSeconds is set, the
+	// run is off, or its length is unknown.
+	Deadline *RunDeadline
 	// Warnings are worth a look but do not stop the deployment.
 	Warnings Errors
 }

@@ -147,10 +147,12 @@ type JobConfig struct {
 	Args                 []string `json:"args"`
 	// Recipe is NeMo RL's config file, relative to its source directory.
 	Recipe string `json:"recipe"`
-	// BackoffLimit is how many times a RayJob with its own cluster (spot, flex-start) is retried
-	// on a new cluster after a failure such as a preemption.
+	// BackoffLimit is how many times a failed run is retried: by KubeRay on a new cluster when
+	// the RayJob has its own (spot, flex-start), by the entrypoint on the long-lived cluster
+	// otherwise.
 	BackoffLimit int `json:"backoffLimit"`
-	// ActiveDeadlineSeconds bounds the whole run, retries included; 0 means no bound.
+	// ActiveDeadlineSeconds bounds the whole run, retries included; 0 means no bound. Unset, it
+	// is derived from the run's length and model (deadline.go).
 	ActiveDeadlineSeconds int `json:"activeDeadlineSeconds"`
 }
 

@@ -240,6 +240,8 @@ func explicitNumbers(r *rawConfig) map[string]bool {
 	return map[string]bool{
 		"job.maxSteps": r.Job.MaxSteps != nil,
 		"job.epochs":   r.Job.Epochs != nil,
+		// Unset, the deadline is derived (deadline.go); 0 is a deliberate "none".
+		"job.activeDeadlineSeconds": r.Job.ActiveDeadlineSeconds != nil,
 		// An empty recipe clears the stack's (`--config job.recipe=` when switching to verl).
 		"job.recipe": r.Job.Recipe != nil && *r.Job.Recipe != "",
 		// Keys that apply to one cluster mode or one storage type (inapplicableKeys).

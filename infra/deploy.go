@@ -161,6 +161,9 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d := bp.Deadline; d != nil {
+		outputs["runDeadline"] = pulumi.String(d.Summary())
+	}
 	maps.Copy(outputs, training)
 	return outputs, nil
 }

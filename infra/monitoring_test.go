@@ -27,11 +27,13 @@ func alertNames(res *plan.Result) []string {
 func TestMonitoringIsOnByDefault(t *testing.T) {
 	spot := plantest.Plan(t, "b200-spot")
 	assert.Len(t, spot.OfType(dashboardType), 1)
-	assert.ElementsMatch(t, []string{"monitoring-run-failed", "monitoring-spot-preempted", "monitoring-lustre-capacity"}, alertNames(spot))
+	assert.ElementsMatch(t, []string{"monitoring-run-failed", "monitoring-gpu-idle", "monitoring-spot-preempted", "monitoring-lustre-capacity"}, alertNames(spot))
+	idle := spot.Find(alertPolicyType, "monitoring-gpu-idle")
+	assert.Equal(t, "1800s", plantest.Input(t, idle, "conditions.0.conditionPrometheusQueryLanguage.duration"), "idle for 30 minutes")
 	assert.Contains(t, spot.Outputs["dashboardUrl"], "https://console.cloud.google.com/monitoring/dashboards/custom/")
 
 	reserved := plantest.Plan(t, "h200-reserved")
-	assert.ElementsMatch(t, []string{"monitoring-run-failed"}, alertNames(reserved), "no preemption alert without spot, no Lustre alert on a bucket")
+	assert.ElementsMatch(t, []string{"monitoring-run-failed", "monitoring-gpu-idle"}, alertNames(reserved), "no preemption alert without spot, no Lustre alert on a bucket")
 
 	off := plantest.Plan(t, "b200-spot", "monitoring.enabled=false")
 	assert.Empty(t, off.OfType(dashboardType))
@@ -46,7 +48,7 @@ func TestAlertsReachTheConfiguredChannels(t *testing.T) {
 		"monitoring.notificationChannels[0]=projects/acme/notificationChannels/123",
 		"monitoring.notificationChannels[1]=projects/acme/notificationChannels/456")
 	policies := res.OfType(alertPolicyType)
-	require.Len(t, policies, 3)
+	require.Len(t, policies, 4)
 	for _, p := range policies {
 		got, _ := plan.LookupInput(p, "notificationChannels")
 		assert.Equal(t, channels, got, p.Name)

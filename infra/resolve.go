@@ -57,10 +57,13 @@ func Resolve(c *Config) (*Blueprint, error) {
 		},
 		Checkpoint: estimateCheckpoint(c),
 	}
+	if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] {
+		bp.Deadline, _ = deriveDeadline(c)
+	}
 	bp.Cluster = resolveCluster(c, bp)
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
 	bp.Storage = resolveStorage(c, bp.Hardware)
-	bp.Warnings = warnings(c, bp.Checkpoint)
+	bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
 	if c.Monitoring.Enabled {
 		bp.Monitoring = &monitoring.Args{
 			Project: c.Project, Cluster: c.Cluster.Name, Namespace: WorkloadNamespace,
@@ -277,6 +280,9 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		SubmitterImage:        pods.Image,
 		NodeSelector:          pods.HeadNodeSelector,
 		Storage:               pods.Storage,
+	}
+	if bp.Deadline != nil {
+		args.ActiveDeadlineSeconds = bp.Deadline.Seconds
 	}
 	var errs Errors
 	for _, p := range workloads.CheckRun(c.Framework, run) {

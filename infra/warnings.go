@@ -9,8 +9,12 @@ import (
 )
 
 // warnings are the problems worth a look that do not stop the plan, `key: message` like errors.
-func warnings(c *Config, e *CheckpointEstimate) Errors {
+func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 	var warns Errors
+	if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] && d == nil {
+		warns.Add("job.activeDeadlineSeconds", "the run has no deadline: its length is unknown (job.epochs %d on %s, whose size the planner does not know); a run that hangs holds its GPUs until someone stops it: set job.maxSteps or job.activeDeadlineSeconds",
+			c.Job.Epochs, quote(c.Job.Dataset))
+	}
 	warnExclusion(c, &warns)
 	warnInapplicable(c, &warns)
 	switch {

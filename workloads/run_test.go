@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"gke-rl/infra/clitest"
 	"gke-rl/infra/kinds"
+	"gke-rl/infra/monitoring"
 	"gke-rl/workloads"
 )
 
@@ -122,6 +124,10 @@ mkdir -p %[1]s/tmp_step_4; touch %[1]s/attempted; exit 3`, ckpt)
 	assert.Contains(t, out, "gke-rl run: attempt 2 of 3")
 	assert.NotContains(t, out, "tmp_step_4\n", "the second attempt starts without the first one's partial save")
 	assert.Equal(t, []string{"status", "status"}, ray.calls())
+	// The failed-attempt alert matches the line the retry printed (the submitter streams it).
+	m := regexp.MustCompile(`textPayload=~"(.*)"`).FindStringSubmatch(monitoring.RunFailedFilter("rl", "gke-rl"))
+	require.NotNil(t, m)
+	assert.Regexp(t, m[1], out)
 }
 
 // A retry that never gets its GPUs back ends the run with the attempt's failure, and a run out of

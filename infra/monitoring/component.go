@@ -1,6 +1,7 @@
 package monitoring
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -41,6 +42,8 @@ type alert struct {
 	role, title, severity, doc string
 	// Exactly one of logFilter and promQL is set.
 	logFilter, promQL string
+	// holdFor is how long a PromQL condition must hold; metricAlertFor when empty.
+	holdFor string
 }
 
 // policyArgs is the alert policy of an alert.
@@ -56,7 +59,7 @@ func policyArgs(a alert, channels []string) *gcpmonitoring.AlertPolicyArgs {
 	} else {
 		condition.ConditionPrometheusQueryLanguage = &gcpmonitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs{
 			Query:              pulumi.String(a.promQL),
-			Duration:           pulumi.String(metricAlertFor),
+			Duration:           pulumi.String(cmp.Or(a.holdFor, metricAlertFor)),
 			EvaluationInterval: pulumi.String(metricAlertEvery),
 			// The metrics appear a few minutes after the resource they describe; without this
 			// the API refuses a condition on a metric it has no data of yet, on the first `up`.
@@ -109,15 +112,29 @@ func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOpt
 	return m, nil
 }
 
-// alerts are the stack's alert policies: a failed run attempt always, a reclaimed node on spot,
-// a Lustre target more than 85 % full on Lustre.
+// gpuIdleFor is how long the GPUs must idle during a run before the idle alert fires.
+const gpuIdleFor = "1800s"
+
+// alerts are the stack's alert policies: a failed run attempt and idle GPUs during a run always,
+// a reclaimed node on spot, a Lustre target more than 85 % full on Lustre.
 func alerts(a Args) []alert {
 	out := []alert{{
 		role: "run-failed", title: fmt.Sprintf("gke-rl %s: a GRPO run attempt failed", a.Cluster),
 		logFilter: RunFailedFilter(a.Cluster, a.Namespace), severity: "ERROR",
-		doc: fmt.Sprintf("The Ray job of cluster `%s` failed. On spot capacity KubeRay retries it on a new Ray cluster "+
-			"(`job.backoffLimit`); `%s` shows the state and the failed attempts. "+
-			"The first failure's log: `kubectl -n %s logs job/<rayjob name>`.", a.Cluster, ray.JobAttemptsCommand(a.Namespace, ""), a.Namespace),
+		doc: fmt.Sprintf("An attempt of the GRPO run on cluster `%s` failed. Up to `job.backoffLimit` times it is retried from "+
+			"the newest checkpoint: by KubeRay on a new Ray cluster when the run has its own (spot, flex-start), by the "+
+			"entrypoint on the long-lived cluster once it has its GPUs back. `%s` shows the RayJob's state and attempts. "+
+			"The attempt's log: `kubectl -n %s logs job/<rayjob name>`.", a.Cluster, ray.JobAttemptsCommand(a.Namespace, ""), a.Namespace),
+	}, {
+		role: "gpu-idle", title: fmt.Sprintf("gke-rl %s: GPUs idle during a run", a.Cluster),
+		promQL: GPUIdleQuery(a.Cluster, a.Namespace), holdFor: gpuIdleFor, severity: "WARNING",
+		doc: fmt.Sprintf("The GPUs of cluster `%s` have averaged under %d %% utilisation for 30 minutes while a RayJob runs. "+
+			"A run that waits for capacity, converts weights or writes a large checkpoint can idle briefly; 30 minutes "+
+			"usually means a hang (a placement group that cannot be placed, a collective that never returns) or a retry "+
+			"waiting for a GPU node. Read the run's log (`kubectl -n %s logs job/<rayjob name>`) and the Ray dashboard "+
+			"(`pulumi stack output rayDashboard`); stop a hung run with `kubectl -n %s delete rayjob <rayjob name>` (KubeRay stops its Ray job); "+
+			"`pulumi up --refresh` submits it again, and it resumes from the newest checkpoint.",
+			a.Cluster, gpuIdlePercent, a.Namespace, a.Namespace),
 	}}
 	if a.Spot {
 		out = append(out, alert{

@@ -227,9 +227,25 @@ func RunOutcomeFilter(cluster, namespace string) string {
 	return RayLogsFilter(cluster, namespace) + "\nresource.labels.container_name=\"ray-job-submitter\"\ntextPayload=~\"Job '.*' (succeeded|failed|was stopped)\""
 }
 
-// RunFailedFilter selects a failed Ray job attempt's line: on spot, each preempted attempt too.
+// RunFailedFilter selects a failed attempt's line in the submitter's log: the Ray job's end
+// (on spot, each preempted attempt is a Ray job of its own), or, on a long-lived cluster, the
+// entrypoint's "gke-rl run: attempt N failed" before it retries (workloads/run.sh), which the
+// submitter prints with the rest of the job's log.
 func RunFailedFilter(cluster, namespace string) string {
-	return RayLogsFilter(cluster, namespace) + "\nresource.labels.container_name=\"ray-job-submitter\"\ntextPayload=~\"Job '.*' failed\""
+	return RayLogsFilter(cluster, namespace) + "\nresource.labels.container_name=\"ray-job-submitter\"\ntextPayload=~\"Job '.*' failed|gke-rl run: attempt [0-9]+ failed\""
+}
+
+// gpuIdlePercent is the GPU utilisation below which the GPUs count as idle.
+const gpuIdlePercent = 5
+
+// GPUIdleQuery is the idle-GPU alert's condition: the cluster's GPUs at under 5 % utilisation on
+// average while a run is active, which the RayJob submitter's container being up tells
+// (kubernetes.io/container/uptime of the k8s_container resource, one of GKE's system metrics, in
+// PromQL by Cloud Monitoring's mapping). A spot pool has no GPU node and so no series between
+// runs; a long-lived cluster idles between runs without alerting.
+func GPUIdleQuery(cluster, namespace string) string {
+	submitter := fmt.Sprintf(`kubernetes_io:container_uptime{monitored_resource="k8s_container",cluster_name=%q,namespace_name=%q,container_name="ray-job-submitter"}`, cluster, namespace)
+	return fmt.Sprintf("avg(%s) < %d and on() count(%s) > 0", dcgm("DCGM_FI_DEV_GPU_UTIL", cluster), gpuIdlePercent, submitter)
 }
 
 // PreemptionFilter selects Compute Engine's system event for a reclaimed spot or preemptible

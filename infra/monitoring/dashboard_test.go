@@ -124,9 +124,12 @@ func TestRunFiltersMatchTheSubmittersLastLine(t *testing.T) {
 		"-------------------------\nJob 'rl-grpo-x7k2p' succeeded\n-------": false,
 		"Job 'rl-grpo-x7k2p' was stopped":                                   false,
 		"Tailing logs until the job exits":                                  false,
+		// workloads/run.sh on a long-lived cluster, before it retries.
+		"gke-rl run: attempt 2 failed (exit 1); the next starts once the cluster has its GPUs": true,
+		"gke-rl run: attempt 3 of 11": false,
 	} {
 		assert.Equal(t, isFailure, failed.MatchString(line), line)
-		assert.Equal(t, !strings.HasPrefix(line, "Tailing"), outcome.MatchString(line), line)
+		assert.Equal(t, !strings.HasPrefix(line, "Tailing") && !strings.HasPrefix(line, "gke-rl run"), outcome.MatchString(line), line)
 	}
 	assert.Contains(t, monitoring.RunFailedFilter("rl", "gke-rl"), `resource.labels.container_name="ray-job-submitter"`)
 	assert.Contains(t, monitoring.RunFailedFilter("rl", "gke-rl"), `resource.labels.cluster_name="rl"`)

@@ -132,3 +132,21 @@ func TestLustreChartsOnlyOnLustre(t *testing.T) {
 	assert.NotContains(t, raw, "lustre_googleapis_com")
 	assert.Contains(t, raw, "Cloud Storage FUSE")
 }
+
+// The idle-GPU alert reads this cluster's DCGM utilisation and is gated on the RayJob
+// submitter's container being up in the run's namespace: both selectors carry those labels, and
+// the container metric is the documented one under its PromQL name.
+func TestGPUIdleAlertIsThisClustersAndOnlyDuringARun(t *testing.T) {
+	q := monitoring.GPUIdleQuery("rl", "gke-rl")
+	sels := parse(t, q)
+	require.Len(t, sels, 2, q)
+	assert.Equal(t, "DCGM_FI_DEV_GPU_UTIL", sels[0].name)
+	assert.Equal(t, "rl", sels[0].filters["cluster"].Value)
+	assert.Equal(t, promQLName("kubernetes.io/container/uptime"), sels[1].name)
+	for label, want := range map[string]string{"monitored_resource": "k8s_container", "cluster_name": "rl", "namespace_name": "gke-rl", "container_name": "ray-job-submitter"} {
+		f := sels[1].filters[label]
+		assert.False(t, f.IsRegexp || f.IsNegative, label)
+		assert.Equal(t, want, f.Value, label)
+	}
+	assert.Contains(t, q, "< 5 and on() count(", "idle, and a run is active")
+}

@@ -1,0 +1,90 @@
+package infra
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The run's default deadline (`job.activeDeadlineSeconds` when unset): a bound that turns a run
+// that hangs (a placement group that never fits, a collective that never returns) into a named
+// failure instead of GPUs held for days. It must never end a healthy run, so every term is
+// generous: the GPU-idle alert is what catches a hang early.
+const (
+	// DeadlineStartup is what an attempt may spend before its first step: image pulls, Ray's
+	// start, NeMo RL's conversion of the weights to Megatron's format, the model load.
+	DeadlineStartup = 2 * time.Hour
+	// DeadlineRetries is how many retries the deadline leaves room for, each a startup plus the
+	// steps since the last checkpoint, whatever job.backoffLimit allows.
+	DeadlineRetries = 3
+)
+
+// gsm8kTrainRows is GSM8K's training set (verl v0.6.0 docs/examples/gsm8k_example.rst: "The
+// training set contains 7473 samples"). The other datasets' sizes are not checked, so a run on
+// them bounded by epochs alone gets no default deadline.
+var trainRows = map[string]int{"gsm8k": 7473}
+
+// stepAllowance is the time a GRPO step may take, by model size: about four times what steps of
+// these sizes take on the supported machines. For scale, verl's largest published run,
+// DeepSeek 671B on 96 GPUs, takes 1,700 s a step (verl v0.6.0 docs/perf/dpsk.md).
+func stepAllowance(billions float64) time.Duration {
+	switch {
+	case billions > 0 && billions <= 8:
+		return 15 * time.Minute
+	case billions > 0 && billions <= 35:
+		return 30 * time.Minute
+	default:
+		return time.Hour
+	}
+}
+
+// RunDeadline is the derived deadline and its arithmetic.
+type RunDeadline struct {
+	Seconds int
+	// Steps is the run's length in GRPO steps; StepsBasis says where it comes from.
+	Steps      int
+	StepsBasis string
+	Step       time.Duration
+	Retries    int
+}
+
+// runSteps is how many GRPO steps a run takes: job.maxSteps, or epochs × full batches of a
+// dataset of known size (both frameworks drop the last partial batch), whichever is smaller.
+func runSteps(c *Config) (int, string, bool) {
+	j := c.Job
+	perEpoch, known := 0, false
+	if rows, ok := trainRows[j.Dataset]; ok && j.PromptsPerStep > 0 {
+		perEpoch, known = rows/j.PromptsPerStep, true
+	}
+	byEpochs := j.Epochs * perEpoch
+	switch {
+	case j.MaxSteps > 0 && (j.Epochs == 0 || !known || j.MaxSteps <= byEpochs):
+		return j.MaxSteps, fmt.Sprintf("job.maxSteps %d", j.MaxSteps), true
+	case j.Epochs > 0 && known:
+		return byEpochs, fmt.Sprintf("job.epochs %d × %d steps (%d %s rows / job.promptsPerStep %d)", j.Epochs, perEpoch, trainRows[j.Dataset], j.Dataset, j.PromptsPerStep), true
+	}
+	return 0, "", false
+}
+
+// deriveDeadline is the default deadline, false when the run's length is unknown.
+func deriveDeadline(c *Config) (*RunDeadline, bool) {
+	steps, basis, ok := runSteps(c)
+	if !ok {
+		return nil, false
+	}
+	billions, _ := modelParameters(c)
+	d := &RunDeadline{Steps: steps, StepsBasis: basis, Step: stepAllowance(billions / 1e9), Retries: min(c.Job.BackoffLimit, DeadlineRetries)}
+	lost := time.Duration(min(c.Job.CheckpointPeriod, steps)) * d.Step
+	total := DeadlineStartup + time.Duration(steps)*d.Step + time.Duration(d.Retries)*(DeadlineStartup+lost)
+	d.Seconds = int(math.Ceil(total.Seconds()))
+	return d, true
+}
+
+// Summary is the deadline in one line, for the `runDeadline` stack output.
+func (d RunDeadline) Summary() string {
+	return fmt.Sprintf("%s (job.activeDeadlineSeconds %d): startup %s + %d steps (%s) × %s + %d retries × (startup + job.checkpointPeriod's steps)",
+		hours(time.Duration(d.Seconds)*time.Second), d.Seconds, hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step), d.Retries)
+}
+
+func hours(d time.Duration) string   { return fmt.Sprintf("%gh", math.Round(d.Hours()*10)/10) }
+func minutes(d time.Duration) string { return fmt.Sprintf("%g min", d.Minutes()) }
