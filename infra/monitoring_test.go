@@ -54,7 +54,9 @@ func TestAlertsReachTheConfiguredChannels(t *testing.T) {
 		assert.Equal(t, channels, got, p.Name)
 		autoClose, _ := plan.LookupInput(p, "alertStrategy.autoClose")
 		assert.NotEmpty(t, autoClose, "%s: an incident closes", p.Name)
-		if p.Name == "monitoring-lustre-capacity" {
+		if query, _ := plan.LookupInput(p, "conditions.0.conditionPrometheusQueryLanguage.query"); query != nil {
+			prompts, _ := plan.LookupInput(p, "alertStrategy.notificationPrompts")
+			assert.Equal(t, []any{"OPENED", "CLOSED"}, prompts, "%s: a metric alert also says when it clears", p.Name)
 			continue
 		}
 		period, _ := plan.LookupInput(p, "alertStrategy.notificationRateLimit.period")
