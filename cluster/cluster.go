@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi-command/sdk/go/command/local"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/artifactregistry"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/container"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/serviceaccount"
@@ -61,6 +62,8 @@ type Spec struct {
 	// CRDFields are the custom resources' fields the program sets (ray.CRDFields): the CRD
 	// wait fails, naming the field, when the cluster's CRDs lack one.
 	CRDFields []string
+	// ImageMirror caches the framework image in the region; nil pulls it from its registry.
+	ImageMirror *ImageMirror
 }
 
 // Maintenance is the cluster's maintenance policy.
@@ -114,6 +117,8 @@ type Cluster struct {
 	// multi-networking install after the cluster exists are established: custom resources wait
 	// for it.
 	CRDs *local.Command
+	// Images is the framework image's mirror, nil without one: pods of that image wait for it.
+	Images *artifactregistry.Repository
 	spec Spec
 }
 
@@ -183,6 +188,13 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}, crdOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("crd wait: %w", err)
+	}
+	if m := args.ImageMirror; m != nil {
+		mirrorName, mirrorOpts := b.child("images", "")
+		c.Images, err = artifactregistry.NewRepository(ctx, mirrorName, mirrorArgs(&args.Spec, *m), mirrorOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("image mirror: %w", err)
+		}
 	}
 	inCluster := kube.Placement{Provider: c.Provider, Cluster: c.Cluster}
 	if err := newRDMAInstaller(ctx, naming.Child(name, "rdma"), args.Mode, args.GPUPool.Accelerator, inCluster, pulumi.Parent(c)); err != nil {

@@ -37,6 +37,7 @@ func cpuNodeConfig(spec CPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 	return &container.NodePoolNodeConfigArgs{
 		MachineType:            pulumi.String(spec.MachineType),
 		DiskSizeGb:             pulumi.Int(CPUBootDiskGB),
+		GcfsConfig:             imageStreaming(),
 		ServiceAccount:         serviceAccount,
 		OauthScopes:            pulumi.StringArray{pulumi.String(cloudPlatformScope)},
 		WorkloadMetadataConfig: &container.NodePoolNodeConfigWorkloadMetadataConfigArgs{Mode: pulumi.String("GKE_METADATA")},
@@ -45,6 +46,16 @@ func cpuNodeConfig(spec CPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 			EnableSecureBoot: pulumi.Bool(spec.SecureBoot), EnableIntegrityMonitoring: pulumi.Bool(true),
 		},
 	}
+}
+
+// imageStreaming turns GKE's image streaming on: a pod of an Artifact Registry image (the
+// mirrored framework image, the diagnostic image) starts before the whole image has arrived,
+// and the rest follows in the background. Images from elsewhere are pulled as before. It needs
+// the Container File System API. Changing it on an existing pool is an update in place that
+// re-creates the nodes one at a time (terraform-provider-google-beta v6.49.2 node_config.go,
+// the gcfs_config update).
+func imageStreaming() *container.NodePoolNodeConfigGcfsConfigArgs {
+	return &container.NodePoolNodeConfigGcfsConfigArgs{Enabled: pulumi.Bool(true)}
 }
 
 // CPUBootDiskGB is the CPU nodes' boot disk. They run the framework image (tens of GB) for the
@@ -71,7 +82,8 @@ func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 				},
 			},
 		},
-		Gvnic: &container.NodePoolNodeConfigGvnicArgs{Enabled: pulumi.Bool(true)},
+		Gvnic:      &container.NodePoolNodeConfigGvnicArgs{Enabled: pulumi.Bool(true)},
+		GcfsConfig: imageStreaming(),
 		// Cluster Toolkit's modules/compute/gke-node-pool/disk_definitions.tf gives A4 and A3 Ultra
 		// nodes 32 local SSDs as ephemeral storage.
 		EphemeralStorageLocalSsdConfig: &container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs{

@@ -129,6 +129,9 @@ type StorageConfig struct {
 type RayConfig struct {
 	Version string `json:"version"`
 	Image   string `json:"image"`
+	// Mirror pulls an image of Docker Hub or nvcr.io through an Artifact Registry remote
+	// repository in the region (cluster.MirrorOf).
+	Mirror bool `json:"mirror"`
 }
 
 // JobConfig is `job.*`: the GRPO run.

@@ -65,6 +65,7 @@ type rawConfig struct {
 	Ray struct {
 		Version *string `json:"version"`
 		Image   *string `json:"image"`
+		Mirror  *bool   `json:"mirror"`
 	}
 	Job struct {
 		Enabled              *bool    `json:"enabled"`
@@ -199,7 +200,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 	if c.Framework == "" {
 		c.Framework = kinds.NeMoRL
 	}
-	c.Ray = RayConfig{Version: or(r.Ray.Version, ""), Image: or(r.Ray.Image, "")}
+	c.Ray = RayConfig{Version: or(r.Ray.Version, ""), Image: or(r.Ray.Image, ""), Mirror: or(r.Ray.Mirror, true)}
 	c.Job = JobConfig{
 		Enabled:              or(r.Job.Enabled, true),
 		Model:                or(r.Job.Model, DefaultModel),

@@ -139,6 +139,11 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		rayPlacement = rayPlacement.WaitingFor(secret)
 		prepPlacement = prepPlacement.WaitingFor(secret)
 	}
+	if gke.Images != nil {
+		// Their image is pulled through the mirror.
+		rayPlacement = rayPlacement.WaitingFor(gke.Images)
+		prepPlacement = prepPlacement.WaitingFor(gke.Images)
+	}
 	// The heads start behind their NetworkPolicy.
 	headPolicy, err := kube.NewObject(ctx, "ray-head-ingress", ray.HeadIngressPolicy(WorkloadNamespace), inCluster.Namespaced()...)
 	if err != nil {

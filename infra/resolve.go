@@ -124,7 +124,8 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 			LocalSSDs:        bp.Hardware.LocalSSDs,
 			CompactPlacement: c.GPU.Placement == PlacementCompact,
 		},
-		Namespace: WorkloadNamespace,
+		Namespace:   WorkloadNamespace,
+		ImageMirror: imageMirror(c),
 		Maintenance: cluster.Maintenance{
 			DailyStart:      c.Cluster.MaintenanceStart,
 			NoUpgradesFrom:  c.Cluster.NoUpgradesFrom,
@@ -167,13 +168,7 @@ func resolveStorage(c *Config, hw GPUSpec) StoragePlan {
 
 // resolveRun builds the Ray objects and runs KubeRay's own validation on them.
 func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
-	release := workloads.Releases[c.Framework]
-	if c.Ray.Image != "" {
-		release.Image = c.Ray.Image
-	}
-	if c.Ray.Version != "" {
-		release.RayVersion = c.Ray.Version
-	}
+	release := frameworkRelease(c)
 	plan := RunPlan{
 		Mode:      kinds.RunModeOf(c.Job.Enabled, c.GPU.Provisioning),
 		Framework: c.Framework,
@@ -183,7 +178,7 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 	}
 	env := append(bp.Tokens.Env(), corev1.EnvVar{Name: "HF_HOME", Value: plan.Layout.HFHome()})
 	pods := ray.SpecArgs{
-		Image:      release.Image,
+		Image:      pulledImage(release.Image, bp.Cluster.ImageMirror),
 		RayVersion: release.RayVersion,
 		Workers:    c.GPU.Nodes,
 		GPU: ray.GPU{
@@ -331,4 +326,38 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		return nil, nil, internalError("RayJob", err)
 	}
 	return job, prep, nil
+}
+
+// frameworkRelease is the framework's pinned image and Ray version, or `ray.image` and
+// `ray.version`.
+func frameworkRelease(c *Config) workloads.Release {
+	release := workloads.Releases[c.Framework]
+	if c.Ray.Image != "" {
+		release.Image = c.Ray.Image
+	}
+	if c.Ray.Version != "" {
+		release.RayVersion = c.Ray.Version
+	}
+	return release
+}
+
+// imageMirror is the framework image's Artifact Registry mirror (`ray.mirror`), nil when it is
+// off or the image is in a registry the program does not mirror.
+func imageMirror(c *Config) *cluster.ImageMirror {
+	if !c.Ray.Mirror {
+		return nil
+	}
+	m, ok := cluster.MirrorOf(frameworkRelease(c).Image, c.Project, c.Region, c.Cluster.Name)
+	if !ok {
+		return nil
+	}
+	return &m
+}
+
+// pulledImage is the image as nodes pull it: through the mirror when there is one.
+func pulledImage(image string, m *cluster.ImageMirror) string {
+	if m != nil {
+		return m.Image
+	}
+	return image
 }

@@ -163,15 +163,48 @@ func entrypointValue(t *testing.T, job map[string]any, key string) string {
 func TestFrameworksSwapOnEitherStack(t *testing.T) {
 	verl := plantest.Plan(t, "b200-spot", "framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]")
 	assert.Contains(t, get(t, one(t, verl, "RayJob"), "spec.entrypoint"), "verl.trainer.main_ppo")
-	assert.Equal(t, "verlai/verl:vllm011.dev7", get(t, clusterSpecOf(t, verl), "workerGroupSpecs.0.template.spec.containers.0.image"))
+	assert.Equal(t, "us-east1-docker.pkg.dev/your-project-id/ray-a4-gpu-spot-docker-hub/verlai/verl:vllm011.dev7", get(t, clusterSpecOf(t, verl), "workerGroupSpecs.0.template.spec.containers.0.image"), "verlai/verl:vllm011.dev7 through the mirror")
 	prepJob(t, verl) // verl prepares its data
 
 	nemo := plantest.Plan(t, "h200-reserved", "framework=nemo-rl", "job.dataset=DeepScaler")
 	assert.Contains(t, get(t, one(t, nemo, "RayJob"), "spec.entrypoint"), "examples/run_grpo_math.py")
-	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, clusterSpecOf(t, nemo), "headGroupSpec.template.spec.containers.0.image"))
+	const nemoRL = "us-south1-docker.pkg.dev/your-project-id/verl-h200-nvcr/nvidia/nemo-rl:v0.5.0" // nvcr.io/nvidia/nemo-rl:v0.5.0
+	assert.Equal(t, nemoRL, get(t, clusterSpecOf(t, nemo), "headGroupSpec.template.spec.containers.0.image"))
 	prep := get(t, prepJob(t, nemo), "spec.template.spec.containers.0")
 	assert.Contains(t, get(t, prep, "command.2"), "DeepScaleR-Preview-Dataset", "NeMo RL's data is staged on CPU nodes too")
-	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, prep, "image"))
+	assert.Equal(t, nemoRL, get(t, prep, "image"))
+}
+
+// The framework image is pulled through an Artifact Registry remote repository of its registry,
+// in the region, which the pods wait for; `ray.mirror=false` pulls it from its registry, and an
+// image already in Artifact Registry is not mirrored.
+func TestFrameworkImageComesThroughTheRegionsMirror(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot")
+	repo := res.Find("gcp:artifactregistry/repository:Repository", "cluster-images")
+	require.NotNil(t, repo)
+	assert.Equal(t, "ray-a4-gpu-spot-nvcr", plantest.Input(t, repo, "repositoryId"))
+	assert.Equal(t, "us-east1", plantest.Input(t, repo, "location"))
+	assert.Equal(t, "REMOTE_REPOSITORY", plantest.Input(t, repo, "mode"))
+	assert.Equal(t, "https://nvcr.io", plantest.Input(t, repo, "remoteRepositoryConfig.commonRepository.uri"))
+	job, prep := res.OfType(rayJobType)[0], res.Find(jobType, "grpo-data-prep")
+	for _, r := range []*plan.Resource{job, prep} {
+		assert.True(t, res.DependencyClosure(r)[repo.URN], "%s waits for the mirror", r.Name)
+	}
+	for _, pool := range []string{"cluster-cpu", "cluster-gpu"} {
+		assert.Equal(t, true, plantest.Input(t, res.Find("gcp:container/nodePool:NodePool", pool), "nodeConfig.gcfsConfig.enabled"), "%s streams images", pool)
+	}
+
+	off := plantest.Plan(t, "b200-spot", "ray.mirror=false")
+	assert.Empty(t, off.OfType("gcp:artifactregistry/repository:Repository"))
+	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, clusterSpecOf(t, off), "headGroupSpec.template.spec.containers.0.image"))
+
+	own := plantest.Plan(t, "b200-spot", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0-patched")
+	assert.Empty(t, own.OfType("gcp:artifactregistry/repository:Repository"), "already in Artifact Registry")
+
+	hub := plantest.Plan(t, "h200-reserved")
+	hubRepo := hub.Find("gcp:artifactregistry/repository:Repository", "cluster-images")
+	require.NotNil(t, hubRepo)
+	assert.Equal(t, "DOCKER_HUB", plantest.Input(t, hubRepo, "remoteRepositoryConfig.dockerRepository.publicRepository"))
 }
 
 func TestInterfaceAnnotationNamesTheNetworkObjects(t *testing.T) {
