@@ -119,7 +119,7 @@ type Cluster struct {
 	CRDs *local.Command
 	// Images is the framework image's mirror, nil without one: pods of that image wait for it.
 	Images *artifactregistry.Repository
-	spec Spec
+	spec   Spec
 }
 
 // CRDs are the custom resource definitions the program's custom resources need. GKE installs
