@@ -334,11 +334,19 @@ func TestRunMatrix(t *testing.T) {
 								assert.Equal(t, kinds.OwnCluster, bp.Run.Mode)
 								assert.Nil(t, bp.Run.RayCluster, "never two Ray clusters on the same GPU nodes")
 								assert.NotNil(t, bp.Run.RayJob.Spec.BackoffLimit, "a preempted run retries")
+								assert.Contains(t, bp.Run.RayJob.Spec.Entrypoint, " ATTEMPTS=1 ", "on a new cluster, by KubeRay")
 							} else {
 								assert.Equal(t, kinds.SharedCluster, bp.Run.Mode)
 								require.NotNil(t, bp.Run.RayCluster)
 								assert.Equal(t, bp.Run.RayCluster.Name, bp.Run.RayJob.Spec.ClusterSelector["ray.io/cluster"])
+								assert.Nil(t, bp.Run.RayJob.Spec.BackoffLimit, "a retry would delete the shared cluster")
+								assert.Contains(t, bp.Run.RayJob.Spec.Entrypoint, " ATTEMPTS=11 ", "on the same cluster, by the entrypoint")
 							}
+							submitter := bp.Run.RayJob.Spec.SubmitterPodTemplate
+							require.NotNil(t, submitter, "the submitter that waits for the job's end")
+							assert.Equal(t, bp.HeadSelector, submitter.Spec.NodeSelector)
+							assert.Equal(t, bp.Run.RayJob.Spec.Entrypoint, envValue(submitter.Spec.Containers[0].Env, "ENTRYPOINT"), "it submits the RayJob's own entrypoint")
+							assert.NotNil(t, bp.Run.RayJob.Spec.ActiveDeadlineSeconds, "a derived deadline")
 							spec := rayClusterSpec(bp)
 							head := spec.HeadGroupSpec.Template.Spec
 							assert.Empty(t, head.Tolerations, "the head never tolerates the GPU taint")
