@@ -246,12 +246,25 @@ func explicitNumbers(r *rawConfig) map[string]bool {
 		// An empty recipe clears the stack's (`--config job.recipe=` when switching to verl).
 		"job.recipe": r.Job.Recipe != nil && *r.Job.Recipe != "",
 		// Keys that apply to one cluster mode or one storage type (inapplicableKeys).
-		"cluster.cpuMachineType": r.Cluster.CPUMachineType != nil,
-		"storage.capacityGib":    r.Storage.CapacityGiB != nil,
-		"storage.throughput":     r.Storage.Throughput != nil,
-		"storage.filesystem":     r.Storage.Filesystem != nil,
-		"storage.gkeSupport":     r.Storage.GKESupport != nil,
-		"storage.bucket":         r.Storage.Bucket != nil && *r.Storage.Bucket != "",
+		"cluster.cpuMachineType":   r.Cluster.CPUMachineType != nil,
+		"storage.capacityGib":      r.Storage.CapacityGiB != nil,
+		"storage.throughput":       r.Storage.Throughput != nil,
+		"storage.filesystem":       r.Storage.Filesystem != nil,
+		"storage.gkeSupport":       r.Storage.GKESupport != nil,
+		"storage.bucket":           r.Storage.Bucket != nil && *r.Storage.Bucket != "",
+		"gpu.minNodes":             r.GPU.MinNodes != nil,
+		"gpu.maxNodes":             r.GPU.MaxNodes != nil,
+		"gate.minBusBandwidthGBps": r.Gate.MinBusBandwidthGBps != nil,
+		"gate.storageGib":          r.Gate.StorageGiB != nil,
+		"ray.mirror":               r.Ray.Mirror != nil && *r.Ray.Mirror,
+		"job.model":                r.Job.Model != nil,
+		"job.dataset":              r.Job.Dataset != nil,
+		"job.promptsPerStep":       r.Job.PromptsPerStep != nil,
+		"job.generationsPerPrompt": r.Job.GenerationsPerPrompt != nil,
+		"job.checkpointPeriod":     r.Job.CheckpointPeriod != nil,
+		"job.keepCheckpoints":      r.Job.KeepCheckpoints != nil,
+		"job.backoffLimit":         r.Job.BackoffLimit != nil,
+		"job.args":                 len(r.Job.Args) > 0,
 	}
 }
 

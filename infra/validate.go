@@ -348,7 +348,14 @@ func validateJob(c *Config, errs *Errors) {
 			errs.Add(p.key, "%d is not allowed; allowed: a whole number greater than 0", p.value)
 		}
 	}
+	if j.GenerationsPerPrompt == 1 {
+		// verl v0.6.0 verl/trainer/ppo/core_algos.py compute_grpo_outcome_advantage: a group of
+		// one gets mean 0 and std 1, so its advantage is its raw reward.
+		errs.Add("job.generationsPerPrompt", "1 leaves GRPO no group to compare a generation with (its advantage becomes the raw reward); allowed: 2 or more")
+	}
+	validateJobBounds(c, errs)
 	managed := workloads.ManagedKeys(c.Framework)
+	seen := map[string]int{}
 	for i, arg := range j.Args {
 		key := fmt.Sprintf("job.args[%d]", i)
 		switch {
@@ -356,6 +363,14 @@ func validateJob(c *Config, errs *Errors) {
 			errs.Add(key, "%s is not a framework override; allowed: key=value, e.g. policy.max_total_sequence_length=4096", quote(arg))
 		case contains(managed, workloads.OverrideKey(arg)):
 			errs.Add(key, "%s sets %s, which the program already sets from the job.* and gpu.* keys; change those instead", quote(arg), workloads.OverrideKey(arg))
+		default:
+			k := workloads.OverrideKey(arg)
+			if first, dup := seen[k]; dup {
+				// Both frameworks apply overrides in order: the first value would be dropped silently.
+				errs.Add(key, "%s sets %s again (job.args[%d] sets it first), and only the last value would count; allowed: each key once", quote(arg), k, first)
+			} else {
+				seen[k] = i
+			}
 		}
 	}
 	for _, p := range workloads.CheckArgs(c.Framework, j.Recipe, j.Args) {
@@ -377,11 +392,39 @@ func validateJob(c *Config, errs *Errors) {
 	case c.Framework == kinds.NeMoRL && !slices.Contains(workloads.NeMoRLRecipes(), j.Recipe):
 		errs.Add("job.recipe", "%s is not a GRPO math recipe of NeMo RL %s; allowed: %s", quote(j.Recipe), workloads.NeMoRLConfigTag, strings.Join(workloads.NeMoRLRecipes(), ", "))
 	}
-	if j.BackoffLimit < 0 {
-		errs.Add("job.backoffLimit", "%d is not allowed; allowed: 0 or more retries", j.BackoffLimit)
+}
+
+// Bounds of the run's retry and time keys.
+const (
+	MaxBackoffLimit = 100
+	// MinActiveDeadlineSeconds is the shortest deadline a run could meet: pulling the framework
+	// image and starting Ray alone take minutes.
+	MinActiveDeadlineSeconds = 600
+)
+
+// validateJobBounds checks the run's retries, deadline and checkpoints against each other and
+// against the storage.
+func validateJobBounds(c *Config, errs *Errors) {
+	j := c.Job
+	if j.BackoffLimit < 0 || j.BackoffLimit > MaxBackoffLimit {
+		errs.Add("job.backoffLimit", "%d is out of range; allowed: 0 to %d retries", j.BackoffLimit, MaxBackoffLimit)
 	}
-	if j.ActiveDeadlineSeconds < 0 {
-		errs.Add("job.activeDeadlineSeconds", "%d is not allowed; allowed: 0 (no deadline) or more seconds", j.ActiveDeadlineSeconds)
+	switch d := j.ActiveDeadlineSeconds; {
+	case d < 0:
+		errs.Add("job.activeDeadlineSeconds", "%d is not allowed; allowed: 0 (no deadline) or more seconds", d)
+	case d > 0 && d < MinActiveDeadlineSeconds:
+		errs.Add("job.activeDeadlineSeconds", "%d s is shorter than a run's start (image pull, Ray, model load); allowed: 0 (no deadline) or %d seconds or more", d, MinActiveDeadlineSeconds)
+	}
+	if steps, basis, ok := runSteps(c); ok && j.CheckpointPeriod > steps && j.CheckpointPeriod > 0 {
+		errs.Add("job.checkpointPeriod", "%d steps is longer than the run (%d steps: %s): no checkpoint would be saved, and a preempted run would start over; allowed: 1 to %d", j.CheckpointPeriod, steps, basis, steps)
+	}
+	// A save writes the new checkpoint before the oldest is removed: keepCheckpoints + 1 must fit.
+	if e := estimateCheckpoint(c); e != nil && c.Storage.Type == kinds.Lustre && j.KeepCheckpoints > 0 {
+		capacityGB := float64(c.Storage.CapacityGiB) * (1 << 30) / 1e9
+		if need := float64(j.KeepCheckpoints+1) * e.GB; need > capacityGB {
+			errs.Add("job.keepCheckpoints", "%d checkpoints plus the one being saved need %.0f GB (%.0f GB each), more than the Lustre instance's %.0f GB (storage.capacityGib %d); allowed: at most %d, or a larger storage.capacityGib",
+				j.KeepCheckpoints, need, e.GB, capacityGB, c.Storage.CapacityGiB, max(int(capacityGB/e.GB)-1, 0))
+		}
 	}
 }
 

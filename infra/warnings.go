@@ -2,6 +2,7 @@ package infra
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"gke-rl/cluster"
@@ -17,6 +18,10 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 	}
 	warnExclusion(c, &warns)
 	warnInapplicable(c, &warns)
+	if c.Storage.Adopt {
+		warns.Add("storage.adopt", "is on: the next `pulumi up` imports the kept storage; once it has, turn it off (`pulumi config set --path storage.adopt false`): "+
+			"while it is on, Pulumi refuses any change that would replace an imported resource (\"previously-imported resources that still specify an ID may not be replaced\")")
+	}
 	switch {
 	case e == nil:
 		warns.Add("job.modelSize", "the parameter count of %s is not in its name; set job.modelSize (e.g. 8B) to get a checkpoint time estimate", quote(c.Job.Model))
@@ -45,10 +50,31 @@ var inapplicableKeys = []struct {
 	{"storage.filesystem", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
 	{"storage.gkeSupport", "storage.type=lustre", func(c *Config) bool { return c.Storage.Type == kinds.Lustre }},
 	{"storage.bucket", "storage.type=gcsfuse", func(c *Config) bool { return c.Storage.Type == kinds.GCSFuse }},
+	{"gpu.minNodes", "cluster.mode=standard (Autopilot sizes its GPU nodes to the pods)", func(c *Config) bool { return c.Cluster.Mode != kinds.Autopilot }},
+	{"gpu.maxNodes", "cluster.mode=standard (Autopilot sizes its GPU nodes to the pods)", func(c *Config) bool { return c.Cluster.Mode != kinds.Autopilot }},
+	{"gate.minBusBandwidthGBps", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
+	{"gate.storageGib", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
+	{"ray.mirror", "an image of Docker Hub or nvcr.io (ray.image names another registry)", func(c *Config) bool { return imageMirror(c) != nil }},
 }
 
-// warnInapplicable warns about each key set where it does nothing, naming where it applies.
+// jobKeys describe the run: with job.enabled=false there is none.
+var jobKeys = []string{"job.model", "job.dataset", "job.maxSteps", "job.epochs", "job.promptsPerStep", "job.generationsPerPrompt",
+	"job.checkpointPeriod", "job.keepCheckpoints", "job.backoffLimit", "job.activeDeadlineSeconds", "job.args"}
+
+// warnInapplicable warns about each key set where it does nothing, naming where it applies; the
+// run's keys with job.enabled=false in one warning.
 func warnInapplicable(c *Config, warns *Errors) {
+	if !c.Job.Enabled {
+		var set []string
+		for _, key := range jobKeys {
+			if c.explicit[key] {
+				set = append(set, key)
+			}
+		}
+		if len(set) > 0 {
+			warns.Add("job.enabled", "is false, so %s do nothing: the stack runs no job, only the Ray cluster", strings.Join(set, ", "))
+		}
+	}
 	for _, k := range inapplicableKeys {
 		if c.explicit[k.key] && !k.applies(c) {
 			warns.Add(k.key, "is set but does nothing here; it applies with %s: remove it (`pulumi config rm --path %s`)", k.appliesTo, k.key)

@@ -1,0 +1,134 @@
+package infra_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+// nameRule is the limit of one kind of derived name, from upstream.
+type nameRule struct {
+	field   string
+	max     int
+	pattern *regexp.Regexp
+	source  string
+}
+
+var (
+	// RFC 1035 labels: Compute Engine resource names ("[a-z]([-a-z0-9]*[a-z0-9])?", at most 63).
+	rfc1035 = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	// Service account IDs: 6 to 30 characters (IAM's projects.serviceAccounts.create, accountId).
+	accountID = regexp.MustCompile(`^[a-z]([-a-z0-9]{4,28}[a-z0-9])$`)
+	// Bucket names without dots: 3 to 63 lowercase letters, digits, hyphens and underscores,
+	// starting and ending with a letter or digit (Cloud Storage's bucket naming rules).
+	bucketName = regexp.MustCompile(`^[a-z0-9][-_a-z0-9]{1,61}[a-z0-9]$`)
+)
+
+// cloudNames are the derived names of the cloud resources and their limits.
+var cloudNames = map[string]nameRule{
+	"gcp:container/cluster:Cluster":              {"name", 40, rfc1035, "GKE: cluster names have at most 40 characters"},
+	"gcp:container/nodePool:NodePool":            {"name", 40, rfc1035, "GKE: node pool names have at most 40 characters"},
+	"gcp:compute/network:Network":                {"name", 63, rfc1035, "Compute Engine resource names (RFC 1035)"},
+	"gcp:compute/subnetwork:Subnetwork":          {"name", 63, rfc1035, "Compute Engine resource names (RFC 1035)"},
+	"gcp:compute/firewall:Firewall":              {"name", 63, rfc1035, "Compute Engine resource names (RFC 1035)"},
+	"gcp:compute/router:Router":                  {"name", 63, rfc1035, "Compute Engine resource names (RFC 1035)"},
+	"gcp:compute/routerNat:RouterNat":            {"name", 63, rfc1035, "Compute Engine resource names (RFC 1035)"},
+	"gcp:compute/globalAddress:GlobalAddress":    {"name", 63, rfc1035, "Compute Engine resource names (RFC 1035)"},
+	"gcp:serviceaccount/account:Account":         {"accountId", 30, accountID, "IAM service account IDs: 6 to 30 characters"},
+	"gcp:lustre/instance:Instance":               {"instanceId", 63, rfc1035, "terraform-provider-google-beta v6.49.2 resource_lustre_instance.go, instance_id: 1-63 characters"},
+	"gcp:storage/bucket:Bucket":                  {"name", 63, bucketName, "Cloud Storage bucket names: 3 to 63 characters"},
+	"gcp:artifactregistry/repository:Repository": {"repositoryId", 63, rfc1035, "Artifact Registry repository IDs: at most 63 characters"},
+}
+
+// kubeNameLimits are the Kubernetes kinds whose names are DNS-1035 labels of at most 63
+// characters (a Service's; a Job's, whose name is a label value of its pods, and an Indexed
+// Job's pods' host names `<job>-<index>`), or KubeRay's tighter limits (ray-operator v1.5.0
+// controllers/ray/utils/constant.go: MaxRayClusterNameLength 53, MaxRayJobNameLength 47, which
+// leave room for the names KubeRay derives: `<rayjob>-<5 characters>` clusters, `-head-svc`).
+var kubeNameLimits = map[string]int{"Service": 63, "Job": 61, "RayCluster": 53, "RayJob": 47}
+
+// Every name the program derives fits its resource, for the longest and the oddest cluster
+// names the config accepts, on both stacks, with Lustre and GCS FUSE, on Standard and Autopilot.
+func TestEveryDerivedNameFitsItsResource(t *testing.T) {
+	names := []string{
+		"a" + strings.Repeat("1", 39),        // 40: all digits after the first letter
+		"a" + strings.Repeat("-b", 19) + "9", // 40: hyphens throughout
+		"z" + strings.Repeat("y", 38) + "x",  // 40 letters
+		"ab",                                 // short
+	}
+	variants := [][]string{nil, {"storage.type=gcsfuse"}, {"cluster.mode=autopilot"}, {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}}
+	project := "p" + strings.Repeat("0", 28) + "9" // project IDs have at most 30 characters
+	for _, stack := range plantest.Stacks {
+		for _, name := range names {
+			for _, variant := range variants {
+				overrides := append([]string{"cluster.name=" + name, "gcp:project=" + project}, variant...)
+				t.Run(fmt.Sprintf("%s %s %v", stack, name, variant), func(t *testing.T) {
+					res := plantest.Plan(t, stack, overrides...)
+					checked := 0
+					for _, r := range res.Resources {
+						rule, ok := cloudNames[r.Type]
+						if !ok {
+							continue
+						}
+						v, _ := plan.LookupInput(r, rule.field)
+						s, _ := v.(string)
+						assert.LessOrEqual(t, len(s), rule.max, "%s %s %q: %s", r.Type, rule.field, s, rule.source)
+						assert.Regexp(t, rule.pattern, s, "%s %s: %s", r.Type, rule.field, rule.source)
+						checked++
+					}
+					assert.Positive(t, checked)
+					for _, m := range plan.Manifests(res) {
+						meta, _ := m.Object["metadata"].(map[string]any)
+						n, _ := meta["name"].(string)
+						kind, _ := m.Object["kind"].(string)
+						assert.Empty(t, validation.IsDNS1123Subdomain(n), "%s %q", kind, n)
+						if limit, ok := kubeNameLimits[kind]; ok {
+							assert.LessOrEqual(t, len(n), limit, "%s %q", kind, n)
+							assert.Empty(t, validation.IsDNS1035Label(n), "%s %q", kind, n)
+						}
+						for k, v := range labelsOf(m.Object) {
+							assert.Empty(t, validation.IsValidLabelValue(v), "%s %q label %s=%q", kind, n, k, v)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// labelsOf are the labels of an object and of its pod templates, wherever they nest.
+func labelsOf(obj map[string]any) map[string]string {
+	out := map[string]string{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, e := range t {
+				if k == "labels" {
+					if m, ok := e.(map[string]any); ok {
+						for lk, lv := range m {
+							if s, ok := lv.(string); ok {
+								out[lk] = s
+							}
+						}
+					}
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		}
+	}
+	walk(obj)
+	return out
+}
