@@ -3,7 +3,6 @@ package workloads_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -87,16 +86,8 @@ func runEntrypoint(t *testing.T, entrypoint string, ray fakeRay, set map[string]
 			ws[i] = k + "=" + set[k]
 		}
 	}
-	cmd := exec.Command(ws[0], ws[1:]...)
-	cmd.Env = append(os.Environ(), ray.path())
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		code = exitErr.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return string(out), code
+	res := clitest.Run(t, []string{ray.path()}, ws[0], ws[1:]...)
+	return res.Stdout + res.Stderr, res.Code
 }
 
 // On the long-lived cluster a failed attempt is retried on the same cluster once Ray counts the

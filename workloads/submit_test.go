@@ -1,13 +1,12 @@
 package workloads_test
 
 import (
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/infra/clitest"
 	"gke-rl/workloads"
 )
 
@@ -23,22 +22,15 @@ func runSubmitter(t *testing.T, ray fakeRay, set map[string]string) (string, int
 	require.NoError(t, err)
 	c := job.Spec.SubmitterPodTemplate.Spec.Containers[0]
 	require.Equal(t, workloads.SubmitterContainer, c.Name)
-	cmd := exec.Command(c.Command[0], c.Command[1:]...)
-	cmd.Env = append(os.Environ(), ray.path(), "RAY_DASHBOARD_ADDRESS=x-head-svc.gke-rl.svc.cluster.local:8265", "RAY_JOB_SUBMISSION_ID="+recordedJobID)
+	env := []string{ray.path(), "RAY_DASHBOARD_ADDRESS=x-head-svc.gke-rl.svc.cluster.local:8265", "RAY_JOB_SUBMISSION_ID=" + recordedJobID}
 	for _, e := range c.Env {
 		if v, ok := set[e.Name]; ok {
 			e.Value = v
 		}
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		env = append(env, e.Name+"="+e.Value)
 	}
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		code = exitErr.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return string(out), code
+	res := clitest.Run(t, env, c.Command[0], c.Command[1:]...)
+	return res.Stdout + res.Stderr, res.Code
 }
 
 // A log stream that ends while the job runs (KubeRay's own submitter would exit, and KubeRay
