@@ -168,6 +168,8 @@ type GateConfig struct {
 	MinBusBandwidthGBps int `json:"minBusBandwidthGBps"`
 	// StorageGiB is written and read back on the shared volume.
 	StorageGiB int `json:"storageGib"`
+	// RunID names the gate's Jobs: changing it runs the gate again (its Jobs run once).
+	RunID string `json:"runId"`
 }
 
 // MonitoringConfig is `monitoring.*`: the dashboard and the alert policies.

@@ -54,9 +54,10 @@ type rawConfig struct {
 		CheckpointBudgetSeconds *int `json:"checkpointBudgetSeconds"`
 	}
 	Gate struct {
-		Enabled             *bool `json:"enabled"`
-		MinBusBandwidthGBps *int  `json:"minBusBandwidthGBps"`
-		StorageGiB          *int  `json:"storageGib"`
+		Enabled             *bool   `json:"enabled"`
+		MinBusBandwidthGBps *int    `json:"minBusBandwidthGBps"`
+		StorageGiB          *int    `json:"storageGib"`
+		RunID               *string `json:"runId"`
 	}
 	Monitoring struct {
 		Enabled              *bool    `json:"enabled"`
@@ -226,6 +227,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Enabled:             or(r.Gate.Enabled, !c.GPU.Provisioning.Preemptible()),
 		MinBusBandwidthGBps: or(r.Gate.MinBusBandwidthGBps, DefaultMinBusBandwidthGBps),
 		StorageGiB:          or(r.Gate.StorageGiB, DefaultGateStorageGiB),
+		RunID:               or(r.Gate.RunID, ""),
 	}
 	// A run bounded by neither steps nor epochs would train until its deadline: default to steps.
 	if r.Job.MaxSteps == nil && r.Job.Epochs == nil {
@@ -256,6 +258,7 @@ func explicitNumbers(r *rawConfig) map[string]bool {
 		"gpu.maxNodes":             r.GPU.MaxNodes != nil,
 		"gate.minBusBandwidthGBps": r.Gate.MinBusBandwidthGBps != nil,
 		"gate.storageGib":          r.Gate.StorageGiB != nil,
+		"gate.runId":               r.Gate.RunID != nil && *r.Gate.RunID != "",
 		"ray.mirror":               r.Ray.Mirror != nil && *r.Ray.Mirror,
 		"job.model":                r.Job.Model != nil,
 		"job.dataset":              r.Job.Dataset != nil,

@@ -121,3 +121,67 @@ func TestGateJobsRunOnce(t *testing.T) {
 	}
 	assert.NotContains(t, res.Find("kubernetes:batch/v1:Job", "grpo-data-prep").Options.IgnoreChanges, "spec")
 }
+
+// Running the gate again is one deliberate key: a new gate.runId renames the gate's Jobs (same
+// URNs, so Pulumi creates the renamed Jobs and deletes the old), whose pods have a priority that
+// preempts the Ray workers holding the GPUs on a long-lived cluster. An unrelated change renames
+// nothing.
+func TestGateRunsAgainOnANewRunID(t *testing.T) {
+	names := func(overrides ...string) map[string]string {
+		res := plantest.Plan(t, "h200-reserved", overrides...)
+		out := map[string]string{}
+		for _, m := range plan.Manifests(res) {
+			if m.Object["kind"] == "Job" || m.Object["kind"] == "Service" {
+				meta := m.Object["metadata"].(map[string]any)
+				out[m.File] = meta["name"].(string)
+			}
+		}
+		for _, j := range gateJobs(res) {
+			out[j.URN] = "present"
+		}
+		return out
+	}
+	before, again := names(), names("gate.runId=2")
+	assert.Contains(t, before, "urn:pulumi:h200-reserved::gke-rl::gke-rl:workloads:Gate$kubernetes:batch/v1:Job::gate-nccl")
+	for urn := range before {
+		if strings.HasPrefix(urn, "urn:") {
+			assert.Contains(t, again, urn, "the same resource, renamed")
+		}
+	}
+	assert.Contains(t, again, "job-gke-rl-verl-h200-gate-2-nccl.yaml")
+	assert.Contains(t, again, "job-gke-rl-verl-h200-gate-2-storage.yaml")
+	assert.Contains(t, again, "service-gke-rl-verl-h200-gate-2-nccl.yaml")
+	assert.Equal(t, before, names("gate.minBusBandwidthGBps=150", "job.maxSteps=30"), "an unrelated change renames nothing")
+
+	res := plantest.Plan(t, "h200-reserved")
+	var priority map[string]any
+	for _, m := range plan.Manifests(res) {
+		if m.Object["kind"] == "PriorityClass" {
+			priority = m.Object
+		}
+	}
+	require.NotNil(t, priority)
+	assert.EqualValues(t, 1000000, priority["value"])
+	assert.Equal(t, "PreemptLowerPriority", priority["preemptionPolicy"])
+	for _, j := range gateJobs(res) {
+		assert.Equal(t, "gke-rl-gate", plantest.Input(t, j, "spec.template.spec.priorityClassName"), j.Name)
+		assert.True(t, res.DependencyClosure(j)[res.Find("kubernetes:scheduling.k8s.io/v1:PriorityClass", "gate-priority").URN], "%s waits for its priority class", j.Name)
+	}
+	for _, pod := range manifestsOfKind(res, "RayCluster") {
+		spec := pod["spec"].(map[string]any)
+		for _, g := range spec["workerGroupSpecs"].([]any) {
+			tmpl := g.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			assert.NotContains(t, tmpl, "priorityClassName", "Ray workers have the default priority, which the gate preempts")
+		}
+	}
+}
+
+func manifestsOfKind(res *plan.Result, kind string) []map[string]any {
+	var out []map[string]any
+	for _, m := range plan.Manifests(res) {
+		if m.Object["kind"] == kind {
+			out = append(out, m.Object)
+		}
+	}
+	return out
+}

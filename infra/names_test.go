@@ -3,6 +3,7 @@ package infra_test
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -48,11 +49,11 @@ var cloudNames = map[string]nameRule{
 }
 
 // kubeNameLimits are the Kubernetes kinds whose names are DNS-1035 labels of at most 63
-// characters (a Service's; a Job's, whose name is a label value of its pods, and an Indexed
-// Job's pods' host names `<job>-<index>`), or KubeRay's tighter limits (ray-operator v1.5.0
+// characters (a Service's; a Job's, whose name is a label value of its pods; an Indexed Job's
+// pods' host names `<job>-<index>` are checked apart), or KubeRay's tighter limits (ray-operator v1.5.0
 // controllers/ray/utils/constant.go: MaxRayClusterNameLength 53, MaxRayJobNameLength 47, which
 // leave room for the names KubeRay derives: `<rayjob>-<5 characters>` clusters, `-head-svc`).
-var kubeNameLimits = map[string]int{"Service": 63, "Job": 61, "RayCluster": 53, "RayJob": 47}
+var kubeNameLimits = map[string]int{"Service": 63, "Job": 63, "RayCluster": 53, "RayJob": 47}
 
 // Every name the program derives fits its resource, for the longest and the oddest cluster
 // names the config accepts, on both stacks, with Lustre and GCS FUSE, on Standard and Autopilot.
@@ -63,7 +64,8 @@ func TestEveryDerivedNameFitsItsResource(t *testing.T) {
 		"z" + strings.Repeat("y", 38) + "x",  // 40 letters
 		"ab",                                 // short
 	}
-	variants := [][]string{nil, {"storage.type=gcsfuse"}, {"cluster.mode=autopilot"}, {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}}
+	variants := [][]string{nil, {"storage.type=gcsfuse"}, {"cluster.mode=autopilot"}, {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
+		{"gate.enabled=true", "gate.runId=abcdefgh", "gpu.nodes=128", "gpu.maxNodes=128"}}
 	project := "p" + strings.Repeat("0", 28) + "9" // project IDs have at most 30 characters
 	for _, stack := range plantest.Stacks {
 		for _, name := range names {
@@ -92,6 +94,12 @@ func TestEveryDerivedNameFitsItsResource(t *testing.T) {
 						if limit, ok := kubeNameLimits[kind]; ok {
 							assert.LessOrEqual(t, len(n), limit, "%s %q", kind, n)
 							assert.Empty(t, validation.IsDNS1035Label(n), "%s %q", kind, n)
+						}
+						if spec, _ := m.Object["spec"].(map[string]any); kind == "Job" && spec["completionMode"] == "Indexed" {
+							completions, err := strconv.Atoi(fmt.Sprint(spec["completions"]))
+							assert.NoError(t, err)
+							host := fmt.Sprintf("%s-%d", n, completions-1)
+							assert.Empty(t, validation.IsDNS1123Label(host), "the last pod's host name %q", host)
 						}
 						for k, v := range labelsOf(m.Object) {
 							assert.Empty(t, validation.IsValidLabelValue(v), "%s %q label %s=%q", kind, n, k, v)

@@ -226,8 +226,13 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 // resolveGate builds the post-deploy gate: GPU health and NCCL between two GPU nodes, and the
 // shared volume from a GPU node.
 func resolveGate(c *Config, bp *Blueprint) *GatePlan {
+	name := c.Cluster.Name + "-gate"
+	if c.Gate.RunID != "" {
+		// New names: Pulumi creates the new Jobs and deletes the old ones, so the gate runs again.
+		name += "-" + c.Gate.RunID
+	}
 	args := workloads.GateArgs{
-		Name: c.Cluster.Name + "-gate", Namespace: WorkloadNamespace,
+		Name: name, Namespace: WorkloadNamespace,
 		GPUsPerNode:         bp.Hardware.GPUsPerNode,
 		MinBusBandwidthGBps: c.Gate.MinBusBandwidthGBps,
 		StorageMiB:          c.Gate.StorageGiB * 1024,

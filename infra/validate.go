@@ -493,7 +493,14 @@ func validateGate(g GateConfig, errs *Errors) {
 	if g.StorageGiB < 1 || g.StorageGiB > 1024 {
 		errs.Add("gate.storageGib", "%d is out of range; allowed: 1 to 1024 GiB", g.StorageGiB)
 	}
+	// It ends the gate's Job names, whose Indexed pods' host names (<job>-<index>) are DNS
+	// labels of at most 63 characters.
+	if g.RunID != "" && !gateRunIDPattern.MatchString(g.RunID) {
+		errs.Add("gate.runId", "%s is not a run ID; allowed: 1 to 8 lowercase letters and digits (change it to run the gate again), or empty", quote(g.RunID))
+	}
 }
+
+var gateRunIDPattern = regexp.MustCompile(`^[a-z0-9]{1,8}$`)
 
 // notificationChannelName is a Cloud Monitoring notification channel's resource name.
 var notificationChannelName = regexp.MustCompile(`^projects/[a-z0-9:.-]+/notificationChannels/[0-9]+$`)

@@ -54,6 +54,7 @@ var inapplicableKeys = []struct {
 	{"gpu.maxNodes", "cluster.mode=standard (Autopilot sizes its GPU nodes to the pods)", func(c *Config) bool { return c.Cluster.Mode != kinds.Autopilot }},
 	{"gate.minBusBandwidthGBps", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
 	{"gate.storageGib", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
+	{"gate.runId", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
 	{"ray.mirror", "an image of Docker Hub or nvcr.io (ray.image names another registry)", func(c *Config) bool { return imageMirror(c) != nil }},
 }
 

@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -111,9 +112,10 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 	job := runOnceJob(a.Name+"-nccl", a.Namespace, 0, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: gpunode.InterfaceAnnotations(a.NICs)},
 		Spec: corev1.PodSpec{
-			Subdomain:    a.Name + "-nccl",
-			NodeSelector: a.NodeSelector,
-			Tolerations:  []corev1.Toleration{gpunode.Toleration()},
+			Subdomain:         a.Name + "-nccl",
+			PriorityClassName: GatePriorityClass,
+			NodeSelector:      a.NodeSelector,
+			Tolerations:       []corev1.Toleration{gpunode.Toleration()},
 			Containers: []corev1.Container{{
 				Name:         "nccl",
 				Image:        GateImage,
@@ -134,6 +136,28 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 }
 
 // NCCLGateDeadlineSeconds bounds the NCCL gate Job.
+// GatePriorityClass is the gate pods' priority class. A gate run again (`gate.runId`) while Ray
+// workers hold every GPU (the long-lived cluster of reservation and on-demand capacity) would
+// otherwise wait out its deadline: with a higher priority than the Ray pods (which have none, 0)
+// the scheduler preempts the workers the gate needs, and KubeRay re-creates them, to be
+// scheduled once the gate's pods have finished. The value stays far below the system classes
+// (system-cluster-critical is 2,000,000,000).
+const (
+	GatePriorityClass = "gke-rl-gate"
+	GatePriority      = 1000000
+)
+
+// GatePriorityClassObject is the cluster-scoped PriorityClass the gate's pods use.
+func GatePriorityClassObject() *schedulingv1.PriorityClass {
+	return &schedulingv1.PriorityClass{
+		TypeMeta:         metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
+		ObjectMeta:       metav1.ObjectMeta{Name: GatePriorityClass},
+		Value:            GatePriority,
+		PreemptionPolicy: ptr.To(corev1.PreemptLowerPriority),
+		Description:      "gke-rl's post-deploy gate: its pods preempt the Ray workers when it runs again while they hold the GPUs",
+	}
+}
+
 func NCCLGateDeadlineSeconds() int { return gatePullSeconds + ncclGateWorkSeconds }
 
 // StorageGateDeadlineSeconds bounds the storage gate Job: the write and the read of mib MiB at
@@ -156,6 +180,7 @@ func StorageGateJob(a GateArgs) *batchv1.Job {
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
+			PriorityClassName:  GatePriorityClass,
 			NodeSelector:       a.NodeSelector,
 			Tolerations:        []corev1.Toleration{gpunode.Toleration()},
 			Containers: []corev1.Container{{

@@ -50,7 +50,13 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 		return nil, err
 	}
 	kids := naming.Children{Component: name, Parent: g}
-	p := args.Placement
+	// The pods are refused by admission until their priority class exists.
+	priorityName, priorityOpts := kids.Of("priority", "")
+	priority, err := kube.NewObject(ctx, priorityName, GatePriorityClassObject(), args.Placement.ClusterScoped(priorityOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("gate priority class: %w", err)
+	}
+	p := args.Placement.WaitingFor(priority)
 	svcName, svcOpts := kids.Of("nccl-service", "")
 	svc, err := corev1.NewService(ctx, svcName, &corev1.ServiceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.NCCL.Spec.Template.Spec.Subdomain), Namespace: pulumi.String(p.Namespace)},
@@ -63,11 +69,11 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 	if err != nil {
 		return nil, fmt.Errorf("nccl service: %w", err)
 	}
-	// A gate Job runs once, when it is created. A later change of its spec (a gate key, the node
-	// count, a new release of this program) would replace it, and on reserved or on-demand
-	// capacity the long-lived Ray cluster then holds every GPU: the new pods would wait out the
-	// Job's deadline and fail `pulumi up`. Re-running the gate is a deliberate
-	// `pulumi up --replace <urn>` (the README says when).
+	// A gate Job runs once, when it is created: a later change of its spec (a gate key, the node
+	// count, a new release of this program) does not run it again, so that an unrelated change
+	// never stops a run. Running it again is deliberate: a new `gate.runId` renames the Jobs,
+	// which Pulumi then creates anew; their pods preempt Ray workers that hold the GPUs
+	// (GatePriorityClass).
 	onceOpts := append(lifecycle.Options(lifecycle.JobType), pulumi.IgnoreChanges([]string{"spec"}))
 	ncclName, ncclOpts := kids.Of("nccl", "", onceOpts...)
 	ncclJob, err := kube.NewObject(ctx, ncclName, args.NCCL, p.WaitingFor(svc).Namespaced(ncclOpts...)...)
