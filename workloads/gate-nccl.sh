@@ -10,7 +10,8 @@ set -euo pipefail
 # over 1 KB to 8 GB is dominated by small, latency-bound messages (a healthy A4 pair averages 59
 # GB/s while reaching 260 GB/s from 2 GB up: testdata/recorded/nccl-all_gather-a4-gib-2node.txt).
 #
-# Environment: GPUS (what the node must show), HOSTS (the pods' host names, index 0 first),
+# Environment: GPUS (what the node must show), RDMA_INTERFACES (the pod's RDMA NICs, e.g. eth2 ...
+# eth9, from its networking.gke.io/interfaces annotation), HOSTS (the pods' host names, index 0 first),
 # MIN_BUS_BANDWIDTH_GBPS, PREFIX (starts every result line); ATTEMPTS (60) and RETRY_SECONDS (5)
 # bound the wait for the peers' sshd; JOB_COMPLETION_INDEX comes from the Job.
 
@@ -26,9 +27,28 @@ if [[ $count -ne $GPUS || $ecc -ne 0 ]]; then
   echo "$PREFIX FAILED: GPU health on $(hostname)" >&2
   exit 1
 fi
+# Every RDMA NIC the pod was given must be there and up (the kernel's operstate: "up", or
+# "unknown" for a driver that does not report it); a NIC that is down or absent would make NCCL
+# use fewer rails, or fail, on this node only.
+sysfs=${SYSFS_NET:-/sys/class/net}
+read -ra nics <<<"${RDMA_INTERFACES:-}"
+bad=()
+for nic in "${nics[@]}"; do
+  state=$(cat "$sysfs/$nic/operstate" 2>/dev/null || echo absent)
+  case $state in
+  up | unknown) ;;
+  *) bad+=("$nic $state") ;;
+  esac
+done
+rdma="$PREFIX RDMA NICs on $(hostname): $((${#nics[@]} - ${#bad[@]})) of ${#nics[@]} up"
+echo "$rdma"
+if ((${#bad[@]} > 0)); then
+  echo "$PREFIX FAILED: RDMA NICs on $(hostname): $(IFS=,; echo "${bad[*]}")" >&2
+  exit 1
+fi
 # Index 0 reads this over ssh: the Job's success policy removes the other pods, and their logs,
 # before the results are collected.
-echo "$health" >/tmp/gate-health
+printf '%s\n%s\n' "$health" "$rdma" >/tmp/gate-health
 
 read -ra peers <<<"$HOSTS"
 if ((${#peers[@]} < 2)); then

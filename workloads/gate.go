@@ -98,6 +98,7 @@ func ncclGateEnv(a GateArgs) []corev1.EnvVar {
 		// reads MCA parameters from the environment.
 		{Name: "OMPI_MCA_orte_keep_fqdn_hostnames", Value: "1"},
 		{Name: "GPUS", Value: strconv.Itoa(a.GPUsPerNode)},
+		{Name: "RDMA_INTERFACES", Value: strings.Join(gpunode.RDMAInterfaces(a.NICs), " ")},
 		{Name: "HOSTS", Value: strings.Join(hosts, " ")},
 		{Name: "MIN_BUS_BANDWIDTH_GBPS", Value: strconv.Itoa(a.MinBusBandwidthGBps)},
 		{Name: "PREFIX", Value: GateResultPrefix},

@@ -23,6 +23,7 @@ func gateArgs(nodes int) workloads.GateArgs {
 		Name: "rl-gate", Namespace: "gke-rl", GPUsPerNode: 8, NCCLNodes: nodes,
 		MinBusBandwidthGBps: 100, StorageMiB: 4, ExpectedMBps: 1000,
 		NodeSelector: map[string]string{"cloud.google.com/gke-nodepool": "rl-gpu"},
+		NICs:         gpunode.NICs(8),
 		Storage:      kube.SharedVolume{MountPath: "/data", ClaimName: "rl-shared", ServiceAccountName: "rl-storage"},
 	}
 }
@@ -32,7 +33,11 @@ func gateArgs(nodes int) workloads.GateArgs {
 // with `ecc` uncorrected errors on the last; the diagnostic image's run_nccl_tests.sh replaying
 // `nccl`, a recorded run under testdata/recorded (none: it prints nothing); and ssh, which
 // reaches every peer (`ssh` replaces it) and gives a peer's GPU result as its pod wrote it.
-type gateNode struct{ gpus, ecc, nccl, ssh string }
+//
+// Its eight RDMA NICs (eth2 to eth9) are up in a sysfs tree of the kernel's layout
+// (/sys/class/net/<if>/operstate holds "up" or "down", Documentation/ABI/testing/sysfs-class-net),
+// but the one named by `down`, which is down, or `absent`, which is not there.
+type gateNode struct{ gpus, ecc, nccl, ssh, down, absent string }
 
 // run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL),
 // with the container's environment and the absolute paths of the image and the node moved
@@ -57,6 +62,18 @@ func (n gateNode) run(t *testing.T, job *batchv1.Job) (string, error) {
 		}
 		smi.WriteString(strings.Join(fields, ", ") + "\n")
 	}
+	for i := 2; i <= 9; i++ {
+		nic := "eth" + strconv.Itoa(i)
+		if nic == n.absent {
+			continue
+		}
+		state := "up"
+		if nic == n.down {
+			state = "down"
+		}
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "sys/class/net", nic), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "sys/class/net", nic, "operstate"), []byte(state+"\n"), 0o644))
+	}
 	write("nvidia/bin/nvidia-smi", `[ "$*" = "--query-gpu=index,name,driver_version,ecc.mode.current,ecc.errors.uncorrected.volatile.total --format=csv,noheader" ] || exit 2
 printf '%s' '`+smi.String()+`'`)
 	write("scripts/container_entry.sh", "echo sshd started")
@@ -75,7 +92,7 @@ printf '%s' '`+smi.String()+`'`)
 	c := job.Spec.Template.Spec.Containers[0]
 	script := strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/", root+"/").Replace(c.Command[2])
 	cmd := exec.Command("/bin/bash", "-c", script)
-	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0", "ATTEMPTS=3", "RETRY_SECONDS=0")
+	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0", "ATTEMPTS=3", "RETRY_SECONDS=0", "SYSFS_NET="+root+"/sys/class/net")
 	for _, e := range c.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
@@ -92,6 +109,7 @@ func TestNCCLGatePassesAHealthyFastPair(t *testing.T) {
 	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
 	require.NoError(t, err, out)
 	assert.Contains(t, out, ": 8 GPUs, 0 uncorrected ECC errors")
+	assert.Contains(t, out, ": 8 of 8 up")
 	assert.Contains(t, out, "gate: GPU health on rl-gate-nccl-1: 8 GPUs, 0 uncorrected ECC errors", "the peer's result, read from its pod")
 	assert.Contains(t, out, "run_nccl_tests.sh args: -t all_gather -b 1K -e 8G rl-gate-nccl-0.rl-gate-nccl rl-gate-nccl-1.rl-gate-nccl")
 	assert.Contains(t, out, "gate: NCCL all_gather over 2 nodes: bus bandwidth 260.03 GB/s at 8589934592 B (minimum 100); "+
@@ -106,6 +124,8 @@ func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 		"a missing GPU":            {gateNode{gpus: "7", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
 		"an uncorrected ECC error": {gateNode{gpus: "8", ecc: "2", nccl: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
 		"no figure from NCCL":      {gateNode{gpus: "8", ecc: "0"}, "gate: FAILED: NCCL is below the minimum"},
+		"an RDMA NIC down":         {gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", down: "eth5"}, "gate: FAILED: RDMA NICs on " /* host */},
+		"an RDMA NIC missing":      {gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", absent: "eth9"}, ": eth9 absent"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -90,6 +90,17 @@ func NICs(rdmaSubnets int) []NIC {
 	return out
 }
 
+// RDMAInterfaces are the pod interface names of the RDMA NICs (Interfaces' order).
+func RDMAInterfaces(nics []NIC) []string {
+	var out []string
+	for i, n := range nics {
+		if n.Kind == RDMA {
+			out = append(out, "eth"+strconv.Itoa(i+1))
+		}
+	}
+	return out
+}
+
 // Annotations that attach a pod's interfaces to the node's extra networks.
 const (
 	DefaultInterfaceAnnotation = "networking.gke.io/default-interface"
