@@ -144,12 +144,15 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		rayPlacement = rayPlacement.WaitingFor(gke.Images)
 		prepPlacement = prepPlacement.WaitingFor(gke.Images)
 	}
-	// The heads start behind their NetworkPolicy.
-	headPolicy, err := kube.NewObject(ctx, "ray-head-ingress", ray.HeadIngressPolicy(WorkloadNamespace), inCluster.Namespaced()...)
-	if err != nil {
-		return nil, fmt.Errorf("ray head policy: %w", err)
+	// The Ray pods and the gate start behind the namespace's NetworkPolicies.
+	for _, policy := range ray.IngressPolicies(WorkloadNamespace) {
+		// Each policy's logical name is its own name: ray-head-ingress keeps its URN.
+		p, err := kube.NewObject(ctx, policy.Name, policy, inCluster.Namespaced()...)
+		if err != nil {
+			return nil, fmt.Errorf("network policy %s: %w", policy.Name, err)
+		}
+		rayPlacement = rayPlacement.WaitingFor(p)
 	}
-	rayPlacement = rayPlacement.WaitingFor(headPolicy)
 	if g := bp.Run.Gate; g != nil {
 		// The Ray cluster and the run start only once the gate has passed; its Jobs hold the
 		// GPUs while they run and release them when done.
