@@ -202,7 +202,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	nsName, nsOpts := b.child("workloads", "workloads")
 	c.Namespace, err = corev1.NewNamespace(ctx, nsName, &corev1.NamespaceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Namespace)},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Namespace), Labels: pulumi.ToStringMap(PodSecurityLabels)},
 	}, inCluster.ClusterScoped(nsOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("workload namespace: %w", err)
@@ -216,6 +216,17 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 	return c, nil
+}
+
+// PodSecurityLabels are the workload namespace's Pod Security Admission levels. The strictest
+// its pods meet is privileged: the GPU pods mount the host's driver and gIB plugin directories
+// (read-only), and the baseline level forbids every hostPath volume. Every pod the baseline
+// level would refuse is reported (a warning to whoever creates it, an audit annotation), so
+// that a new reason to stay at privileged shows.
+var PodSecurityLabels = map[string]string{
+	"pod-security.kubernetes.io/enforce": "privileged",
+	"pod-security.kubernetes.io/warn":    "baseline",
+	"pod-security.kubernetes.io/audit":   "baseline",
 }
 
 // Placement is where in-cluster objects go: through the cluster's provider, deleted with the

@@ -118,7 +118,7 @@ func HeadTemplate(a SpecArgs) corev1.PodTemplateSpec {
 		Env:          slices.Concat(a.Env, rayEnv(), NCCLEnv(a.GPU.NCCLTunerConfig)),
 		VolumeMounts: append([]corev1.VolumeMount{a.Storage.Mount()}, a.Mounts...),
 	}
-	return corev1.PodTemplateSpec{
+	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
@@ -127,6 +127,8 @@ func HeadTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			Volumes:            append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
 		},
 	}
+	kube.Harden(&t.Spec, true)
+	return t
 }
 
 // WorkerTemplate is a GPU worker pod: the whole node's GPUs, its RDMA NICs attached by the
@@ -152,7 +154,7 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 		Env:          append(append(slices.Clone(a.Env), rayEnv()...), NCCLEnv(a.GPU.NCCLTunerConfig)...),
 		VolumeMounts: slices.Concat([]corev1.VolumeMount{a.Storage.Mount()}, gpunode.VolumeMounts(), a.Mounts),
 	}
-	return corev1.PodTemplateSpec{
+	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
@@ -162,6 +164,8 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			Volumes:            slices.Concat([]corev1.Volume{a.Storage.Volume()}, gpunode.Volumes(a.GPU.SharedMemoryGiB), a.Volumes),
 		},
 	}
+	kube.Harden(&t.Spec, true)
+	return t
 }
 
 // SourceOrExit is a container command that sources script into the shell KubeRay starts Ray

@@ -114,7 +114,7 @@ func RayJob(a JobArgs) (*rayv1.RayJob, error) {
 func submitterTemplate(a JobArgs, runtimeEnvJSON string) *corev1.PodTemplateSpec {
 	mount := a.Storage.Mount()
 	mount.ReadOnly = true
-	return &corev1.PodTemplateSpec{
+	t := &corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			RestartPolicy:      corev1.RestartPolicyNever,
@@ -141,4 +141,6 @@ func submitterTemplate(a JobArgs, runtimeEnvJSON string) *corev1.PodTemplateSpec
 			}},
 		},
 	}
+	kube.Harden(&t.Spec, true)
+	return t
 }

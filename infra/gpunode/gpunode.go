@@ -148,19 +148,16 @@ func Volumes(shmGiB int) []corev1.Volume {
 }
 
 // VolumeMounts mounts Volumes where GPU containers expect them, the host's driver and gIB
-// plugin directories read-only: code in a worker must not replace the NCCL plugin or the driver
+// plugin directories read-only: code in a pod must not replace the NCCL plugin or the driver
 // libraries that every later GPU pod on the node loads. Only the installer DaemonSet writes them.
-func VolumeMounts() []corev1.VolumeMount { return volumeMounts(true) }
-
-// DiagnosticVolumeMounts are the mounts of the NCCL diagnostic image, read-write as
-// container-engine-accelerators' gpudirect-rdma/nccl-test-a4.yaml (992db812) mounts them: its
-// /scripts/container_entry.sh is the image's own, and what it writes is not documented.
-func DiagnosticVolumeMounts() []corev1.VolumeMount { return volumeMounts(false) }
-
-func volumeMounts(hostReadOnly bool) []corev1.VolumeMount {
+// The NCCL diagnostic image runs with them read-only too: container-engine-accelerators'
+// gpudirect-rdma/nccl-test-a4-autopilot.yaml (992db812) mounts both read-only for the same
+// image and the same /scripts/container_entry.sh (its Standard twin nccl-test-a4.yaml leaves
+// them read-write).
+func VolumeMounts() []corev1.VolumeMount {
 	return []corev1.VolumeMount{
 		{Name: "dshm", MountPath: "/dev/shm"},
-		{Name: "nvidia", MountPath: NvidiaPath, ReadOnly: hostReadOnly},
-		{Name: "gib", MountPath: GIBPath, ReadOnly: hostReadOnly},
+		{Name: "nvidia", MountPath: NvidiaPath, ReadOnly: true},
+		{Name: "gib", MountPath: GIBPath, ReadOnly: true},
 	}
 }

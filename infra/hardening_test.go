@@ -1,0 +1,85 @@
+package infra_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+// podSpecs are the pod specs an object carries, wherever they nest (a Job's template, a
+// RayCluster's head and worker groups, a RayJob's cluster and submitter), by path.
+func podSpecs(obj map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			if _, ok := t["containers"]; ok {
+				out[path] = t
+			}
+			for k, e := range t {
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for _, e := range t {
+				walk(path+"[]", e)
+			}
+		}
+	}
+	walk("", obj)
+	return out
+}
+
+// Every pod of the workload namespace runs under the runtime's default seccomp profile without a
+// service account token, and without privilege escalation but in the NCCL gate (sshd); no pod
+// but the RDMA installer (kube-system) mounts a host path writable.
+func TestWorkloadPodsAreHardened(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack, "gate.enabled=true")
+		pods := 0
+		for _, m := range plan.Manifests(res) {
+			meta, _ := m.Object["metadata"].(map[string]any)
+			if meta["namespace"] != "gke-rl" {
+				continue
+			}
+			for path, spec := range podSpecs(m.Object) {
+				pods++
+				where := m.File + path
+				assert.Equal(t, false, spec["automountServiceAccountToken"], where)
+				sc, _ := spec["securityContext"].(map[string]any)
+				seccomp, _ := sc["seccompProfile"].(map[string]any)
+				assert.Equal(t, "RuntimeDefault", seccomp["type"], where)
+				hostVolumes := map[string]bool{}
+				for _, v := range spec["volumes"].([]any) {
+					if vol := v.(map[string]any); vol["hostPath"] != nil {
+						hostVolumes[vol["name"].(string)] = true
+					}
+				}
+				for _, c := range spec["containers"].([]any) {
+					container := c.(map[string]any)
+					csc, _ := container["securityContext"].(map[string]any)
+					if container["name"] == "nccl" {
+						assert.Nil(t, csc, "%s: sshd", where)
+					} else {
+						assert.Equal(t, false, csc["allowPrivilegeEscalation"], "%s %s", where, container["name"])
+					}
+					mounts, _ := container["volumeMounts"].([]any)
+					for _, mt := range mounts {
+						mount := mt.(map[string]any)
+						if hostVolumes[mount["name"].(string)] {
+							assert.Equal(t, true, mount["readOnly"], "%s %s mounts host volume %s", where, container["name"], mount["name"])
+						}
+					}
+				}
+			}
+		}
+		assert.GreaterOrEqual(t, pods, 5, stack)
+		ns := one(t, res, "Namespace")
+		labels := ns["metadata"].(map[string]any)["labels"].(map[string]any)
+		assert.Equal(t, "privileged", labels["pod-security.kubernetes.io/enforce"], "hostPath volumes: the strictest level the GPU pods meet")
+		assert.Equal(t, "baseline", labels["pod-security.kubernetes.io/warn"])
+	}
+}
