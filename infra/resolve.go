@@ -298,6 +298,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 	case kinds.Verl:
 		args.Entrypoint = workloads.VerlEntrypoint(run)
 		args.RuntimeEnv = workloads.VerlRuntimeEnv(plan.Layout)
+		args.Verify = workloads.Checkout{Dir: plan.Layout.VerlSource(), Commit: workloads.VerlSourceCommit}
 		steps = workloads.VerlPrepSteps(run)
 		// The verl image installs verl and uninstalls it again (verl's
 		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import

@@ -131,7 +131,7 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 
 	prep := prepJob(t, res)
 	script := get(t, prep, "spec.template.spec.containers.0.command.2").(string)
-	assert.Contains(t, script, "git clone --depth 1 --branch v0.6.0")
+	assert.Contains(t, script, "checkout_commit /data/verl/v0.6.0 https://github.com/volcengine/verl.git ddd86f527a4af75095e4677b02b5aa272913a088")
 	assert.Contains(t, script, "gsm8k.py --local_save_dir /data/datasets/gsm8k")
 	assert.Equal(t, "rl-storage", get(t, prep, "spec.template.spec.serviceAccountName"))
 	assert.Equal(t, "true", get(t, prep, "spec.template.metadata.annotations.gke-gcsfuse/volumes"))

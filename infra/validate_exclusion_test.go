@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,7 @@ func TestKeysThatDoNothingAreWarnedAbout(t *testing.T) {
 		assert.NotContains(t, warns(stack), "does nothing", "the shipped stacks set only what they use")
 		assert.NotContains(t, warns(stack), "storage.adopt")
 	}
+	assert.Contains(t, warns("b200-spot", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0"), `ray.image: "us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0" is pinned by tag only`)
+	assert.NotContains(t, warns("b200-spot", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0@sha256:"+strings.Repeat("a", 64)), "ray.image")
 	assert.Contains(t, warns("b200-spot", "storage.adopt=true"), "storage.adopt: is on: the next `pulumi up` imports the kept storage; once it has, turn it off")
 }

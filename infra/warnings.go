@@ -18,6 +18,9 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 	}
 	warnExclusion(c, &warns)
 	warnInapplicable(c, &warns)
+	if img := c.Ray.Image; img != "" && !strings.Contains(img, "@sha256:") {
+		warns.Add("ray.image", "%s is pinned by tag only, and a tag can be moved to other content; pin its digest too (<image>:<tag>@sha256:<digest>, `docker buildx imagetools inspect <image>:<tag>` shows it)", quote(img))
+	}
 	if c.Storage.Adopt {
 		warns.Add("storage.adopt", "is on: the next `pulumi up` imports the kept storage; once it has, turn it off (`pulumi config set --path storage.adopt false`): "+
 			"while it is on, Pulumi refuses any change that would replace an imported resource (\"previously-imported resources that still specify an ID may not be replaced\")")

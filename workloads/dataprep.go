@@ -120,7 +120,7 @@ func VerlPrepSteps(r Run) []PrepStep {
 	model := r.Layout.Model(r.Model)
 	return []PrepStep{
 		{Name: "verl " + VerlSourceTag, Dir: src, Fresh: true,
-			Command: []string{"git", "clone", "--depth", "1", "--branch", VerlSourceTag, VerlRepository, src}},
+			Command: []string{"checkout_commit", src, VerlRepository, VerlSourceCommit}},
 		{Name: "dataset " + r.Dataset, Dir: data, Fresh: true,
 			Command: []string{"python3", path.Join(src, VerlDatasets[r.Dataset]), "--local_save_dir", data}},
 		{Name: "model " + r.Model, Dir: model,

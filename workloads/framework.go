@@ -71,6 +71,10 @@ func VerlRuntimeEnv(l Layout) RuntimeEnv {
 	return RuntimeEnv{PyModules: []string{path.Join(l.VerlSource(), "verl")}}
 }
 
+// VerlSourceCommit is VerlSourceTag's commit (volcengine/verl, `git rev-parse v0.6.0^{commit}`):
+// the checkout fetches it, and the submitter checks it before every run.
+const VerlSourceCommit = "ddd86f527a4af75095e4677b02b5aa272913a088"
+
 // VerlRepository is where the verl source comes from.
 const VerlRepository = "https://github.com/volcengine/verl.git"
 

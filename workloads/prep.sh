@@ -44,3 +44,18 @@ size_of() {
   fi
   du -shcL -- "${paths[@]}" | tail -n 1 | cut -f 1
 }
+
+# checkout_commit DIR REPOSITORY COMMIT fetches exactly COMMIT into DIR and checks that it is
+# what DIR holds: a tag can be moved to other code, a commit cannot.
+checkout_commit() {
+  local dir=$1 repo=$2 commit=$3 head
+  git -C "$dir" init -q
+  git -C "$dir" fetch -q --depth 1 "$repo" "$commit"
+  git -C "$dir" checkout -q --detach FETCH_HEAD
+  head=$(git -C "$dir" rev-parse HEAD)
+  if [[ $head != "$commit" ]]; then
+    echo "checkout of $repo: HEAD is $head, not $commit" >&2
+    return 1
+  fi
+  echo "checked out $repo at $commit"
+}

@@ -62,7 +62,13 @@ type JobArgs struct {
 	SubmitterImage string
 	NodeSelector   map[string]string
 	Storage        kube.SharedVolume
+	// Verify is a checkout on the shared volume the submitter checks before it submits: at
+	// Commit, unchanged. Empty Dir checks nothing.
+	Verify Checkout
 }
+
+// Checkout is a git checkout at a commit.
+type Checkout struct{ Dir, Commit string }
 
 // RayJob is the typed RayJob. It follows KubeRay's rules: exactly one of rayClusterSpec and
 // clusterSelector; backoffLimit only with a cluster of its own (a retry deletes the job's
@@ -130,6 +136,8 @@ func submitterTemplate(a JobArgs, runtimeEnvJSON string) *corev1.PodTemplateSpec
 					{Name: "RUNTIME_ENV_JSON", Value: runtimeEnvJSON},
 					{Name: "POLL_SECONDS", Value: fmt.Sprint(SubmitterPollSeconds)},
 					{Name: "UNREACHABLE_SECONDS", Value: fmt.Sprint(SubmitterUnreachableSeconds)},
+					{Name: "VERIFY_DIR", Value: a.Verify.Dir},
+					{Name: "VERIFY_COMMIT", Value: a.Verify.Commit},
 				},
 				// KubeRay's default submitter's (controllers/ray/common/job.go,
 				// GetDefaultSubmitterContainer).

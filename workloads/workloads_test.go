@@ -256,7 +256,7 @@ func TestVerlPrepSteps(t *testing.T) {
 	r.Model, r.Dataset, r.Layout.Root = "Qwen/Qwen2.5-32B-Instruct", "gsm8k", "/data"
 	steps := workloads.VerlPrepSteps(r)
 	require.Len(t, steps, 3)
-	assert.Equal(t, []string{"git", "clone", "--depth", "1", "--branch", "v0.6.0", "https://github.com/volcengine/verl.git", "/data/verl/v0.6.0"}, steps[0].Command)
+	assert.Equal(t, []string{"checkout_commit", "/data/verl/v0.6.0", "https://github.com/volcengine/verl.git", "ddd86f527a4af75095e4677b02b5aa272913a088"}, steps[0].Command)
 	assert.Equal(t, []string{"python3", "/data/verl/v0.6.0/examples/data_preprocess/gsm8k.py", "--local_save_dir", "/data/datasets/gsm8k"}, steps[1].Command)
 	assert.Equal(t, "/data/models/Qwen/Qwen2.5-32B-Instruct", steps[2].Dir)
 	assert.Equal(t, []string{"Qwen/Qwen2.5-32B-Instruct", "/data/models/Qwen/Qwen2.5-32B-Instruct"}, steps[2].Command[3:])

@@ -1,0 +1,85 @@
+package workloads_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/clitest"
+	"gke-rl/workloads"
+)
+
+// gitRepo is a local repository with two commits; it returns its path and the first commit,
+// which a tag would name.
+func gitRepo(t *testing.T) (string, string) {
+	t.Helper()
+	git := clitest.Tool(t, "git")
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		res := clitest.Run(t, []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}, git, append([]string{"-C", dir}, args...)...)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		return strings.TrimSpace(res.Stdout)
+	}
+	run("init", "-q")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trainer.py"), []byte("print('v0.6.0')\n"), 0o644))
+	run("add", "trainer.py")
+	run("commit", "-qm", "v0.6.0")
+	first := run("rev-parse", "HEAD")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trainer.py"), []byte("print('moved')\n"), 0o644))
+	run("commit", "-qam", "a later commit a moved tag could name")
+	return dir, first
+}
+
+// The data preparation fetches verl by commit with the real git, and checks what it got.
+func TestCheckoutFetchesTheCommit(t *testing.T) {
+	repo, commit := gitRepo(t)
+	dst := filepath.Join(t.TempDir(), "verl")
+	require.NoError(t, os.MkdirAll(dst, 0o755))
+	script := workloads.PrepScript(nil) + "checkout_commit " + dst + " " + repo + " " + commit + "\n"
+	res := clitest.RunScript(t, script)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "checked out "+repo+" at "+commit)
+	body, err := os.ReadFile(filepath.Join(dst, "trainer.py"))
+	require.NoError(t, err)
+	assert.Equal(t, "print('v0.6.0')\n", string(body), "the commit's code, not the branch head's")
+}
+
+// The submitter submits nothing when the checkout the job would ship is at another commit or
+// has changed; it submits when it is the commit, unchanged.
+func TestSubmitterVerifiesTheCheckout(t *testing.T) {
+	repo, commit := gitRepo(t)
+	verify := func(dir, want string) (string, int) {
+		ray := newFakeRay(t, map[string][]reply{
+			"job status": {{code: 1}, {files: []string{"ray-job-status-stopped.txt"}}},
+			"job submit": {{files: []string{"ray-job-submit-no-wait.txt"}}},
+			"job logs":   {{files: []string{"ray-job-logs.txt", "ray-job-status-stopped.txt"}}},
+		})
+		out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "VERIFY_DIR": dir, "VERIFY_COMMIT": want})
+		if code != 0 {
+			assert.NotContains(t, strings.Join(ray.calls(), "\n"), "job submit", "nothing submitted")
+		}
+		return out, code
+	}
+	head := clitest.Run(t, nil, clitest.Tool(t, "git"), "-C", repo, "rev-parse", "HEAD").Stdout
+	out, code := verify(repo, commit)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "is at "+strings.TrimSpace(head)+", not "+commit)
+
+	out, code = verify(repo, strings.TrimSpace(head))
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "unchanged")
+
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "trainer.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
+	out, code = verify(repo, strings.TrimSpace(head))
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "differs from")
+	assert.Contains(t, out, "M trainer.py")
+
+	out, code = verify(t.TempDir(), commit)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "is not a checkout")
+}
