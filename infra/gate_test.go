@@ -154,34 +154,18 @@ func TestGateRunsAgainOnANewRunID(t *testing.T) {
 	assert.Equal(t, before, names("gate.minBusBandwidthGBps=150", "job.maxSteps=30"), "an unrelated change renames nothing")
 
 	res := plantest.Plan(t, "h200-reserved")
-	var priority map[string]any
-	for _, m := range plan.Manifests(res) {
-		if m.Object["kind"] == "PriorityClass" {
-			priority = m.Object
-		}
-	}
-	require.NotNil(t, priority)
+	priority := one(t, res, "PriorityClass")
 	assert.EqualValues(t, 1000000, priority["value"])
 	assert.Equal(t, "PreemptLowerPriority", priority["preemptionPolicy"])
 	for _, j := range gateJobs(res) {
 		assert.Equal(t, "gke-rl-gate", plantest.Input(t, j, "spec.template.spec.priorityClassName"), j.Name)
 		assert.True(t, res.DependencyClosure(j)[res.Find("kubernetes:scheduling.k8s.io/v1:PriorityClass", "gate-priority").URN], "%s waits for its priority class", j.Name)
 	}
-	for _, pod := range manifestsOfKind(res, "RayCluster") {
+	for _, pod := range manifestsOf(res, "RayCluster") {
 		spec := pod["spec"].(map[string]any)
 		for _, g := range spec["workerGroupSpecs"].([]any) {
 			tmpl := g.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 			assert.NotContains(t, tmpl, "priorityClassName", "Ray workers have the default priority, which the gate preempts")
 		}
 	}
-}
-
-func manifestsOfKind(res *plan.Result, kind string) []map[string]any {
-	var out []map[string]any
-	for _, m := range plan.Manifests(res) {
-		if m.Object["kind"] == kind {
-			out = append(out, m.Object)
-		}
-	}
-	return out
 }
