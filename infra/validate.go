@@ -101,11 +101,20 @@ func validateCluster(c *Config, errs *Errors) {
 	if len(c.Cluster.AuthorizedNetworks) == 0 {
 		errs.Add("cluster.authorizedNetworks", "is required: the CIDRs allowed to reach the control plane, e.g. your workstation's /32 (`curl -s ifconfig.me`)")
 	}
+	seen := map[netip.Prefix]int{}
 	for i, cidr := range c.Cluster.AuthorizedNetworks {
 		key := fmt.Sprintf("cluster.authorizedNetworks[%d]", i)
-		switch p, err := parseCIDR(cidr); {
+		p, err := parseCIDR(cidr)
+		first, dup := seen[p]
+		if err == nil && !dup {
+			seen[p] = i
+		}
+		switch {
 		case err != nil:
 			errs.Add(key, "%s %v", quote(cidr), err)
+		case dup:
+			// A block listed twice is an entry edited in the wrong place, not a second network.
+			errs.Add(key, "%s is cluster.authorizedNetworks[%d] again; allowed: each block once", quote(cidr), first)
 		case p.Bits() < minAuthorizedPrefix:
 			// The authorized networks are the only gate in front of the public endpoint
 			// (gcpPublicCidrsAccessEnabled is off): a /0 or any prefix shorter than /8 opens
@@ -308,6 +317,12 @@ func validateFramework(c *Config, errs *Errors) {
 	if c.Ray.Version != "" && !semverPattern.MatchString(c.Ray.Version) {
 		errs.Add("ray.version", "%s is not a Ray version like 2.49.2", quote(c.Ray.Version))
 	}
+	// KubeRay reads rayVersion to choose what it asks of the image's Ray: it must be the
+	// version inside the image.
+	if release, ok := workloads.Releases[c.Framework]; ok && c.Ray.Version != "" && c.Ray.Image == "" && c.Ray.Version != release.RayVersion {
+		errs.Add("ray.version", "%s is not the Ray of the framework's pinned image %s (%s); allowed: %s, or set ray.image to an image that carries Ray %s",
+			quote(c.Ray.Version), release.Image, release.RayVersion, release.RayVersion, c.Ray.Version)
+	}
 	if img := c.Ray.Image; img != "" {
 		switch {
 		case !imagePattern.MatchString(img):
@@ -506,9 +521,16 @@ var gateRunIDPattern = regexp.MustCompile(`^[a-z0-9]{1,8}$`)
 var notificationChannelName = regexp.MustCompile(`^projects/[a-z0-9:.-]+/notificationChannels/[0-9]+$`)
 
 func validateMonitoring(c *Config, errs *Errors) {
+	seen := map[string]int{}
 	for i, ch := range c.Monitoring.NotificationChannels {
 		key := fmt.Sprintf("monitoring.notificationChannels[%d]", i)
+		first, dup := seen[ch]
+		if !dup {
+			seen[ch] = i
+		}
 		switch {
+		case dup:
+			errs.Add(key, "%s is monitoring.notificationChannels[%d] again, and would be notified twice; allowed: each channel once", quote(ch), first)
 		case !notificationChannelName.MatchString(ch):
 			errs.Add(key, "%s is not a notification channel; allowed: projects/<project>/notificationChannels/<number> (gcloud beta monitoring channels list --format='value(name)')", quote(ch))
 		case !c.Monitoring.Enabled:

@@ -77,6 +77,10 @@ func NeMoRLOverrides(r Run) []Override {
 		// Without a metric, keep_top_k keeps the newest checkpoints: the ones a resume needs.
 		set("checkpointing.metric_name", "null", "job.keepCheckpoints"),
 		set("logger.wandb_enabled", pyBool(r.WandB), "wandbApiKey"),
+		// The recipes' "logs" is relative to the head container's working directory: the
+		// metrics and TensorBoard logs would go with the container. On the shared volume, each
+		// attempt gets its own exp_<n> directory (run_grpo_math.py, get_next_experiment_dir).
+		set("logger.log_dir", r.Layout.Logs(), "storage.mountPath"),
 	)
 	if r.WandB {
 		o = append(o, set("logger.wandb.project", WandBProject, "wandbApiKey"), set("logger.wandb.name", r.Layout.Run, "wandbApiKey"))

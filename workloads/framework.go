@@ -103,6 +103,9 @@ func (l Layout) HFHome() string { return path.Join(l.Root, "huggingface") }
 // Checkpoints is the run's checkpoint directory.
 func (l Layout) Checkpoints() string { return path.Join(l.Root, "checkpoints", l.Run) }
 
+// Logs is the run's logs directory (NeMo RL's metrics and TensorBoard logs).
+func (l Layout) Logs() string { return path.Join(l.Root, "logs", l.Run) }
+
 // VerlSource is the verl checkout.
 func (l Layout) VerlSource() string { return path.Join(l.Root, "verl", VerlSourceTag) }
 
