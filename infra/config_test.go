@@ -153,6 +153,7 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"a checkpoint period longer than the run is refused", "b200-spot", []string{"job.checkpointPeriod=30"}, "job.checkpointPeriod", "allowed: 1 to 20"},
 		{"a checkpoint period longer than the epochs' steps is refused", "h200-reserved", []string{"job.checkpointPeriod=100"}, "job.checkpointPeriod", "58 steps: job.epochs 2 × 29 steps"},
 		{"checkpoints that do not fit the Lustre instance are refused", "b200-spot", []string{"job.keepCheckpoints=20"}, "job.keepCheckpoints", "allowed: at most 15, or a larger storage.capacityGib"},
+		{"a model size that contradicts the model's name is refused", "b200-spot", []string{"job.modelSize=8B"}, "job.modelSize", "whose name says 72B"},
 		{"an authorized network listed twice is refused", "b200-spot", []string{"cluster.authorizedNetworks[1]=203.0.113.7/32"}, "cluster.authorizedNetworks[1]", "each block once"},
 		{"a notification channel listed twice is refused", "b200-spot", []string{"monitoring.notificationChannels[0]=projects/acme/notificationChannels/1", "monitoring.notificationChannels[1]=projects/acme/notificationChannels/1"}, "monitoring.notificationChannels[1]", "each channel once"},
 		{"a Ray version other than the pinned image's is refused", "b200-spot", []string{"ray.version=2.50.1"}, "ray.version", "allowed: 2.49.2, or set ray.image"},

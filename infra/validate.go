@@ -340,8 +340,14 @@ func validateJob(c *Config, errs *Errors) {
 	if !modelPattern.MatchString(j.Model) {
 		errs.Add("job.model", "%s is not a Hugging Face model ID like Qwen/Qwen2.5-32B-Instruct", quote(j.Model))
 	}
-	if _, ok := ParseModelSize(j.ModelSize); j.ModelSize != "" && !ok {
+	if size, ok := ParseModelSize(j.ModelSize); j.ModelSize != "" && !ok {
 		errs.Add("job.modelSize", "%s is not a parameter count; allowed: a number with B or M, e.g. 72B, 1.5B, 500M", quote(j.ModelSize))
+	} else if m := modelSizePattern.FindStringSubmatch(j.Model); ok && m != nil {
+		// The size sizes verl's batches and the checkpoint estimate: two sizes cannot both hold.
+		if named, _ := sizeValue(m[1], m[2]); named != size {
+			errs.Add("job.modelSize", "%s contradicts job.model %s, whose name says %s%s; allowed: remove job.modelSize (it is read from the name), or the size the name says",
+				quote(j.ModelSize), quote(j.Model), m[1], strings.ToUpper(m[2]))
+		}
 	}
 	if strings.TrimSpace(j.Dataset) == "" {
 		errs.Add("job.dataset", "is empty; allowed: a dataset name such as DeepScaler (nemo-rl) or gsm8k (verl)")
