@@ -440,7 +440,8 @@ func validateJobBounds(c *Config, errs *Errors) {
 		errs.Add("job.checkpointPeriod", "%d steps is longer than the run (%d steps: %s): no checkpoint would be saved, and a preempted run would start over; allowed: 1 to %d", j.CheckpointPeriod, steps, basis, steps)
 	}
 	// A save writes the new checkpoint before the oldest is removed: keepCheckpoints + 1 must fit.
-	if e := estimateCheckpoint(c); e != nil && c.Storage.Type == kinds.Lustre && j.KeepCheckpoints > 0 {
+	// Only against a valid capacity (validateStorage runs first): a wrong size is its own error.
+	if e := estimateCheckpoint(c); e != nil && c.Storage.Type == kinds.Lustre && j.KeepCheckpoints > 0 && !errs.Has("storage.capacityGib") {
 		capacityGB := float64(c.Storage.CapacityGiB) * (1 << 30) / 1e9
 		if need := float64(j.KeepCheckpoints+1) * e.GB; need > capacityGB {
 			errs.Add("job.keepCheckpoints", "%d checkpoints plus the one being saved need %.0f GB (%.0f GB each), more than the Lustre instance's %.0f GB (storage.capacityGib %d); allowed: at most %d, or a larger storage.capacityGib",
