@@ -134,11 +134,10 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.Completions, job.Spec.Parallelism = &n, &n
 	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
-	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(NCCLGateDeadlineSeconds()))
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(NCCLGateDeadlineSeconds(a.NCCLNodes)))
 	return job
 }
 
-// NCCLGateDeadlineSeconds bounds the NCCL gate Job.
 // GatePriorityClass is the gate pods' priority class. A gate run again (`gate.runId`) while Ray
 // workers hold every GPU (the long-lived cluster of reservation and on-demand capacity) would
 // otherwise wait out its deadline: with a higher priority than the Ray pods (which have none, 0)
@@ -161,7 +160,16 @@ func GatePriorityClassObject() *schedulingv1.PriorityClass {
 	}
 }
 
-func NCCLGateDeadlineSeconds() int { return gatePullSeconds + ncclGateWorkSeconds }
+// NCCLGateDeadlineSeconds bounds the NCCL gate Job on nodes GPU nodes: the pull, the work, and
+// a minute for each pair of the ring that names a slow node (an mpirun start and 1 GiB
+// messages).
+func NCCLGateDeadlineSeconds(nodes int) int {
+	pairs := 0
+	if nodes > 2 {
+		pairs = nodes
+	}
+	return gatePullSeconds + ncclGateWorkSeconds + 60*pairs
+}
 
 // StorageGateDeadlineSeconds bounds the storage gate Job: the write and the read of mib MiB at
 // storageGateMinMBps each.

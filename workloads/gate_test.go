@@ -37,7 +37,10 @@ func gateArgs(nodes int) workloads.GateArgs {
 // Its eight RDMA NICs (eth2 to eth9) are up in a sysfs tree of the kernel's layout
 // (/sys/class/net/<if>/operstate holds "up" or "down", Documentation/ABI/testing/sysfs-class-net),
 // but the one named by `down`, which is down, or `absent`, which is not there.
-type gateNode struct{ gpus, ecc, nccl, ssh, down, absent string }
+//
+// `broken` names a pod whose fabric gives NCCL no figure: any run_nccl_tests.sh that includes it
+// prints nothing (the recorded run otherwise).
+type gateNode struct{ gpus, ecc, nccl, ssh, down, absent, broken string }
 
 // run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL),
 // with the container's environment and the absolute paths of the image and the node moved
@@ -82,7 +85,10 @@ printf '%s' '`+smi.String()+`'`)
 	if n.nccl != "" {
 		nccl = "cat " + filepath.Join("..", "testdata", "recorded", n.nccl)
 	}
-	write("gib/scripts/run_nccl_tests.sh", `echo "$*" > "$(dirname "$0")/args"; `+nccl)
+	if n.broken != "" {
+		nccl = `case "$*" in *` + n.broken + `.*) ;; *) ` + nccl + ` ;; esac`
+	}
+	write("gib/scripts/run_nccl_tests.sh", `echo "$*" >> "$(dirname "$0")/args"; `+nccl)
 	ssh := n.ssh
 	if ssh == "" {
 		// The peer's file holds the line its own pod printed: `hostname` there is the pod's name.
@@ -167,6 +173,7 @@ func TestNCCLGateOnOneNodeChecksItsGPUsOnly(t *testing.T) {
 func TestGateJobsHaveDeadlines(t *testing.T) {
 	nccl := workloads.NCCLGateJob(gateArgs(2))
 	assert.EqualValues(t, 30*60, *nccl.Spec.ActiveDeadlineSeconds)
+	assert.EqualValues(t, 30*60+8*60, *workloads.NCCLGateJob(gateArgs(8)).Spec.ActiveDeadlineSeconds, "a minute for each pair of the ring")
 	storage := workloads.StorageGateJob(gateArgs(2))
 	assert.EqualValues(t, 15*60+2*1, *storage.Spec.ActiveDeadlineSeconds, "4 MiB at 50 MB/s, twice")
 	assert.Equal(t, 15*60+2*86, workloads.StorageGateDeadlineSeconds(4096), "4 GiB at 50 MB/s, twice")
@@ -261,4 +268,22 @@ func TestGateResultsScriptKeepsTheGateLines(t *testing.T) {
 	res = run("rl-gate-nccl", "KUBECONFIG_DATA=apiVersion: v1\nkind: Config\nclusters: []\n")
 	assert.NotEqual(t, 0, res.Code, "a kubectl that fails fails the step")
 	assert.Empty(t, res.Stdout)
+}
+
+// A slow fabric across four nodes is traced to the node that is slow with both its neighbours:
+// each pair of the ring runs all_gather again, and the node in two failing pairs is named. A
+// healthy set of pairs names nobody.
+func TestNCCLGateNamesTheSlowNode(t *testing.T) {
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", broken: "rl-gate-nccl-2"}.run(t, workloads.NCCLGateJob(gateArgs(4)))
+	require.Error(t, err, out)
+	for _, pair := range []string{"rl-gate-nccl-0 and rl-gate-nccl-1: bus bandwidth 260.03", "rl-gate-nccl-1 and rl-gate-nccl-2: bus bandwidth none",
+		"rl-gate-nccl-2 and rl-gate-nccl-3: bus bandwidth none", "rl-gate-nccl-3 and rl-gate-nccl-0: bus bandwidth 260.03"} {
+		assert.Contains(t, out, "gate: NCCL all_gather between "+pair)
+	}
+	assert.Contains(t, out, "gate: FAILED: NCCL is below the minimum; slow in both of its pairs: rl-gate-nccl-2 (drain it")
+	assert.Contains(t, out, "-t all_gather -b 1G -e 1G rl-gate-nccl-1.rl-gate-nccl rl-gate-nccl-2.rl-gate-nccl")
+
+	out, err = gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(4)))
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "between", "a passing gate runs no pairs")
 }
