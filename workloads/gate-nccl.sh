@@ -81,9 +81,12 @@ for host in "${peers[@]:1}"; do
 done
 /usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1K -e 8G "${peers[@]}" | tee /tmp/nccl.log
 # The result table's rows: size (B), count, type, redop, root, then out-of-place time, algbw,
-# busbw (GB/s), #wrong, and the same in place. The bus bandwidth of the out-of-place run at the
-# largest size is what the gate compares; the rows from 1 GiB up are printed with it.
-rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 13 && $8 ~ /^[0-9.]+$/ { print $1, $8 }' /tmp/nccl.log)
+# busbw (GB/s), #wrong, and the same in place, each line perhaps behind mpirun's
+# `[rank,stream]<stdout>:` tag. The bus bandwidth of the out-of-place run at the largest size is
+# what the gate compares; the rows from 1 GiB up are printed with it.
+# shellcheck disable=SC2016 # an awk program: its $ are awk's
+table='{ sub(/^\[[0-9]+,[0-9]+\]<std(out|err)>:/, "") } $1 ~ /^[0-9]+$/ && NF >= 13 && $8 ~ /^[0-9.]+$/'
+rows=$(awk "$table"' { print $1, $8 }' /tmp/nccl.log)
 sizes=$(awk '$1 >= 1073741824 { printf "%s%.0f MiB %s GB/s", sep, $1 / 1048576, $2; sep = ", " }' <<<"$rows")
 read -r largest bw < <(tail -n 1 <<<"$rows") || true
 echo "$PREFIX NCCL all_gather over ${#peers[@]} nodes: bus bandwidth ${bw:-none} GB/s at ${largest:-no} B (minimum $MIN_BUS_BANDWIDTH_GBPS); from 1 GiB: ${sizes:-none}"
@@ -99,7 +102,7 @@ if ((${#peers[@]} > 2)); then
     a=${peers[i]}
     b=${peers[(i + 1) % ${#peers[@]}]}
     pair_bw=$(/usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1G -e 1G "$a" "$b" |
-      awk '$1 ~ /^[0-9]+$/ && NF >= 13 && $8 ~ /^[0-9.]+$/ { v = $8 } END { print v }') || true
+      awk "$table"' { v = $8 } END { print v }') || true
     echo "$PREFIX NCCL all_gather between ${a%%.*} and ${b%%.*}: bus bandwidth ${pair_bw:-none} GB/s"
     if ! awk -v bw="${pair_bw:-0}" -v min="$MIN_BUS_BANDWIDTH_GBPS" 'BEGIN { exit !(bw >= min) }'; then
       slow+=("${a%%.*}" "${b%%.*}")
@@ -110,6 +113,11 @@ if ((${#peers[@]} > 2)); then
     echo "$PREFIX FAILED: NCCL is below the minimum; slow in both of its pairs: $suspects (drain it and let GKE repair it)" >&2
     exit 1
   fi
+fi
+# NCCL names its transport once per communicator with NCCL_DEBUG=INFO (INIT,NET).
+if grep -q 'NCCL INFO Using network Socket' /tmp/nccl.log; then
+  echo "$PREFIX FAILED: NCCL is below the minimum and ran over TCP sockets (NCCL INFO Using network Socket), not the RDMA NICs: check the RDMA installer DaemonSet and the rdma-* Network objects" >&2
+  exit 1
 fi
 echo "$PREFIX FAILED: NCCL is below the minimum; is it on RDMA? grep NET/ in this log" >&2
 exit 1

@@ -97,6 +97,9 @@ func ncclGateEnv(a GateArgs) []corev1.EnvVar {
 		// `--mca orte_keep_fqdn_hostnames 1`); the image's run_nccl_tests.sh starts mpirun, which
 		// reads MCA parameters from the environment.
 		{Name: "OMPI_MCA_orte_keep_fqdn_hostnames", Value: "1"},
+		// NCCL then names its transport ("Using network ..."), which a failure reports.
+		{Name: "NCCL_DEBUG", Value: "INFO"},
+		{Name: "NCCL_DEBUG_SUBSYS", Value: "INIT,NET"},
 		{Name: "GPUS", Value: strconv.Itoa(a.GPUsPerNode)},
 		{Name: "RDMA_INTERFACES", Value: strings.Join(gpunode.RDMAInterfaces(a.NICs), " ")},
 		{Name: "HOSTS", Value: strings.Join(hosts, " ")},

@@ -130,6 +130,7 @@ func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 		"a missing GPU":            {gateNode{gpus: "7", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
 		"an uncorrected ECC error": {gateNode{gpus: "8", ecc: "2", nccl: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
 		"no figure from NCCL":      {gateNode{gpus: "8", ecc: "0"}, "gate: FAILED: NCCL is below the minimum"},
+		"NCCL over TCP":            {gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_reduce-tcp-socket-2node.txt"}, "gate: FAILED: NCCL is below the minimum and ran over TCP sockets"},
 		"an RDMA NIC down":         {gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", down: "eth5"}, "gate: FAILED: RDMA NICs on " /* host */},
 		"an RDMA NIC missing":      {gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", absent: "eth9"}, ": eth9 absent"},
 	}
@@ -286,4 +287,12 @@ func TestNCCLGateNamesTheSlowNode(t *testing.T) {
 	out, err = gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(4)))
 	require.NoError(t, err, out)
 	assert.NotContains(t, out, "between", "a passing gate runs no pairs")
+}
+
+// The recorded run over TCP (mpirun's `[1,0]<stdout>:` tags on every line) is read through its
+// tags: about 2 GB/s at 1 GiB, named as TCP.
+func TestNCCLGateReadsTaggedOutput(t *testing.T) {
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_reduce-tcp-socket-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	require.Error(t, err, out)
+	assert.Contains(t, out, "gate: NCCL all_gather over 2 nodes: bus bandwidth 2.00 GB/s at 1073741824 B (minimum 100); from 1 GiB: 1024 MiB 2.00 GB/s")
 }
