@@ -296,3 +296,14 @@ func TestNCCLGateReadsTaggedOutput(t *testing.T) {
 	require.Error(t, err, out)
 	assert.Contains(t, out, "gate: NCCL all_gather over 2 nodes: bus bandwidth 2.00 GB/s at 1073741824 B (minimum 100); from 1 GiB: 1024 MiB 2.00 GB/s")
 }
+
+// On eight nodes every node's GPU line reaches the results: index 0 prints its own and collects
+// the seven others'.
+func TestNCCLGateReportsEveryNode(t *testing.T) {
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(8)))
+	require.NoError(t, err, out)
+	for i := 1; i < 8; i++ {
+		assert.Contains(t, out, "gate: GPU health on rl-gate-nccl-"+strconv.Itoa(i)+": 8 GPUs, 0 uncorrected ECC errors")
+	}
+	assert.Contains(t, out, "over 8 nodes")
+}
