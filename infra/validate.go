@@ -99,7 +99,7 @@ func validateCluster(c *Config, errs *Errors) {
 	}
 	oneOf(errs, "cluster.releaseChannel", c.Cluster.ReleaseChannel, releaseChannels)
 	if len(c.Cluster.AuthorizedNetworks) == 0 {
-		errs.Add("cluster.authorizedNetworks", "is required: the CIDRs allowed to reach the control plane, e.g. your workstation's /32 (`curl -s ifconfig.me`)")
+		errs.Add("cluster.authorizedNetworks", "is required: the CIDRs allowed to reach the control plane, e.g. your workstation's /32 (`curl -4 -s ifconfig.me`)")
 	}
 	seen := map[netip.Prefix]int{}
 	for i, cidr := range c.Cluster.AuthorizedNetworks {

@@ -34,14 +34,24 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	stack := fs.String("stack", "", "stack name: reads Pulumi.<stack>.yaml (required)")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into this directory")
-	destroy := fs.Bool("destroy", false, "print what `pulumi destroy` would do: the order, and what stays")
+	// No backquotes in a usage text: the flag package takes a quoted word for the value's name.
+	destroy := fs.Bool("destroy", false, "print what pulumi destroy would do: the order, and what stays")
 	var overrides repeated
 	fs.Var(&overrides, "config", "override a config value, PATH=VALUE in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy]")
+		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy]")
 		fs.PrintDefaults()
 	}
+	// Help asked for is an answer, on stdout, not a usage error.
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
+			fs.SetOutput(stdout)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
 		return ExitUsage
 	}
 	if *stack == "" || fs.NArg() > 0 {

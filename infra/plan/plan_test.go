@@ -59,6 +59,20 @@ func runMain(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// --help answers on stdout with status 0; each flag shows its own name, not a word of its text.
+func TestCLIHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		code, out, errOut := runMain(t, arg)
+		assert.Equal(t, plan.ExitOK, code, arg)
+		assert.Empty(t, errOut, arg)
+		assert.Contains(t, out, "usage: go run . plan --stack NAME")
+		assert.Contains(t, out, "  -destroy\n    \tprint what pulumi destroy would do")
+	}
+	code, _, errOut := runMain(t)
+	assert.Equal(t, plan.ExitUsage, code, "no stack is a usage error")
+	assert.Contains(t, errOut, "usage:")
+}
+
 func TestCLITreeEndsWithCount(t *testing.T) {
 	code, out, errOut := runMain(t, "--stack", "b200-spot")
 	require.Equal(t, plan.ExitOK, code, errOut)
