@@ -58,7 +58,7 @@ type Config struct {
 	HFToken     Secret
 	WandbAPIKey Secret
 
-	// explicit marks the optional numbers that the stack sets.
+	// explicit marks the optional keys that the stack sets (explicitKeys).
 	explicit map[string]bool
 }
 

@@ -58,3 +58,12 @@ func TestRunDeadlineSetOrUnknown(t *testing.T) {
 	assert.Equal(t, "34h (job.activeDeadlineSeconds 122400): startup 2h + 20 steps (job.maxSteps 20) × 60 min + 3 retries × (startup + job.checkpointPeriod's steps)", res.Outputs["runDeadline"])
 	assert.Equal(t, 2*3600, int(infra.DeadlineStartup.Seconds()))
 }
+
+// A Lustre size the tier refuses is its own error: the checkpoint-fit rule does not pile a
+// second one on it.
+func TestCheckpointFitOnlyAgainstAValidCapacity(t *testing.T) {
+	_, err := plantest.TryResolve("b200-spot", "storage.capacityGib=100")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "storage.capacityGib: 100 does not fit")
+	assert.NotContains(t, err.Error(), "job.keepCheckpoints")
+}

@@ -233,13 +233,14 @@ func applyDefaults(c *Config, r *rawConfig) {
 	if r.Job.MaxSteps == nil && r.Job.Epochs == nil {
 		c.Job.MaxSteps = DefaultMaxSteps
 	}
-	// The raw pointers tell validate which numbers the user set to zero or below.
-	c.explicit = explicitNumbers(r)
+	// The raw pointers tell which keys the stack sets: validate rejects an explicit zero, the
+	// warnings name keys that do nothing, an unset deadline is derived.
+	c.explicit = explicitKeys(r)
 }
 
-// explicitNumbers records the optional job numbers that the stack sets, so that validate can
-// reject an explicit zero while leaving an unset key alone.
-func explicitNumbers(r *rawConfig) map[string]bool {
+// explicitKeys records the optional keys that the stack sets, which the defaults would otherwise
+// hide.
+func explicitKeys(r *rawConfig) map[string]bool {
 	return map[string]bool{
 		"job.maxSteps": r.Job.MaxSteps != nil,
 		"job.epochs":   r.Job.Epochs != nil,

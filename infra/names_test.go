@@ -110,33 +110,3 @@ func TestEveryDerivedNameFitsItsResource(t *testing.T) {
 		}
 	}
 }
-
-// labelsOf are the labels of an object and of its pod templates, wherever they nest.
-func labelsOf(obj map[string]any) map[string]string {
-	out := map[string]string{}
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, e := range t {
-				if k == "labels" {
-					if m, ok := e.(map[string]any); ok {
-						for lk, lv := range m {
-							if s, ok := lv.(string); ok {
-								out[lk] = s
-							}
-						}
-					}
-					continue
-				}
-				walk(e)
-			}
-		case []any:
-			for _, e := range t {
-				walk(e)
-			}
-		}
-	}
-	walk(obj)
-	return out
-}

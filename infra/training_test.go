@@ -583,3 +583,39 @@ func TestDataPrepDoesNotWaitForTheGate(t *testing.T) {
 		assert.Contains(t, jobDeps, want)
 	}
 }
+
+// The data preparation keeps Hugging Face's Xet chunk cache on the container's disk, not on the
+// shared volume; verl's runs against its checkout without writing bytecode into it. verl's
+// submitter checks that checkout's commit; NeMo RL ships no checkout.
+func TestPrepCachesAndTheCheckedCheckout(t *testing.T) {
+	verl := plantest.Plan(t, "h200-reserved")
+	prep := get(t, prepJob(t, verl), "spec.template.spec.containers.0.env").([]any)
+	env := map[string]string{}
+	for _, e := range prep {
+		env[e.(map[string]any)["name"].(string)] = fmt.Sprint(e.(map[string]any)["value"])
+	}
+	assert.Equal(t, "/tmp/hf-xet", env["HF_XET_CACHE"])
+	assert.Equal(t, "1", env["PYTHONDONTWRITEBYTECODE"])
+	assert.Equal(t, "/data/verl/v0.6.0", env["PYTHONPATH"])
+	submitter := get(t, one(t, verl, "RayJob"), "spec.submitterPodTemplate.spec.containers.0.env").([]any)
+	senv := map[string]string{}
+	for _, e := range submitter {
+		senv[e.(map[string]any)["name"].(string)] = fmt.Sprint(e.(map[string]any)["value"])
+	}
+	assert.Equal(t, "/data/verl/v0.6.0", senv["VERIFY_DIR"])
+	assert.Equal(t, "ddd86f527a4af75095e4677b02b5aa272913a088", senv["VERIFY_COMMIT"])
+
+	nemo := plantest.Resolve(t, "b200-spot")
+	assert.Contains(t, nemo.Run.Prep.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "HF_XET_CACHE", Value: "/tmp/hf-xet"})
+	assert.Empty(t, envValue(nemo.Run.RayJob.Spec.SubmitterPodTemplate.Spec.Containers[0].Env, "VERIFY_DIR"), "no checkout to check")
+}
+
+// The CPU nodes' boot disk holds the framework images (an in-place update of the pool).
+func TestCPUNodesHaveRoomForTheFrameworkImages(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack)
+		pool := res.Find("gcp:container/nodePool:NodePool", "cluster-cpu")
+		require.NotNil(t, pool)
+		assert.EqualValues(t, 300, plantest.Input(t, pool, "nodeConfig.diskSizeGb"), stack)
+	}
+}

@@ -127,7 +127,7 @@ func HeadTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			Volumes:            append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
 		},
 	}
-	kube.Harden(&t.Spec, true)
+	kube.Harden(&t.Spec)
 	return t
 }
 
@@ -164,7 +164,7 @@ func WorkerTemplate(a SpecArgs) corev1.PodTemplateSpec {
 			Volumes:            slices.Concat([]corev1.Volume{a.Storage.Volume()}, gpunode.Volumes(a.GPU.SharedMemoryGiB), a.Volumes),
 		},
 	}
-	kube.Harden(&t.Spec, true)
+	kube.Harden(&t.Spec)
 	return t
 }
 

@@ -127,13 +127,14 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 				Env:          append([]corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}}, ncclGateEnv(a)...),
 				Resources:    corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
 				VolumeMounts: gpunode.VolumeMounts(),
+				// sshd, MPI's transport between the pods, runs in it: privilege escalation stays
+				// allowed (kube.Harden denies it to every other container).
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)},
 			}},
 			// 250 GiB of /dev/shm, as the upstream NCCL test (gpudirect-rdma/nccl-test-a4.yaml).
 			Volumes: gpunode.Volumes(250),
 		},
 	})
-	// sshd (MPI's transport) runs in it: privilege escalation stays allowed.
-	job.Spec.Template.Spec.Containers[0].SecurityContext = nil
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.Completions, job.Spec.Parallelism = &n, &n
 	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}

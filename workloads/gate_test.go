@@ -205,6 +205,13 @@ func TestNCCLGateJobShape(t *testing.T) {
 	assert.Equal(t, job.Name, pod.Subdomain)
 	assert.Equal(t, "8", pod.Containers[0].Resources.Limits.Name(gpunode.GPUResource, "").String(), "every GPU of the node")
 	assert.Equal(t, []string{"nvidia.com/gpu"}, []string{pod.Tolerations[0].Key})
+	env := map[string]string{}
+	for _, e := range pod.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	assert.Equal(t, "INFO", env["NCCL_DEBUG"], "NCCL names its transport, which a TCP failure reports")
+	assert.Equal(t, "INIT,NET", env["NCCL_DEBUG_SUBSYS"])
+	assert.Equal(t, "eth2 eth3 eth4 eth5 eth6 eth7 eth8 eth9", env["RDMA_INTERFACES"], "the RDMA NICs of the interfaces annotation, after eth0 and gVNIC's eth1")
 }
 
 func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // backoffLimit, and a retry is a new pod.
 func runOnceJob(name, namespace string, backoffLimit int32, template corev1.PodTemplateSpec) *batchv1.Job {
 	template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	kube.Harden(&template.Spec, true)
+	kube.Harden(&template.Spec)
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},

@@ -149,6 +149,6 @@ func submitterTemplate(a JobArgs, runtimeEnvJSON string) *corev1.PodTemplateSpec
 			}},
 		},
 	}
-	kube.Harden(&t.Spec, true)
+	kube.Harden(&t.Spec)
 	return t
 }

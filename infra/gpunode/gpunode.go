@@ -92,10 +92,11 @@ func NICs(rdmaSubnets int) []NIC {
 
 // RDMAInterfaces are the pod interface names of the RDMA NICs (Interfaces' order).
 func RDMAInterfaces(nics []NIC) []string {
+	interfaces := Interfaces(nics)
 	var out []string
 	for i, n := range nics {
 		if n.Kind == RDMA {
-			out = append(out, "eth"+strconv.Itoa(i+1))
+			out = append(out, interfaces[i+1].InterfaceName) // eth0 is the pod network
 		}
 	}
 	return out
