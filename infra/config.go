@@ -138,6 +138,12 @@ type RayConfig struct {
 type JobConfig struct {
 	Enabled bool   `json:"enabled"`
 	Model   string `json:"model"`
+	// Revisions pin the Hugging Face Hub downloads, keyed by repository ID (the model's and
+	// the datasets' the run loads, workloads.HubDatasets): a full commit ID, a tag or a branch.
+	// A repository without one is fetched at its default branch, and the data preparation logs
+	// the commit it got. Keyed by ID, a pin stays with its repository: switching job.model
+	// leaves the old model's pin inert instead of applying it to another repository.
+	Revisions map[string]string `json:"revisions"`
 	// ModelSize is the parameter count (72B, 1.5B, 500M) when the model ID does not say it.
 	ModelSize            string   `json:"modelSize"`
 	Dataset              string   `json:"dataset"`

@@ -52,7 +52,8 @@ func decodeObject(prefix, raw string, target any, errs *Errors) {
 	}
 }
 
-// decodeValue decodes one JSON value into a pointer-to-scalar or a string-slice field.
+// decodeValue decodes one JSON value into a pointer-to-scalar, a string-slice or a string-map
+// field.
 func decodeValue(raw json.RawMessage, field reflect.Value) error {
 	if string(raw) == "null" {
 		return nil
@@ -86,6 +87,12 @@ func decodeValue(raw json.RawMessage, field reflect.Value) error {
 			return err
 		}
 		field.Set(reflect.ValueOf(list))
+	case map[string]string:
+		var m map[string]string
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("is not a map of names to strings; set one entry with `pulumi config set --path '<key>[\"<name>\"]' <value>`")
+		}
+		field.Set(reflect.ValueOf(m))
 	default:
 		return fmt.Errorf("has an unsupported type %s", field.Type())
 	}

@@ -69,17 +69,18 @@ type rawConfig struct {
 		Mirror  *bool   `json:"mirror"`
 	}
 	Job struct {
-		Enabled              *bool    `json:"enabled"`
-		Model                *string  `json:"model"`
-		ModelSize            *string  `json:"modelSize"`
-		Dataset              *string  `json:"dataset"`
-		MaxSteps             *int     `json:"maxSteps"`
-		Epochs               *int     `json:"epochs"`
-		PromptsPerStep       *int     `json:"promptsPerStep"`
-		GenerationsPerPrompt *int     `json:"generationsPerPrompt"`
-		CheckpointPeriod     *int     `json:"checkpointPeriod"`
-		KeepCheckpoints      *int     `json:"keepCheckpoints"`
-		Args                 []string `json:"args"`
+		Enabled              *bool             `json:"enabled"`
+		Model                *string           `json:"model"`
+		Revisions            map[string]string `json:"revisions"`
+		ModelSize            *string           `json:"modelSize"`
+		Dataset              *string           `json:"dataset"`
+		MaxSteps             *int              `json:"maxSteps"`
+		Epochs               *int              `json:"epochs"`
+		PromptsPerStep       *int              `json:"promptsPerStep"`
+		GenerationsPerPrompt *int              `json:"generationsPerPrompt"`
+		CheckpointPeriod     *int              `json:"checkpointPeriod"`
+		KeepCheckpoints      *int              `json:"keepCheckpoints"`
+		Args                 []string          `json:"args"`
 
 		Recipe                *string `json:"recipe"`
 		BackoffLimit          *int    `json:"backoffLimit"`
@@ -205,6 +206,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 	c.Job = JobConfig{
 		Enabled:              or(r.Job.Enabled, true),
 		Model:                or(r.Job.Model, DefaultModel),
+		Revisions:            r.Job.Revisions,
 		ModelSize:            or(r.Job.ModelSize, ""),
 		Dataset:              or(r.Job.Dataset, defaultDatasets[c.Framework]),
 		MaxSteps:             or(r.Job.MaxSteps, 0),

@@ -252,6 +252,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 	billions, _ := modelParameters(c)
 	run := workloads.Run{
 		Model:                c.Job.Model,
+		Revisions:            c.Job.Revisions,
 		ModelBillions:        billions / 1e9,
 		Dataset:              c.Job.Dataset,
 		Recipe:               c.Job.Recipe,

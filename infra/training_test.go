@@ -132,7 +132,8 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 	prep := prepJob(t, res)
 	script := get(t, prep, "spec.template.spec.containers.0.command.2").(string)
 	assert.Contains(t, script, "checkout_commit /data/verl/v0.6.0 https://github.com/volcengine/verl.git ddd86f527a4af75095e4677b02b5aa272913a088")
-	assert.Contains(t, script, "gsm8k.py --local_save_dir /data/datasets/gsm8k")
+	const gsm8k = "740312add88f781978c0658806c59bc2815b9866" // the stack's pin of openai/gsm8k
+	assert.Contains(t, script, "gsm8k.py --local_dataset_path /data/datasets/hub/openai/gsm8k@"+gsm8k+" --local_save_dir /data/datasets/gsm8k@"+gsm8k)
 	assert.Equal(t, "rl-storage", get(t, prep, "spec.template.spec.serviceAccountName"))
 	assert.Equal(t, "true", get(t, prep, "spec.template.metadata.annotations.gke-gcsfuse/volumes"))
 	assert.Equal(t, map[string]any{"cloud.google.com/gke-nodepool": "verl-h200-cpu"}, get(t, prep, "spec.template.spec.nodeSelector"))

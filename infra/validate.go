@@ -352,6 +352,7 @@ func validateJob(c *Config, errs *Errors) {
 	if strings.TrimSpace(j.Dataset) == "" {
 		errs.Add("job.dataset", "is empty; allowed: a dataset name such as DeepScaler (nemo-rl) or gsm8k (verl)")
 	}
+	validateRevisions(c, errs)
 	positive := []struct {
 		key   string
 		value int
@@ -414,6 +415,20 @@ func validateJob(c *Config, errs *Errors) {
 		errs.Add("job.recipe", "%s is not a GRPO math recipe of NeMo RL %s; allowed: %s", quote(j.Recipe), workloads.NeMoRLConfigTag, strings.Join(workloads.NeMoRLRecipes(), ", "))
 	}
 }
+
+// validateRevisions checks that every pinned revision can name a Hub revision. A pin of a
+// repository the run does not load is inert, and only warned about (warnUnpinned): switching
+// job.model or job.dataset with one --config must not also require removing the old pins.
+func validateRevisions(c *Config, errs *Errors) {
+	for _, id := range slices.Sorted(maps.Keys(c.Job.Revisions)) {
+		if why := workloads.CheckRevision(c.Job.Revisions[id]); why != "" {
+			errs.Add(revisionKey(id), "%s", why)
+		}
+	}
+}
+
+// revisionKey is the config path of one pin, as `pulumi config set --path` takes it.
+func revisionKey(id string) string { return fmt.Sprintf("job.revisions[%q]", id) }
 
 // Bounds of the run's retry and time keys.
 const (

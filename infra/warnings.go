@@ -1,12 +1,16 @@
 package infra
 
 import (
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"gke-rl/cluster"
 	"gke-rl/infra/kinds"
+	"gke-rl/workloads"
 )
 
 // warnings are the problems worth a look that do not stop the plan, `key: message` like errors.
@@ -16,6 +20,7 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 		warns.Add("job.activeDeadlineSeconds", "the run has no deadline: its length is unknown (job.epochs %d on %s, whose size the planner does not know); a run that hangs holds its GPUs until someone stops it: set job.maxSteps or job.activeDeadlineSeconds",
 			c.Job.Epochs, quote(c.Job.Dataset))
 	}
+	warnUnpinned(c, &warns)
 	warnExclusion(c, &warns)
 	warnInapplicable(c, &warns)
 	if img := c.Ray.Image; img != "" && !strings.Contains(img, "@sha256:") {
@@ -107,5 +112,34 @@ func warnExclusion(c *Config, warns *Errors) {
 	case left < exclusionWarningDays*24*time.Hour:
 		warns.Add("cluster.noUpgradesUntil", "the exclusion of minor and node upgrades ends in %d days (%s): GKE then upgrades nodes again, one at a time, draining GPU nodes mid-run; "+
 			"plan the upgrade between runs, or move it forward within the cluster's minor version's support", int(math.Ceil(left.Hours()/24)), until.Format(time.DateOnly))
+	}
+}
+
+// warnUnpinned names the downloads that are not pinned to a commit (a branch or a tag can be
+// moved to other weights or rows, so that two preparations of one stack differ), and the pins
+// of repositories the run does not load.
+func warnUnpinned(c *Config, warns *Errors) {
+	if !c.Job.Enabled {
+		return
+	}
+	loaded := append([]string{c.Job.Model}, workloads.HubDatasets(c.Framework, c.Job.Dataset)...)
+	var loose []string
+	for _, id := range loaded {
+		switch rev := c.Job.Revisions[id]; {
+		case rev == "":
+			loose = append(loose, id+" (unpinned: its default branch)")
+		case !workloads.IsCommit(rev):
+			loose = append(loose, fmt.Sprintf("%s (%s, a tag or branch)", id, quote(rev)))
+		}
+	}
+	if len(loose) > 0 {
+		warns.Add("job.revisions", "the data preparation fetches %s at a revision that can move (its log records the commit it got); pin each to a commit: `pulumi config set --path 'job.revisions[\"%s\"]' <40-character commit ID>`",
+			strings.Join(loose, ", "), strings.SplitN(loose[0], " ", 2)[0])
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.Job.Revisions)) {
+		if !slices.Contains(loaded, id) {
+			warns.Add(revisionKey(id), "pins %s, which the run does not load (it loads %s): the pin does nothing; remove it (`pulumi config rm --path 'job.revisions[\"%s\"]'`)",
+				quote(id), strings.Join(loaded, ", "), id)
+		}
 	}
 }

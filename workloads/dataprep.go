@@ -63,17 +63,6 @@ func PrepScript(steps []PrepStep) string {
 	return b.String()
 }
 
-// downloadModel fetches a Hugging Face model into a directory (the token, when set, is read from
-// HF_TOKEN_PATH); the Python API is used because the CLI's name changed across releases.
-const downloadModel = "import sys; from huggingface_hub import snapshot_download; snapshot_download(repo_id=sys.argv[1], local_dir=sys.argv[2])"
-
-// cacheModel fetches a Hugging Face model into the Hugging Face cache under HF_HOME, where
-// NeMo RL's from_pretrained(policy.model_name) finds it.
-const cacheModel = "import sys; from huggingface_hub import snapshot_download; print(snapshot_download(repo_id=sys.argv[1]))"
-
-// cacheDatasets fetches Hugging Face datasets, every split, into the datasets cache under HF_HOME.
-const cacheDatasets = "import sys, datasets; [print(name, datasets.load_dataset(name)) for name in sys.argv[1:]]"
-
 // NeMoRLDatasetSources are the Hugging Face datasets that NeMo RL v0.5.0 loads for each
 // `data.dataset_name` of the math GRPO example, training then validation
 // (nemo_rl/data/datasets/response_datasets/{deepscaler,dapo_math,openmathinstruct2}.py).
@@ -83,18 +72,27 @@ var NeMoRLDatasetSources = map[string][]string{
 	"OpenMathInstruct-2": {"nvidia/OpenMathInstruct-2"},
 }
 
-// NeMoRLPrepSteps stage the model and the datasets in the Hugging Face cache on the shared
-// volume, so that the run's GPU nodes find them there instead of downloading on GPU time.
+// modelStep downloads the model at its revision into its own directory, which both
+// frameworks load by path (NeMo RL's policy.model_name, verl's actor_rollout_ref.model.path).
+func modelStep(r Run) PrepStep {
+	dir := r.ModelDir()
+	return PrepStep{Name: "model " + r.Model, Dir: dir, Command: fetchCommand(hubModel, r.Model, r.Revisions[r.Model], dir)}
+}
+
+// NeMoRLPrepSteps stage the model on the shared volume and the datasets in its Hugging Face
+// cache, so that the run's GPU nodes find them there instead of downloading on GPU time. NeMo
+// RL loads its datasets by name (load_dataset): offline, the datasets library takes the copy in
+// its cache.
 func NeMoRLPrepSteps(r Run) []PrepStep {
-	prepared := path.Join(r.Layout.Root, "prepared")
-	return []PrepStep{
-		{Name: "model " + r.Model, Dir: path.Join(prepared, "models", r.Model),
-			SizeOf:  []string{hubCacheDir(r.Layout, "model", r.Model)},
-			Command: []string{"python3", "-c", cacheModel, r.Model}},
-		{Name: "dataset " + r.Dataset, Dir: path.Join(prepared, "datasets", r.Dataset),
-			SizeOf:  datasetCacheDirs(r.Layout, NeMoRLDatasetSources[r.Dataset]),
-			Command: append([]string{"python3", "-c", cacheDatasets}, NeMoRLDatasetSources[r.Dataset]...)},
+	steps := []PrepStep{modelStep(r)}
+	for _, id := range NeMoRLDatasetSources[r.Dataset] {
+		rev := r.Revisions[id]
+		steps = append(steps, PrepStep{Name: "dataset " + id,
+			Dir:     atRevision(path.Join(r.Layout.Root, "prepared", "datasets", id), rev),
+			SizeOf:  []string{hubCacheDir(r.Layout, hubDataset, id)},
+			Command: fetchCommand(hubDataset, id, rev, "")})
 	}
+	return steps
 }
 
 // hubCacheDir is where the Hugging Face hub cache keeps a repository: `<type>s--<org>--<name>`
@@ -103,28 +101,21 @@ func hubCacheDir(l Layout, repoType, repoID string) string {
 	return path.Join(l.HFHome(), "hub", repoType+"s--"+strings.ReplaceAll(repoID, "/", "--"))
 }
 
-// datasetCacheDirs are where the hub cache keeps datasets' downloaded files (the datasets
-// library's Arrow copy, under $HF_HOME/datasets, is derived from them and not counted).
-func datasetCacheDirs(l Layout, ids []string) []string {
-	var dirs []string
-	for _, id := range ids {
-		dirs = append(dirs, hubCacheDir(l, "dataset", id))
-	}
-	return dirs
-}
-
-// VerlPrepSteps check out verl, turn the dataset into parquet files and download the model.
+// VerlPrepSteps check out verl, download the dataset at its revision, turn it into parquet
+// files with verl's script and download the model.
 func VerlPrepSteps(r Run) []PrepStep {
 	src := r.Layout.VerlSource()
-	data := r.Layout.Dataset(r.Dataset)
-	model := r.Layout.Model(r.Model)
+	hub := VerlDatasetSources[r.Dataset]
+	rev := r.Revisions[hub]
+	raw := atRevision(path.Join(r.Layout.Root, "datasets", "hub", hub), rev)
+	data := r.DatasetDir()
 	return []PrepStep{
 		{Name: "verl " + VerlSourceTag, Dir: src, Fresh: true,
 			Command: []string{"checkout_commit", src, VerlRepository, VerlSourceCommit}},
+		{Name: "dataset " + hub, Dir: raw, Command: fetchCommand(hubDataset, hub, rev, raw)},
 		{Name: "dataset " + r.Dataset, Dir: data, Fresh: true,
-			Command: []string{"python3", path.Join(src, VerlDatasets[r.Dataset]), "--local_save_dir", data}},
-		{Name: "model " + r.Model, Dir: model,
-			Command: []string{"python3", "-c", downloadModel, r.Model, model}},
+			Command: []string{"python3", path.Join(src, VerlDatasets[r.Dataset]), "--local_dataset_path", raw, "--local_save_dir", data}},
+		modelStep(r),
 	}
 }
 

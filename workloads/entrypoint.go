@@ -19,6 +19,10 @@ type Run struct {
 	// verl's micro batches, rollout parallelism and offloading.
 	ModelBillions float64
 	Dataset       string
+	// Revisions pin the Hub downloads (a commit, a tag or a branch), keyed by repository ID:
+	// the model's and the datasets' (HubDatasets). A repository without one is fetched at its
+	// default branch as it is when the data preparation runs.
+	Revisions map[string]string
 	// Recipe is NeMo RL's config file, relative to its source directory.
 	Recipe      string
 	Nodes       int
@@ -40,6 +44,14 @@ type Run struct {
 	Extra []string
 }
 
+// ModelDir is the model's copy on the shared volume, named after its revision.
+func (r Run) ModelDir() string { return atRevision(r.Layout.Model(r.Model), r.Revisions[r.Model]) }
+
+// DatasetDir is verl's prepared dataset, named after the revision of its Hub source.
+func (r Run) DatasetDir() string {
+	return atRevision(r.Layout.Dataset(r.Dataset), r.Revisions[VerlDatasetSources[r.Dataset]])
+}
+
 // Override is one `key=value` framework override and the config key it comes from.
 type Override = frameworkconfig.Override
 
@@ -52,7 +64,7 @@ const WandBProject = "gke-rl"
 // key of the v0.5.0 recipes (frameworkconfig/data), which the plan checks.
 func NeMoRLOverrides(r Run) []Override {
 	o := []Override{
-		set("policy.model_name", r.Model, "job.model"),
+		set("policy.model_name", r.ModelDir(), "job.model"),
 		set("cluster.num_nodes", fmt.Sprint(r.Nodes), "gpu.nodes"),
 		set("cluster.gpus_per_node", fmt.Sprint(r.GPUsPerNode), "gpu.type"),
 		set("grpo.num_prompts_per_step", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
@@ -132,7 +144,7 @@ func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 		"POLL_SECONDS=" + fmt.Sprint(RetryPollSeconds),
 	}
 	if f == kinds.NeMoRL {
-		env = append(env, "CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.Model))
+		env = append(env, "CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.ModelDir()))
 	}
 	words := append([]string{"env"}, env...)
 	// `bash -c SCRIPT NAME ARGS...`: NAME is the script's $0, ARGS its "$@".
@@ -181,7 +193,7 @@ func SizeVerl(billions float64, gpusPerNode int) VerlSizing {
 // VerlOverrides are the overrides of verl's PPO trainer for GRPO, in a fixed order. Every key is
 // a key of verl v0.6.0's composed config (frameworkconfig/data), which the plan checks.
 func VerlOverrides(r Run) []Override {
-	data := r.Layout.Dataset(r.Dataset)
+	data := r.DatasetDir()
 	loggers := `["console"]`
 	if r.WandB {
 		loggers = `["console","wandb"]`
@@ -192,7 +204,7 @@ func VerlOverrides(r Run) []Override {
 		set("data.train_files", data+"/train.parquet", "job.dataset"),
 		set("data.val_files", data+"/test.parquet", "job.dataset"),
 		set("data.train_batch_size", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
-		set("actor_rollout_ref.model.path", r.Layout.Model(r.Model), "job.model"),
+		set("actor_rollout_ref.model.path", r.ModelDir(), "job.model"),
 		set("actor_rollout_ref.model.use_remove_padding", "True", "job.model"),
 		// One optimizer step per GRPO step, as with NeMo RL; verl requires
 		// train_batch_size >= ppo_mini_batch_size (default 256).

@@ -74,7 +74,7 @@ func TestNeMoRLEntrypoint(t *testing.T) {
 	assert.Equal(t, "/opt/nemo-rl", runEnv(t, words(t, workloads.NeMoRLEntrypoint(r)))["WORKDIR"])
 	o := overrides(ws[8:])
 	assert.Equal(t, map[string]string{
-		"policy.model_name":                  "Qwen/Qwen2.5-72B-Instruct",
+		"policy.model_name":                  "/lustre/models/Qwen/Qwen2.5-72B-Instruct", // loaded from the prepared copy
 		"cluster.num_nodes":                  "8",
 		"cluster.gpus_per_node":              "8",
 		"grpo.max_num_steps":                 "20",
@@ -217,23 +217,73 @@ func TestTokensReachPodsAsFiles(t *testing.T) {
 	assert.Len(t, workloads.Tokens{HasWandB: true}.Env(), 1)
 }
 
-func TestNeMoRLPrepStagesTheModelAndDatasetsInTheCache(t *testing.T) {
+func TestNeMoRLPrepStagesTheModelByPathAndTheDatasetsInTheCache(t *testing.T) {
 	steps := workloads.NeMoRLPrepSteps(run())
-	require.Len(t, steps, 2)
-	assert.Equal(t, "Qwen/Qwen2.5-72B-Instruct", steps[0].Command[3])
-	assert.Contains(t, steps[0].Command[2], "snapshot_download(repo_id=sys.argv[1])", "into the cache under HF_HOME, where from_pretrained finds it")
-	assert.Equal(t, []string{"agentica-org/DeepScaleR-Preview-Dataset", "HuggingFaceH4/aime_2024"}, steps[1].Command[3:])
+	require.Len(t, steps, 3, "the model, then each Hub dataset DeepScaler loads")
+	assert.Equal(t, "/lustre/models/Qwen/Qwen2.5-72B-Instruct", steps[0].Dir)
+	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-72B-Instruct", "", "/lustre/models/Qwen/Qwen2.5-72B-Instruct"}, steps[0].Command[3:],
+		"unpinned: the default branch, into the directory policy.model_name names")
+	assert.Equal(t, []string{"dataset", "agentica-org/DeepScaleR-Preview-Dataset", ""}, steps[1].Command[3:], "into the cache, where load_dataset finds it offline")
+	assert.Equal(t, []string{"dataset", "HuggingFaceH4/aime_2024", ""}, steps[2].Command[3:])
 	for _, s := range steps {
 		assert.False(t, s.Fresh, "downloads resume after an interruption")
-		assert.True(t, strings.HasPrefix(s.Dir, "/lustre/prepared/"), "markers only: the cache itself is never emptied")
 	}
 	for _, name := range workloads.NeMoRLDatasets {
 		assert.NotEmpty(t, workloads.NeMoRLDatasetSources[name], name)
 	}
 	// The log reports what the download filled (the hub cache), not the empty marker directory.
-	assert.Equal(t, []string{"/lustre/huggingface/hub/models--Qwen--Qwen2.5-72B-Instruct"}, steps[0].SizeOf)
-	assert.Equal(t, []string{"/lustre/huggingface/hub/datasets--agentica-org--DeepScaleR-Preview-Dataset",
-		"/lustre/huggingface/hub/datasets--HuggingFaceH4--aime_2024"}, steps[1].SizeOf)
+	assert.Equal(t, "/lustre/prepared/datasets/HuggingFaceH4/aime_2024", steps[2].Dir)
+	assert.Equal(t, []string{"/lustre/huggingface/hub/datasets--HuggingFaceH4--aime_2024"}, steps[2].SizeOf)
+}
+
+// A pin names the directory it fills, so that pinning another revision prepares again instead
+// of finding the old one complete; the entrypoint loads what the preparation filled.
+func TestPinnedRevisionsNameWhatTheyPrepare(t *testing.T) {
+	const model, dataset = "495f39366efef23836d0cfae4fbe635880d2be31", "2fe88a2f1091d5048c0f36abc874fb997b3dd99a"
+	r := run()
+	r.Revisions = map[string]string{"Qwen/Qwen2.5-72B-Instruct": model, "HuggingFaceH4/aime_2024": dataset, "other/model": "main"}
+	steps := workloads.NeMoRLPrepSteps(r)
+	assert.Equal(t, "/lustre/models/Qwen/Qwen2.5-72B-Instruct@"+model, steps[0].Dir)
+	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-72B-Instruct", model, steps[0].Dir}, steps[0].Command[3:])
+	assert.Equal(t, "", steps[1].Command[5], "DeepScaleR is not pinned")
+	assert.Equal(t, []string{"dataset", "HuggingFaceH4/aime_2024", dataset}, steps[2].Command[3:])
+	assert.Equal(t, "/lustre/prepared/datasets/HuggingFaceH4/aime_2024@"+dataset, steps[2].Dir)
+	assert.Equal(t, steps[0].Dir, overrides(framework(t, words(t, workloads.NeMoRLEntrypoint(r))))["policy.model_name"])
+
+	r.Revisions = map[string]string{"Qwen/Qwen2.5-72B-Instruct": "refs/pr/1"}
+	assert.Equal(t, "/lustre/models/Qwen/Qwen2.5-72B-Instruct@refs--pr--1", workloads.NeMoRLPrepSteps(r)[0].Dir, "one directory, not three levels")
+}
+
+func TestCheckRevision(t *testing.T) {
+	for _, ok := range []string{"495f39366efef23836d0cfae4fbe635880d2be31", "main", "v1.0", "refs/pr/1", "release_2024-01"} {
+		assert.Empty(t, workloads.CheckRevision(ok), ok)
+	}
+	for bad, why := range map[string]string{
+		"495f393":   "abbreviated commit ID",
+		"v1..2":     "is not a revision",
+		"a b":       "is not a revision",
+		"-main":     "is not a revision",
+		"main.lock": "is not a revision",
+		"main/":     "is not a revision",
+		"":          "is not a revision",
+		"main~1":    "is not a revision",
+	} {
+		assert.Contains(t, workloads.CheckRevision(bad), why, bad)
+	}
+	assert.True(t, workloads.IsCommit("495f39366efef23836d0cfae4fbe635880d2be31"))
+	assert.False(t, workloads.IsCommit("main"))
+}
+
+// The fetch script is Python the prep image runs: it must at least compile, and take the
+// arguments in the order the steps give them.
+func TestHubFetchScriptCompiles(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 checks the script's syntax")
+	script := workloads.NeMoRLPrepSteps(run())[0].Command[2]
+	out, err := exec.Command(python, "-c", "import ast, sys; ast.parse(sys.argv[1])", script).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, script, "repo_type, repo_id, revision = sys.argv[1], sys.argv[2], sys.argv[3] or None")
+	assert.Contains(t, script, "local_dir = sys.argv[4] if len(sys.argv) > 4 else None")
 }
 
 // A download into a cache reports the cache's size (symbolic links followed, as a Hugging Face
@@ -255,12 +305,21 @@ func TestPrepScriptReportsWhatTheStepFilled(t *testing.T) {
 func TestVerlPrepSteps(t *testing.T) {
 	r := run()
 	r.Model, r.Dataset, r.Layout.Root = "Qwen/Qwen2.5-32B-Instruct", "gsm8k", "/data"
+	r.Revisions = map[string]string{"openai/gsm8k": "740312add88f781978c0658806c59bc2815b9866"}
 	steps := workloads.VerlPrepSteps(r)
-	require.Len(t, steps, 3)
+	require.Len(t, steps, 4)
 	assert.Equal(t, []string{"checkout_commit", "/data/verl/v0.6.0", "https://github.com/volcengine/verl.git", "ddd86f527a4af75095e4677b02b5aa272913a088"}, steps[0].Command)
-	assert.Equal(t, []string{"python3", "/data/verl/v0.6.0/examples/data_preprocess/gsm8k.py", "--local_save_dir", "/data/datasets/gsm8k"}, steps[1].Command)
-	assert.Equal(t, "/data/models/Qwen/Qwen2.5-32B-Instruct", steps[2].Dir)
-	assert.Equal(t, []string{"Qwen/Qwen2.5-32B-Instruct", "/data/models/Qwen/Qwen2.5-32B-Instruct"}, steps[2].Command[3:])
+	raw := "/data/datasets/hub/openai/gsm8k@740312add88f781978c0658806c59bc2815b9866"
+	assert.Equal(t, raw, steps[1].Dir)
+	assert.Equal(t, []string{"dataset", "openai/gsm8k", "740312add88f781978c0658806c59bc2815b9866", raw}, steps[1].Command[3:])
+	assert.Equal(t, []string{"python3", "/data/verl/v0.6.0/examples/data_preprocess/gsm8k.py", "--local_dataset_path", raw,
+		"--local_save_dir", "/data/datasets/gsm8k@740312add88f781978c0658806c59bc2815b9866"}, steps[2].Command,
+		"verl's script converts the pinned copy instead of downloading the default branch itself")
+	assert.Equal(t, "/data/models/Qwen/Qwen2.5-32B-Instruct", steps[3].Dir)
+	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-32B-Instruct", "", "/data/models/Qwen/Qwen2.5-32B-Instruct"}, steps[3].Command[3:])
+	for _, name := range []string{"gsm8k", "math"} {
+		assert.NotEmpty(t, workloads.VerlDatasetSources[name], name)
+	}
 }
 
 // TestPrepScriptRunsOnceAndRedoesAnInterruptedStep runs the generated script with bash.
@@ -312,16 +371,18 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 	cases := []struct {
 		sentence  string
 		framework kinds.Framework
-		before    []string // directories and files (ending in .txt=<content>) under the root
-		after     []string // what exists afterwards, among before's paths
-		log       string
+		// directories and files (ending in .txt=<content>) under the root; {converted} is where
+		// NeMo RL converts the model it loads by path (NeMoRLConvertedDir)
+		before []string
+		after  []string // what exists afterwards, among before's paths
+		log    string
 	}{
 		{"NeMo RL: a conversion cut short before any checkpoint is converted again", kinds.NeMoRL,
-			[]string{"huggingface/nemo_rl/Qwen/Qwen2.5-72B-Instruct/iter_0000000"},
+			[]string{"{converted}/iter_0000000"},
 			nil, "no checkpoint yet, so its conversion may have been cut short"},
 		{"NeMo RL: with a checkpoint, the conversion is kept", kinds.NeMoRL,
-			[]string{"huggingface/nemo_rl/Qwen/Qwen2.5-72B-Instruct/iter_0000000", "checkpoints/ray-a4-grpo/step_10"},
-			[]string{"huggingface/nemo_rl/Qwen/Qwen2.5-72B-Instruct/iter_0000000", "checkpoints/ray-a4-grpo/step_10"}, ""},
+			[]string{"{converted}/iter_0000000", "checkpoints/ray-a4-grpo/step_10"},
+			[]string{"{converted}/iter_0000000", "checkpoints/ray-a4-grpo/step_10"}, ""},
 		{"NeMo RL: a save cut short is removed", kinds.NeMoRL,
 			[]string{"checkpoints/ray-a4-grpo/step_10", "checkpoints/ray-a4-grpo/tmp_step_20"},
 			[]string{"checkpoints/ray-a4-grpo/step_10"}, "tmp_step_20: a save cut short"},
@@ -344,6 +405,14 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 		t.Run(tc.sentence, func(t *testing.T) {
 			r := run()
 			r.Layout.Root = t.TempDir()
+			converted, err := filepath.Rel(r.Layout.Root, workloads.NeMoRLConvertedDir(r.Layout, r.ModelDir()))
+			require.NoError(t, err)
+			for i := range tc.before {
+				tc.before[i] = strings.Replace(tc.before[i], "{converted}", converted, 1)
+			}
+			for i := range tc.after {
+				tc.after[i] = strings.Replace(tc.after[i], "{converted}", converted, 1)
+			}
 			create := func(p string) {
 				name, content, isFile := strings.Cut(p, "=")
 				full := filepath.Join(r.Layout.Root, name)

@@ -1,0 +1,33 @@
+package infra_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"gke-rl/infra"
+	"gke-rl/infra/plan/plantest"
+)
+
+func warningsOf(bp *infra.Blueprint) map[string]string {
+	out := map[string]string{}
+	for _, w := range bp.Warnings {
+		out[w.Key] = w.Message
+	}
+	return out
+}
+
+// The shipped stacks pin every Hub download to a commit; what is not pinned to one, or pins
+// what the run does not load, is named.
+func TestUnpinnedDownloadsAreWarnedAbout(t *testing.T) {
+	for _, stack := range []string{"b200-spot", "h200-reserved"} {
+		assert.NotContains(t, warningsOf(plantest.Resolve(t, stack)), "job.revisions", stack)
+	}
+
+	w := warningsOf(plantest.Resolve(t, "h200-reserved", "job.model=Qwen/Qwen2.5-7B-Instruct", `job.revisions["openai/gsm8k"]=main`))
+	assert.Contains(t, w["job.revisions"], "Qwen/Qwen2.5-7B-Instruct (unpinned: its default branch), openai/gsm8k (\"main\", a tag or branch)")
+	assert.Contains(t, w[`job.revisions["Qwen/Qwen2.5-32B-Instruct"]`], "which the run does not load", "the old model's pin stays behind, inert")
+
+	w = warningsOf(plantest.Resolve(t, "b200-spot", "job.enabled=false"))
+	assert.NotContains(t, w, "job.revisions", "no run, no download")
+}
