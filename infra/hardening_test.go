@@ -1,9 +1,14 @@
 package infra_test
 
 import (
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
@@ -58,4 +63,28 @@ func TestWorkloadPodsAreHardened(t *testing.T) {
 		assert.Equal(t, "privileged", labels["pod-security.kubernetes.io/enforce"], "hostPath volumes: the strictest level the GPU pods meet")
 		assert.Equal(t, "baseline", labels["pod-security.kubernetes.io/warn"])
 	}
+}
+
+// Every image a stack renders is pinned to its content by digest, or is one whose digest its
+// upstream does not publish, which the README lists as tag-only with the reason.
+func TestEveryImageIsPinnedByDigestOrListedAsTagOnly(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
+	require.NoError(t, err)
+	tagOnly := map[string]bool{}
+	for _, stack := range plantest.Stacks {
+		for _, m := range plan.Manifests(plantest.Plan(t, stack, "gate.enabled=true")) {
+			eachMap(m.File, m.Object, func(where string, obj map[string]any) {
+				image, ok := obj["image"].(string)
+				if !ok || strings.Contains(image, "@sha256:") {
+					return
+				}
+				// The README names an image by its upstream name; the plan pulls it through
+				// the region's mirror: compare the last part, name:tag.
+				tagOnly[path.Base(image)] = true
+				assert.Contains(t, string(readme), path.Base(image), "%s: %s is pinned by tag only and not listed as such", where, image)
+			})
+		}
+	}
+	assert.Len(t, tagOnly, 4, "the two framework images and the two gIB images: %v", tagOnly)
+	assert.Contains(t, string(readme), "The pinned\ndefaults are tags only", "the README says why")
 }
