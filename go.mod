@@ -18,6 +18,7 @@ require (
 	k8s.io/apimachinery v0.35.1
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	mvdan.cc/sh/v3 v3.14.1
+	sigs.k8s.io/secrets-store-csi-driver v1.5.3
 	sigs.k8s.io/yaml v1.6.0
 )
 

@@ -64,6 +64,11 @@ type Spec struct {
 	CRDFields []string
 	// ImageMirror caches the framework image in the region; nil pulls it from its registry.
 	ImageMirror *ImageMirror
+	// SecretManager turns on GKE's Secret Manager add-on, whose CSI driver mounts the tokens.
+	// Off, the field is left unset: the provider reads a cluster without the add-on as
+	// {enabled: false} and suppresses that diff (SecretManagerCfgSuppress,
+	// resource_container_cluster.go at v6.49.2), while a cluster that had it gets it turned off.
+	SecretManager bool
 }
 
 // Maintenance is the cluster's maintenance policy.
@@ -132,6 +137,18 @@ var CRDs = []string{
 	"networks.networking.gke.io",
 }
 
+// SecretManagerCRD is the CRD of the SecretProviderClass, which the Secret Manager add-on
+// installs.
+const SecretManagerCRD = "secretproviderclasses.secrets-store.csi.x-k8s.io"
+
+// CRDsOf are the CRDs a cluster of spec waits for.
+func CRDsOf(spec Spec) []string {
+	if spec.SecretManager {
+		return append(slices.Clone(CRDs), SecretManagerCRD)
+	}
+	return CRDs
+}
+
 // WaitForCRDsScript waits for each CRD in $CRDS to exist and be established.
 var WaitForCRDsScript = kube.KubectlScript(waitForCRDs)
 
@@ -182,7 +199,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		Script:     WaitForCRDsScript,
 		Kubeconfig: Kubeconfig(c.Cluster),
 		Env: pulumi.StringMap{
-			"CRDS":       pulumi.String(strings.Join(CRDs, " ")),
+			"CRDS":       pulumi.String(strings.Join(CRDsOf(args.Spec), " ")),
 			"CRD_FIELDS": pulumi.String(strings.Join(args.CRDFields, " ")),
 		},
 	}, crdOpts...)
@@ -326,6 +343,9 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 			},
 			GcsFuseCsiDriverConfig: &container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs{Enabled: pulumi.Bool(true)},
 		},
+	}
+	if args.SecretManager {
+		ca.SecretManagerConfig = &container.ClusterSecretManagerConfigArgs{Enabled: pulumi.Bool(true)}
 	}
 	if args.Mode == kinds.Autopilot {
 		ca.EnableAutopilot = pulumi.Bool(true)

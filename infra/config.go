@@ -20,18 +20,17 @@ const ProjectName = "gke-rl"
 // Top-level config keys of the `gke-rl` namespace. Structured keys hold objects whose fields are
 // set with `pulumi config set --path <key>.<field> <value>`.
 const (
-	KeyZone        = "zone"
-	KeyCluster     = "cluster"
-	KeyNetwork     = "network"
-	KeyGPU         = "gpu"
-	KeyStorage     = "storage"
-	KeyFramework   = "framework"
-	KeyRay         = "ray"
-	KeyJob         = "job"
-	KeyGate        = "gate"
-	KeyMonitoring  = "monitoring"
-	KeyHFToken     = "hfToken"
-	KeyWandbAPIKey = "wandbApiKey"
+	KeyZone       = "zone"
+	KeyCluster    = "cluster"
+	KeyNetwork    = "network"
+	KeyGPU        = "gpu"
+	KeyStorage    = "storage"
+	KeyFramework  = "framework"
+	KeyRay        = "ray"
+	KeyJob        = "job"
+	KeyGate       = "gate"
+	KeyMonitoring = "monitoring"
+	KeyTokens     = "tokens"
 
 	// The GCP provider's own keys.
 	KeyGCPProject = "gcp:project"
@@ -54,9 +53,7 @@ type Config struct {
 	Job        JobConfig
 	Gate       GateConfig
 	Monitoring MonitoringConfig
-	// HFToken and WandbAPIKey are optional secrets; they never leave Pulumi's secret outputs.
-	HFToken     Secret
-	WandbAPIKey Secret
+	Tokens     TokensConfig
 
 	// explicit marks the optional keys that the stack sets (explicitKeys).
 	explicit map[string]bool
@@ -165,6 +162,20 @@ type JobConfig struct {
 	ActiveDeadlineSeconds int `json:"activeDeadlineSeconds"`
 }
 
+// TokensConfig is `tokens.*`: which tokens the run reads. Their values live in Secret Manager
+// only (workloads.Tokens): the program creates the secrets empty and never reads them.
+type TokensConfig struct {
+	// HuggingFace makes the Hugging Face token available to the data preparation and the Ray
+	// pods (gated or private models and datasets, higher download rate limits).
+	HuggingFace bool `json:"huggingFace"`
+	// WandB turns Weights & Biases logging on, with the netrc entry its secret holds.
+	WandB bool `json:"wandb"`
+}
+
+// RetiredTokenKeys are the keys that once held the tokens as Pulumi secrets, each with the
+// token that replaces it: a stack that still sets one is refused with the way to move.
+var RetiredTokenKeys = map[string]string{"hfToken": "huggingFace", "wandbApiKey": "wandb"}
+
 // GateConfig is `gate.*`: the post-deploy checks before the Ray cluster and the run.
 type GateConfig struct {
 	// Enabled defaults to true on reserved and on-demand capacity (nodes that are there
@@ -185,22 +196,6 @@ type MonitoringConfig struct {
 	// that receive the alerts.
 	NotificationChannels []string `json:"notificationChannels"`
 }
-
-// Secret is an optional secret config value. It prints as "[secret]" so that it cannot leak
-// through a log line or an error message; its value is reachable only as a secret Output.
-type Secret struct {
-	set   bool
-	value pulumi.StringOutput
-}
-
-// IsSet reports whether the stack sets the secret.
-func (s Secret) IsSet() bool { return s.set }
-
-// Output is the secret as a Pulumi secret output.
-func (s Secret) Output() pulumi.StringOutput { return s.value }
-
-// String hides the value.
-func (s Secret) String() string { return "[secret]" }
 
 // LoadConfig reads the stack configuration from ctx, decodes it strictly and applies defaults.
 // It returns Errors listing every problem of form (unknown keys, values of the wrong type, tokens
@@ -231,8 +226,7 @@ func LoadConfig(ctx *pulumi.Context, presentKeys []string) (*Config, error) {
 	decodeIfSet(own, KeyGate, &raw.Gate, &errs)
 	decodeIfSet(own, KeyMonitoring, &raw.Monitoring, &errs)
 
-	cfg.HFToken = loadSecret(ctx, own, KeyHFToken, &errs)
-	cfg.WandbAPIKey = loadSecret(ctx, own, KeyWandbAPIKey, &errs)
+	decodeIfSet(own, KeyTokens, &raw.Tokens, &errs)
 
 	applyDefaults(cfg, &raw)
 	if err := errs.Err(); err != nil {
@@ -247,27 +241,9 @@ func decodeIfSet(own *config.Config, key string, target any, errs *Errors) {
 	}
 }
 
-// loadSecret reads an optional secret, refusing one stored in plain text in the stack file.
-func loadSecret(ctx *pulumi.Context, own *config.Config, key string, errs *Errors) Secret {
-	if _, ok := ctx.GetConfig(ProjectName + ":" + key); !ok {
-		return Secret{}
-	}
-	if !ctx.IsConfigSecret(ProjectName + ":" + key) {
-		// Never echo the value: it is a token.
-		errs.Add(key, "is stored in plain text; set it with `pulumi config set --secret %s`", key)
-		return Secret{}
-	}
-	value, err := own.TrySecret(key)
-	if err != nil {
-		errs.Add(key, "cannot be read: %v", err)
-		return Secret{}
-	}
-	return Secret{set: true, value: value}
-}
-
 // knownTopLevelKeys are the keys of the gke-rl namespace.
 var knownTopLevelKeys = []string{
-	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyGate, KeyMonitoring, KeyHFToken, KeyWandbAPIKey,
+	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyGate, KeyMonitoring, KeyTokens,
 }
 
 func checkTopLevelKeys(present []string, errs *Errors) {
@@ -279,6 +255,13 @@ func checkTopLevelKeys(present []string, errs *Errors) {
 	sort.Strings(sorted)
 	for _, full := range sorted {
 		name, ok := strings.CutPrefix(full, ProjectName+":")
+		if token, retired := RetiredTokenKeys[name]; ok && retired {
+			// Never echo the value: it is a token.
+			errs.Add(name, "tokens no longer pass through Pulumi, whose state, previews and passphrase would all reach them: "+
+				"remove it (`pulumi config rm %s`), set `pulumi config set --path tokens.%s true`, and once `pulumi up` has created the secret, "+
+				"store the token in Secret Manager with the command the `tokenCommands` output prints (README, Tokens)", name, token)
+			continue
+		}
 		if ok && !known[name] {
 			errs.Add(name, "unknown key; the %s namespace takes %s", ProjectName, strings.Join(knownTopLevelKeys, ", "))
 		}

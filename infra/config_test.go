@@ -2,7 +2,6 @@ package infra_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
@@ -224,12 +222,18 @@ func TestRequiredKeysAreReported(t *testing.T) {
 	}
 }
 
-func TestPlainTextTokenIsRefusedWithoutEcho(t *testing.T) {
-	_, err := planDir(t, writeStack(t, minimalStack+"  gke-rl:hfToken: hf_plaintext_token_123\n"))
+// The keys that held tokens in Pulumi are refused with the way to move, without echoing the
+// value, plain text or secret.
+func TestRetiredTokenKeysAreRefusedWithTheWayToMove(t *testing.T) {
+	_, err := planDir(t, writeStack(t, minimalStack+"  gke-rl:hfToken: hf_plaintext_token_123\n  gke-rl:wandbApiKey:\n    secure: v1:abc\n"))
 	var cfgErr *plan.ConfigError
 	require.True(t, errors.As(err, &cfgErr), "%v", err)
 	assert.True(t, cfgErr.Problems.Has("hfToken"))
+	assert.True(t, cfgErr.Problems.Has("wandbApiKey"))
 	assert.NotContains(t, cfgErr.Error(), "hf_plaintext_token_123")
+	assert.Contains(t, cfgErr.Error(), "remove it (`pulumi config rm hfToken`), set `pulumi config set --path tokens.huggingFace true`")
+	assert.Contains(t, cfgErr.Error(), "tokens.wandb true")
+	assert.Contains(t, cfgErr.Error(), "tokenCommands")
 }
 
 func TestStructuredKeysAcceptStringNumbers(t *testing.T) {
@@ -238,9 +242,3 @@ func TestStructuredKeysAcceptStringNumbers(t *testing.T) {
 	assert.NotNil(t, res)
 }
 
-func TestSecretNeverPrintsItsValue(t *testing.T) {
-	var s infra.Secret
-	assert.Equal(t, "[secret]", fmt.Sprint(s))
-	assert.Equal(t, "[secret] [secret]", fmt.Sprintf("%v %s", s, s))
-	assert.False(t, s.IsSet())
-}

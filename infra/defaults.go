@@ -59,6 +59,10 @@ type rawConfig struct {
 		StorageGiB          *int    `json:"storageGib"`
 		RunID               *string `json:"runId"`
 	}
+	Tokens struct {
+		HuggingFace *bool `json:"huggingFace"`
+		WandB       *bool `json:"wandb"`
+	}
 	Monitoring struct {
 		Enabled              *bool    `json:"enabled"`
 		NotificationChannels []string `json:"notificationChannels"`
@@ -221,6 +225,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		BackoffLimit:          or(r.Job.BackoffLimit, DefaultBackoffLimit),
 		ActiveDeadlineSeconds: or(r.Job.ActiveDeadlineSeconds, 0),
 	}
+	c.Tokens = TokensConfig{HuggingFace: or(r.Tokens.HuggingFace, false), WandB: or(r.Tokens.WandB, false)}
 	c.Monitoring = MonitoringConfig{
 		Enabled:              or(r.Monitoring.Enabled, true),
 		NotificationChannels: r.Monitoring.NotificationChannels,

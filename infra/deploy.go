@@ -126,8 +126,12 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		outputs["dashboardUrl"] = mon.DashboardURL
 	}
 
-	// Ray objects wait for what their pods use: the claim, the network objects and the Secret.
-	secret, err := workloads.NewTokensSecret(ctx, "tokens", bp.Tokens, inCluster)
+	// Ray objects wait for what their pods use: the claim, the network objects and the tokens.
+	tokens, err := workloads.NewTokens(ctx, "tokens", &workloads.TokensArgs{
+		Tokens:    bp.Tokens,
+		Reader:    tokenReader(bp),
+		Placement: inCluster.WaitingFor(gke.CRDs),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
@@ -135,9 +139,10 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	// The data preparation needs only the volume and the tokens: it does not wait for the
 	// network objects, the gate or the Ray cluster.
 	prepPlacement := inCluster.WaitingFor(shared.Ready()...)
-	if secret != nil {
-		rayPlacement = rayPlacement.WaitingFor(secret)
-		prepPlacement = prepPlacement.WaitingFor(secret)
+	if tokens != nil {
+		rayPlacement = rayPlacement.WaitingFor(tokens.Ready...)
+		prepPlacement = prepPlacement.WaitingFor(tokens.Ready...)
+		outputs["tokenCommands"] = tokens.Commands
 	}
 	if gke.Images != nil {
 		// Their image is pulled through the mirror.
@@ -258,4 +263,17 @@ func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.P
 // dashboardOutput is the `rayDashboard` stack output: the port-forward and where to look next.
 func dashboardOutput(portForward string) pulumi.String {
 	return pulumi.String(fmt.Sprintf("%s  # then `ray job list --address http://localhost:%d`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: README, Security)", portForward, ray.DashboardPort))
+}
+
+// tokenReader is the Workload Identity principal of the pods that mount the tokens (the Ray
+// pods and the data preparation): the Kubernetes service account they run as, which is the
+// shared volume's (the namespace's default one on Lustre, which needs none).
+func tokenReader(bp *Blueprint) func(projectNumber string) string {
+	sa := bp.Storage.Volume.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	return func(number string) string {
+		return storage.WorkloadIdentityPrincipal(number, bp.Project, WorkloadNamespace, sa)
+	}
 }

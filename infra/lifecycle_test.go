@@ -208,3 +208,22 @@ func TestCheckpointExportCommand(t *testing.T) {
 	fuse := plantest.Plan(t, "h200-reserved")
 	assert.Equal(t, "gcloud storage ls gs://your-project-id-verl-h200-rl/checkpoints/verl-h200-grpo/", fuse.Outputs["checkpointExport"], "already in the bucket")
 }
+
+// With tokens, the cluster runs the Secret Manager add-on, the CRD wait covers its
+// SecretProviderClass, and the class waits for it; without, the add-on's field stays unset,
+// which the provider reads as {enabled: false} with no diff.
+func TestTokensTurnOnTheSecretManagerAddOn(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot", "tokens.huggingFace=true")
+	gke := res.Find("gcp:container/cluster:Cluster", "cluster-gke")
+	require.NotNil(t, gke)
+	assert.Equal(t, true, plantest.Input(t, gke, "secretManagerConfig.enabled"))
+	crds := res.Find("command:local:Command", "cluster-crds")
+	assert.Contains(t, plantest.Input(t, crds, "environment.CRDS"), cluster.SecretManagerCRD)
+	class := res.OfType("kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")
+	require.Len(t, class, 1)
+	assert.True(t, res.DependencyClosure(class[0])[crds.URN], "the class waits until its CRD is established")
+
+	gke = plantest.Plan(t, "b200-spot").Find("gcp:container/cluster:Cluster", "cluster-gke")
+	_, set := gke.Inputs["secretManagerConfig"]
+	assert.False(t, set)
+}

@@ -30,6 +30,9 @@ var (
 	// Bucket names without dots: 3 to 63 lowercase letters, digits, hyphens and underscores,
 	// starting and ending with a letter or digit (Cloud Storage's bucket naming rules).
 	bucketName = regexp.MustCompile(`^[a-z0-9][-_a-z0-9]{1,61}[a-z0-9]$`)
+	// Secret IDs: letters, digits, hyphens and underscores, at most 255 (Secret Manager's
+	// projects.secrets.create, secretId).
+	secretID = regexp.MustCompile(`^[-_A-Za-z0-9]{1,255}$`)
 )
 
 // cloudNames are the derived names of the cloud resources and their limits.
@@ -46,6 +49,7 @@ var cloudNames = map[string]nameRule{
 	"gcp:lustre/instance:Instance":               {"instanceId", 63, rfc1035, "terraform-provider-google-beta v6.49.2 resource_lustre_instance.go, instance_id: 1-63 characters"},
 	"gcp:storage/bucket:Bucket":                  {"name", 63, bucketName, "Cloud Storage bucket names: 3 to 63 characters"},
 	"gcp:artifactregistry/repository:Repository": {"repositoryId", 63, rfc1035, "Artifact Registry repository IDs: at most 63 characters"},
+	"gcp:secretmanager/secret:Secret":            {"secretId", 255, secretID, "Secret Manager secret IDs: at most 255 letters, digits, '-' and '_'"},
 }
 
 // kubeNameLimits are the Kubernetes kinds whose names are DNS-1035 labels of at most 63
@@ -65,7 +69,8 @@ func TestEveryDerivedNameFitsItsResource(t *testing.T) {
 		"ab",                                 // short
 	}
 	variants := [][]string{nil, {"storage.type=gcsfuse"}, {"cluster.mode=autopilot"}, {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
-		{"gate.enabled=true", "gate.runId=abcdefgh", "gpu.nodes=128", "gpu.maxNodes=128"}}
+		{"gate.enabled=true", "gate.runId=abcdefgh", "gpu.nodes=128", "gpu.maxNodes=128"},
+		{"tokens.huggingFace=true", "tokens.wandb=true"}}
 	project := "p" + strings.Repeat("0", 28) + "9" // project IDs have at most 30 characters
 	for _, stack := range plantest.Stacks {
 		for _, name := range names {

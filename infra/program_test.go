@@ -71,8 +71,12 @@ func TestRejectedConfigRegistersNothing(t *testing.T) {
 
 // removedOnPurpose are earlier resources that the program deletes on the next `pulumi up`: the
 // node service account's hand-picked roles, replaced by roles/container.defaultNodeServiceAccount
-// (issue 12). Deleting an IAM binding loses nothing.
+// (issue 12), and the tokens' Kubernetes Secret, whose tokens moved to Secret Manager. Deleting
+// an IAM binding or that Secret loses nothing kept: the values are added to Secret Manager anew.
 func removedOnPurpose(urn string) bool {
+	if strings.HasSuffix(urn, "kubernetes:core/v1:Secret::tokens") {
+		return true
+	}
 	for _, role := range []string{"logging.logWriter", "monitoring.metricWriter", "monitoring.viewer", "stackdriver.resourceMetadata.writer"} {
 		if strings.HasSuffix(urn, "IAMMember::nodes-"+role) {
 			return true
@@ -92,7 +96,7 @@ func TestRenamedResourcesKeepTheirURNs(t *testing.T) {
 	}{
 		{"b200-spot", "b200-spot", nil},
 		{"h200-reserved", "h200-reserved", nil},
-		{"b200-spot-autopilot-gcsfuse-tokens", "b200-spot", []string{"cluster.mode=autopilot", "storage.type=gcsfuse", "hfToken=x"}},
+		{"b200-spot-autopilot-gcsfuse-tokens", "b200-spot", []string{"cluster.mode=autopilot", "storage.type=gcsfuse", "tokens.huggingFace=true"}},
 		{"h200-reserved-lustre-nojob", "h200-reserved", []string{"storage.type=lustre", "job.enabled=false", "framework=nemo-rl", "job.dataset=DeepScaler"}},
 	}
 	for _, v := range variants {

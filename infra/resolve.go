@@ -52,8 +52,8 @@ func Resolve(c *Config) (*Blueprint, error) {
 			AdoptMain: c.Storage.Adopt && c.Storage.Type == kinds.Lustre,
 		},
 		Tokens: workloads.Tokens{
-			HF: c.HFToken.Output(), HasHF: c.HFToken.IsSet(),
-			WandB: c.WandbAPIKey.Output(), HasWandB: c.WandbAPIKey.IsSet(),
+			HF: c.Tokens.HuggingFace, WandB: c.Tokens.WandB,
+			Project: c.Project, Prefix: c.Cluster.Name,
 		},
 		Checkpoint: estimateCheckpoint(c),
 	}
@@ -126,6 +126,8 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 		},
 		Namespace:   WorkloadNamespace,
 		ImageMirror: imageMirror(c),
+		// The tokens' CSI driver.
+		SecretManager: c.Tokens.HuggingFace || c.Tokens.WandB,
 		Maintenance: cluster.Maintenance{
 			DailyStart:      c.Cluster.MaintenanceStart,
 			NoUpgradesFrom:  c.Cluster.NoUpgradesFrom,
@@ -264,7 +266,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		GenerationsPerPrompt: c.Job.GenerationsPerPrompt,
 		CheckpointPeriod:     c.Job.CheckpointPeriod,
 		KeepCheckpoints:      c.Job.KeepCheckpoints,
-		WandB:                c.WandbAPIKey.IsSet(),
+		WandB:                c.Tokens.WandB,
 		Layout:               plan.Layout,
 		Extra:                c.Job.Args,
 		Attempts:             1,

@@ -235,13 +235,14 @@ func TestTunerFileMatchesTheGPU(t *testing.T) {
 	}
 }
 
-// Tokens reach pods only as files from the Secret, never as environment variables: NeMo RL
+// Tokens reach pods only as files from Secret Manager, never as environment variables: NeMo RL
 // copies the driver's environment into every actor's runtime environment, which the Ray
 // dashboard shows.
 func TestTokensReachPodsOnlyAsFiles(t *testing.T) {
 	for _, stack := range plantest.Stacks {
-		res := plantest.Plan(t, stack, "hfToken=hf_x", "wandbApiKey=wb_x")
-		one(t, res, "Secret")
+		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "tokens.wandb=true")
+		one(t, res, "SecretProviderClass")
+		assert.Empty(t, res.OfType(secretType), "no token in the cluster's API or in Pulumi's state")
 		spec := clusterSpecOf(t, res)
 		pods := map[string]any{
 			"head":   get(t, spec, "headGroupSpec.template.spec"),
@@ -261,16 +262,19 @@ func TestTokensReachPodsOnlyAsFiles(t *testing.T) {
 			assert.NotContains(t, env, "WANDB_API_KEY")
 			var mounted bool
 			for _, v := range get(t, pod, "volumes").([]any) {
-				if get(t, v, "secret.secretName") == "rl-tokens" {
+				if get(t, v, "csi.volumeAttributes.secretProviderClass") == "rl-tokens" {
 					mounted = true
 				}
 			}
 			assert.True(t, mounted, "%s %s mounts the token files", stack, name)
 		}
 		rayJob := res.OfType(rayJobType)[0]
-		assert.True(t, res.DependencyClosure(rayJob)[res.OfType(secretType)[0].URN], "pods start after the Secret exists")
+		for _, binding := range res.OfType("gcp:secretmanager/secretIamMember:SecretIamMember") {
+			assert.True(t, res.DependencyClosure(rayJob)[binding.URN], "pods start once they may read the secrets")
+		}
+		assert.True(t, res.DependencyClosure(rayJob)[res.OfType("kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")[0].URN])
 	}
-	assert.Contains(t, get(t, one(t, plantest.Plan(t, "b200-spot", "wandbApiKey=wb_x"), "RayJob"), "spec.entrypoint"), "logger.wandb_enabled=True", "W&B is on with a key")
+	assert.Contains(t, get(t, one(t, plantest.Plan(t, "b200-spot", "tokens.wandb=true"), "RayJob"), "spec.entrypoint"), "logger.wandb_enabled=True", "W&B is on with its token")
 }
 
 func TestRayObjectsWaitForWhatTheyUseOnly(t *testing.T) {

@@ -1,42 +1,89 @@
 package workloads
 
 import (
+	"fmt"
 	"path"
+	"strings"
 
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/secretmanager"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	k8scorev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	secretsstorev1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
+	"sigs.k8s.io/yaml"
 
 	"gke-rl/infra/kube"
+	"gke-rl/infra/naming"
 )
 
-// TokensSecret is the Secret that holds the tokens.
-const TokensSecret = "rl-tokens"
+// The tokens live in Secret Manager, never in Pulumi: the program creates each secret empty
+// and grants the pods that read it access to it alone; the user adds the value with `gcloud
+// secrets versions add`. GKE's Secret Manager add-on (a CSI driver) mounts them into the pods
+// as files. Pulumi's state, its previews, the stack's passphrase and the preview identity
+// never see a token.
 
-// The Secret's keys, which are also the file names pods read them from.
+// Token names one token: its secret's suffix, which is also the file pods read it from.
+type Token string
+
 const (
-	HFTokenKey = "hf-token"
-	// WandBNetrcKey holds a netrc entry for api.wandb.ai: W&B reads its key from the netrc file
-	// that NETRC names when WANDB_API_KEY is not set.
-	WandBNetrcKey = "netrc"
+	// HFToken is the Hugging Face token, read by huggingface_hub from HF_TOKEN_PATH.
+	HFToken Token = "hf-token"
+	// WandBNetrc is a netrc entry for api.wandb.ai: W&B reads its key from the netrc file that
+	// NETRC names when WANDB_API_KEY is not set.
+	WandBNetrc Token = "netrc"
 )
 
-// TokensMountPath is where pods mount the Secret, read-only.
+// TokensMountPath is where pods mount the token files, read-only.
 const TokensMountPath = "/var/run/secrets/gke-rl/tokens"
+
+// TokensProviderClass is the SecretProviderClass that names the tokens' secrets for the
+// Secret Manager add-on.
+const TokensProviderClass = "rl-tokens"
+
+// SecretManagerCSIDriver is the CSI driver of GKE's Secret Manager add-on (its SecretProviderClass
+// provider is "gke"); the open-source Secrets Store CSI driver's is secrets-store.csi.k8s.io.
+const SecretManagerCSIDriver = "secrets-store-gke.csi.k8s.io"
+
+// SecretAccessorRole reads a secret's versions.
+const SecretAccessorRole = "roles/secretmanager.secretAccessor"
 
 const tokensVolume = "tokens"
 
-// Tokens are the optional secret tokens; an unset one is nil.
+// Tokens are the tokens a run reads, and where their secrets are.
 type Tokens struct {
-	HF, WandB pulumi.StringOutput
-	// HasHF and HasWandB say which are set.
-	HasHF, HasWandB bool
+	HF, WandB bool
+	// Project holds the secrets; Prefix starts their IDs (the cluster's name).
+	Project, Prefix string
 }
 
-// Any reports whether a token is set.
-func (t Tokens) Any() bool { return t.HasHF || t.HasWandB }
+// Any reports whether the run reads a token.
+func (t Tokens) Any() bool { return t.HF || t.WandB }
+
+// List are the tokens the run reads, in a fixed order.
+func (t Tokens) List() []Token {
+	var out []Token
+	if t.HF {
+		out = append(out, HFToken)
+	}
+	if t.WandB {
+		out = append(out, WandBNetrc)
+	}
+	return out
+}
+
+// SecretID is the Secret Manager secret that holds a token: `<prefix>-hf-token` or
+// `<prefix>-wandb-netrc`.
+func (t Tokens) SecretID(tok Token) string {
+	if tok == WandBNetrc {
+		return t.Prefix + "-wandb-netrc"
+	}
+	return t.Prefix + "-" + string(tok)
+}
+
+// SecretIDMaxLength bounds a secret ID (Secret Manager's `secretId`: up to 255 letters,
+// digits, '-' and '_').
+const SecretIDMaxLength = 255
 
 // Env tells the Hugging Face and W&B libraries where the token files are. No token is in any
 // environment variable: NeMo RL copies the driver's whole environment into every actor's
@@ -44,22 +91,27 @@ func (t Tokens) Any() bool { return t.HasHF || t.HasWandB }
 // dashboard shows.
 func (t Tokens) Env() []k8scorev1.EnvVar {
 	var env []k8scorev1.EnvVar
-	if t.HasHF {
-		env = append(env, k8scorev1.EnvVar{Name: "HF_TOKEN_PATH", Value: path.Join(TokensMountPath, HFTokenKey)})
+	if t.HF {
+		env = append(env, k8scorev1.EnvVar{Name: "HF_TOKEN_PATH", Value: path.Join(TokensMountPath, string(HFToken))})
 	}
-	if t.HasWandB {
-		env = append(env, k8scorev1.EnvVar{Name: "NETRC", Value: path.Join(TokensMountPath, WandBNetrcKey)})
+	if t.WandB {
+		env = append(env, k8scorev1.EnvVar{Name: "NETRC", Value: path.Join(TokensMountPath, string(WandBNetrc))})
 	}
 	return env
 }
 
-// Volumes are the pod volumes of the token files (none without tokens).
+// Volumes are the pod volumes of the token files (none without tokens): the add-on's CSI
+// volume, which fetches the secrets with the pod's Workload Identity when the pod starts.
 func (t Tokens) Volumes() []k8scorev1.Volume {
 	if !t.Any() {
 		return nil
 	}
 	return []k8scorev1.Volume{{Name: tokensVolume, VolumeSource: k8scorev1.VolumeSource{
-		Secret: &k8scorev1.SecretVolumeSource{SecretName: TokensSecret, DefaultMode: ptr.To(int32(0o400))},
+		CSI: &k8scorev1.CSIVolumeSource{
+			Driver:           SecretManagerCSIDriver,
+			ReadOnly:         ptr.To(true),
+			VolumeAttributes: map[string]string{"secretProviderClass": TokensProviderClass},
+		},
 	}}}
 }
 
@@ -71,23 +123,136 @@ func (t Tokens) Mounts() []k8scorev1.VolumeMount {
 	return []k8scorev1.VolumeMount{{Name: tokensVolume, MountPath: TokensMountPath, ReadOnly: true}}
 }
 
-// NewTokensSecret registers the Secret with the set tokens, or nothing when none is set.
-// Pulumi keeps the values as secrets in its state; the Secret's data never appears in a plan.
-func NewTokensSecret(ctx *pulumi.Context, name string, t Tokens, p kube.Placement) (*corev1.Secret, error) {
+// providerSecret is one entry of the add-on's `secrets` parameter.
+type providerSecret struct {
+	ResourceName string `json:"resourceName"`
+	Path         string `json:"path"`
+}
+
+// ProviderClass is the SecretProviderClass that maps each token's latest version to its file.
+// The add-on's format: provider "gke", and a `secrets` parameter listing resourceName and path
+// (Secret Manager documentation, "Use the Secret Manager add-on with GKE").
+func (t Tokens) ProviderClass(namespace string) (*secretsstorev1.SecretProviderClass, error) {
+	var entries []providerSecret
+	for _, tok := range t.List() {
+		entries = append(entries, providerSecret{
+			ResourceName: fmt.Sprintf("projects/%s/secrets/%s/versions/latest", t.Project, t.SecretID(tok)),
+			Path:         string(tok),
+		})
+	}
+	secrets, err := yaml.Marshal(entries)
+	if err != nil {
+		return nil, err
+	}
+	return &secretsstorev1.SecretProviderClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: secretsstorev1.GroupVersion.String(), Kind: "SecretProviderClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: TokensProviderClass, Namespace: namespace},
+		Spec: secretsstorev1.SecretProviderClassSpec{
+			Provider:   "gke",
+			Parameters: map[string]string{"secrets": string(secrets)},
+		},
+	}, nil
+}
+
+// AddVersionCommand is the command that stores a token's value, read from standard input: the
+// value never appears on a command line.
+func (t Tokens) AddVersionCommand(tok Token) string {
+	return fmt.Sprintf("gcloud secrets versions add %s --project %s --data-file=-", t.SecretID(tok), t.Project)
+}
+
+// TokensArgs place the tokens.
+type TokensArgs struct {
+	Tokens Tokens
+	// Reader is the Workload Identity principal of the pods that mount the tokens: the only
+	// principal granted access, on these secrets alone.
+	Reader func(projectNumber string) string
+	// Placement places the SecretProviderClass; it waits for the add-on's CRD.
+	Placement kube.Placement
+}
+
+// TokenStore is the tokens' secrets, their bindings and the SecretProviderClass.
+type TokenStore struct {
+	pulumi.ResourceState
+
+	Secrets  []*secretmanager.Secret
+	Bindings []*secretmanager.SecretIamMember
+	// Ready is what pods that mount the tokens wait for.
+	Ready []pulumi.Resource
+	// Commands are the commands that store each token's value.
+	Commands pulumi.StringArray
+}
+
+// NewTokens registers the secrets (empty), the reader's access to each, and the
+// SecretProviderClass; nothing without tokens.
+func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulumi.ResourceOption) (*TokenStore, error) {
+	t := args.Tokens
 	if !t.Any() {
 		return nil, nil
 	}
-	data := pulumi.StringMap{}
-	if t.HasHF {
-		data[HFTokenKey] = pulumi.ToSecret(t.HF).(pulumi.StringOutput)
+	s := &TokenStore{}
+	if err := ctx.RegisterComponentResource("gke-rl:workloads:Tokens", name, s, opts...); err != nil {
+		return nil, err
 	}
-	if t.HasWandB {
-		netrc := pulumi.Sprintf("machine api.wandb.ai\n  login user\n  password %s\n", t.WandB)
-		data[WandBNetrcKey] = pulumi.ToSecret(netrc).(pulumi.StringOutput)
+	kids := naming.Children{Component: name, Parent: s}
+	for _, tok := range t.List() {
+		secretName, secretOpts := kids.Of(string(tok), "")
+		secret, err := secretmanager.NewSecret(ctx, secretName, &secretmanager.SecretArgs{
+			Project:     pulumi.String(t.Project),
+			SecretId:    pulumi.String(t.SecretID(tok)),
+			Replication: &secretmanager.SecretReplicationArgs{Auto: &secretmanager.SecretReplicationAutoArgs{}},
+			Labels:      pulumi.StringMap{"gke-rl-cluster": pulumi.String(t.Prefix)},
+		}, secretOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("secret %s: %w", tok, err)
+		}
+		// Secret Manager names a secret by project number whatever the request said
+		// (projects/<number>/secrets/<id>: `gcloud secrets describe`, and
+		// hashicorp/terraform-provider-google#11343 on the resource's `name`), which the Workload
+		// Identity principal needs: no getProject invoke (it reads Cloud Billing too), no extra
+		// permission. A name without a number fails the binding instead of misbinding it.
+		member := secret.Name.ApplyT(func(n string) (string, error) {
+			number, err := ProjectNumberOf(n)
+			if err != nil {
+				return "", err
+			}
+			return args.Reader(number), nil
+		}).(pulumi.StringOutput)
+		bindingName, bindingOpts := kids.Of(string(tok)+"-reader", "")
+		binding, err := secretmanager.NewSecretIamMember(ctx, bindingName, &secretmanager.SecretIamMemberArgs{
+			Project:  secret.Project,
+			SecretId: secret.SecretId,
+			Role:     pulumi.String(SecretAccessorRole),
+			Member:   member,
+		}, bindingOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("secret %s reader: %w", tok, err)
+		}
+		s.Secrets = append(s.Secrets, secret)
+		s.Bindings = append(s.Bindings, binding)
+		s.Ready = append(s.Ready, binding)
+		s.Commands = append(s.Commands, pulumi.String(t.AddVersionCommand(tok)))
 	}
-	return corev1.NewSecret(ctx, name, &corev1.SecretArgs{
-		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(TokensSecret), Namespace: pulumi.String(p.Namespace)},
-		Type:       pulumi.String("Opaque"),
-		StringData: data,
-	}, p.Namespaced()...)
+	class, err := t.ProviderClass(args.Placement.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	classObj, err := kube.NewObject(ctx, naming.Child(name, "provider-class"), class, args.Placement.Namespaced(pulumi.Parent(s))...)
+	if err != nil {
+		return nil, fmt.Errorf("secret provider class: %w", err)
+	}
+	s.Ready = append(s.Ready, classObj)
+	if err := ctx.RegisterResourceOutputs(s, pulumi.Map{"commands": s.Commands}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ProjectNumberOf reads the project number from a Secret Manager resource name,
+// `projects/<number>/secrets/<id>`.
+func ProjectNumberOf(secretName string) (string, error) {
+	parts := strings.Split(secretName, "/")
+	if len(parts) < 4 || parts[0] != "projects" || parts[2] != "secrets" || strings.Trim(parts[1], "0123456789") != "" || parts[1] == "" {
+		return "", fmt.Errorf("secret name %q is not projects/<number>/secrets/<id>", secretName)
+	}
+	return parts[1], nil
 }

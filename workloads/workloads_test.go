@@ -190,10 +190,11 @@ func envValue(env []corev1.EnvVar, name string) string {
 	return ""
 }
 
-// Tokens reach pods as files from the Secret: an environment variable would be copied into every
-// NeMo RL actor's runtime environment, which the Ray dashboard shows.
+// Tokens reach pods as files from Secret Manager, through the add-on's CSI volume: an
+// environment variable would be copied into every NeMo RL actor's runtime environment, which
+// the Ray dashboard shows.
 func TestTokensReachPodsAsFiles(t *testing.T) {
-	both := workloads.Tokens{HasHF: true, HasWandB: true}
+	both := workloads.Tokens{HF: true, WandB: true, Project: "p", Prefix: "c"}
 	env := map[string]string{}
 	for _, e := range both.Env() {
 		assert.Nil(t, e.ValueFrom, "a path, never the token by reference")
@@ -204,8 +205,11 @@ func TestTokensReachPodsAsFiles(t *testing.T) {
 		"NETRC":         "/var/run/secrets/gke-rl/tokens/netrc",    // read by wandb
 	}, env)
 	require.Len(t, both.Volumes(), 1)
-	assert.Equal(t, workloads.TokensSecret, both.Volumes()[0].Secret.SecretName)
-	assert.EqualValues(t, 0o400, *both.Volumes()[0].Secret.DefaultMode)
+	csi := both.Volumes()[0].CSI
+	require.NotNil(t, csi)
+	assert.Equal(t, "secrets-store-gke.csi.k8s.io", csi.Driver, "the managed add-on's driver, not the open-source one's")
+	assert.True(t, *csi.ReadOnly)
+	assert.Equal(t, map[string]string{"secretProviderClass": "rl-tokens"}, csi.VolumeAttributes)
 	require.Len(t, both.Mounts(), 1)
 	assert.True(t, both.Mounts()[0].ReadOnly)
 	assert.Equal(t, both.Volumes()[0].Name, both.Mounts()[0].Name)
@@ -214,7 +218,35 @@ func TestTokensReachPodsAsFiles(t *testing.T) {
 	assert.Empty(t, none.Env())
 	assert.Empty(t, none.Volumes())
 	assert.Empty(t, none.Mounts())
-	assert.Len(t, workloads.Tokens{HasWandB: true}.Env(), 1)
+	assert.Len(t, workloads.Tokens{WandB: true}.Env(), 1)
+}
+
+// The SecretProviderClass maps each secret's latest version to the file its library reads, in
+// the add-on's format (provider gke, a YAML list of resourceName and path).
+func TestTokensProviderClass(t *testing.T) {
+	tokens := workloads.Tokens{HF: true, WandB: true, Project: "my-project", Prefix: "ray-a4"}
+	class, err := tokens.ProviderClass("gke-rl")
+	require.NoError(t, err)
+	assert.Equal(t, "secrets-store.csi.x-k8s.io/v1", class.APIVersion)
+	assert.Equal(t, "gke", string(class.Spec.Provider))
+	var entries []map[string]string
+	require.NoError(t, yaml.Unmarshal([]byte(class.Spec.Parameters["secrets"]), &entries))
+	assert.Equal(t, []map[string]string{
+		{"resourceName": "projects/my-project/secrets/ray-a4-hf-token/versions/latest", "path": "hf-token"},
+		{"resourceName": "projects/my-project/secrets/ray-a4-wandb-netrc/versions/latest", "path": "netrc"},
+	}, entries)
+	assert.Equal(t, "gcloud secrets versions add ray-a4-hf-token --project my-project --data-file=-", tokens.AddVersionCommand(workloads.HFToken),
+		"the value comes from standard input, never the command line")
+}
+
+func TestProjectNumberOfASecret(t *testing.T) {
+	n, err := workloads.ProjectNumberOf("projects/123456789012/secrets/ray-a4-hf-token")
+	require.NoError(t, err)
+	assert.Equal(t, "123456789012", n)
+	for _, bad := range []string{"projects/my-project/secrets/x", "projects//secrets/x", "x", "projects/12/topics/x"} {
+		_, err := workloads.ProjectNumberOf(bad)
+		assert.Error(t, err, bad)
+	}
 }
 
 func TestNeMoRLPrepStagesTheModelByPathAndTheDatasetsInTheCache(t *testing.T) {

@@ -75,7 +75,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 
 // summaryKeys are the inputs the tree shows for a resource, in this order, when present.
 var summaryKeys = []string{
-	"kind", "metadata.name", "name", "location", "region", "ipCidrRange", "mtu", "networkProfile",
+	"kind", "metadata.name", "name", "secretId", "location", "region", "ipCidrRange", "mtu", "networkProfile",
 	"sourceRanges", "nodeConfig.machineType", "nodeCount", "capacityGib", "perUnitStorageThroughput",
 	"filesystem", "gkeSupportEnabled", "purpose", "prefixLength", "role", "member",
 }

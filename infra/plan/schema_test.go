@@ -13,16 +13,21 @@ import (
 	"gke-rl/infra/plan/plantest"
 )
 
-// upstreamSchemas loads the CRDs that ship inside the KubeRay and gke-networking-api modules.
+// upstreamSchemas loads the CRDs that ship inside the KubeRay, gke-networking-api and Secrets
+// Store CSI driver modules (GKE's Secret Manager add-on serves the driver's
+// SecretProviderClass API).
 func upstreamSchemas(t *testing.T) *crdschema.Schemas {
 	t.Helper()
 	kuberay, err := crdschema.ModuleDir("github.com/ray-project/kuberay/ray-operator")
 	require.NoError(t, err)
 	networking, err := crdschema.ModuleDir("github.com/GoogleCloudPlatform/gke-networking-api")
 	require.NoError(t, err)
+	secretsStore, err := crdschema.ModuleDir("sigs.k8s.io/secrets-store-csi-driver")
+	require.NoError(t, err)
 	s, err := crdschema.Load(
 		filepath.Join(kuberay, "config", "crd", "bases", "ray.io_*.yaml"),
 		filepath.Join(networking, "config", "crds", "networking.gke.io_*.yaml"),
+		filepath.Join(secretsStore, "config", "crd", "bases", "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"),
 	)
 	require.NoError(t, err)
 	return s
@@ -37,7 +42,7 @@ func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
 		"h200-reserved with nemo-rl":       {"framework=nemo-rl", "job.dataset=DeepScaler"},
 		"b200-spot on Autopilot":           {"cluster.mode=autopilot"},
 		"h200-reserved without a job":      {"job.enabled=false"},
-		"b200-spot with a token and limit": {"hfToken=hf_sentinel", "job.activeDeadlineSeconds=86400"},
+		"b200-spot with tokens and limit": {"tokens.huggingFace=true", "tokens.wandb=true", "job.activeDeadlineSeconds=86400"},
 	}
 	kinds := map[string]int{}
 	for name, overrides := range variants {

@@ -135,7 +135,9 @@ func applyOverride(project string, m config.Map, secrets map[string]string, over
 
 func isSecretKey(project, path string) bool {
 	name := strings.TrimPrefix(path, project+":")
-	return name == infra.KeyHFToken || name == infra.KeyWandbAPIKey
+	// The retired token keys: a value given on the command line is a token, never echoed.
+	_, retired := infra.RetiredTokenKeys[name]
+	return retired
 }
 
 type nopWriter struct{}

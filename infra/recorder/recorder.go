@@ -331,6 +331,10 @@ func fakeState(typ, name string, inputs resource.PropertyMap, custom bool) (stri
 		// What a command prints is known only once it has run.
 		set("stdout", CommandOutputPlaceholder)
 		return resName, state
+	case "gcp:secretmanager/secret:Secret":
+		// The API names a secret by project number (workloads.ProjectNumberOf).
+		set("name", fmt.Sprintf("projects/%s/secrets/%s", FakeProjectNumber, StringInput(inputs, "secretId", name)))
+		return fmt.Sprintf("projects/%s/secrets/%s", project, StringInput(inputs, "secretId", name)), state
 	case "gcp:storage/bucket:Bucket":
 		set("url", "gs://"+resName)
 		state["projectNumber"] = resource.NewProperty(float64(fakeProjectNumberInt))
