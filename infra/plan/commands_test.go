@@ -39,17 +39,24 @@ func documentedCommands(t *testing.T) []clitest.Command {
 		cmds = append(cmds, found...)
 	}
 	for _, stack := range plantest.Stacks {
-		res := plantest.Plan(t, stack)
+		// With the tokens on, for the commands that store them.
+		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "tokens.wandb=true")
 		names := make([]string, 0, len(res.Outputs))
 		for name := range res.Outputs {
 			names = append(names, name)
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			if s, ok := res.Outputs[name].(string); ok && (strings.HasPrefix(s, "gcloud ") || strings.HasPrefix(s, "kubectl ")) {
-				found, err := clitest.ShellCommands(stack+" output "+name, s, cliPrograms...)
-				require.NoError(t, err)
-				cmds = append(cmds, found...)
+			values := []any{res.Outputs[name]}
+			if list, ok := res.Outputs[name].([]any); ok {
+				values = list
+			}
+			for _, v := range values {
+				if s, ok := v.(string); ok && (strings.HasPrefix(s, "gcloud ") || strings.HasPrefix(s, "kubectl ")) {
+					found, err := clitest.ShellCommands(stack+" output "+name, s, cliPrograms...)
+					require.NoError(t, err)
+					cmds = append(cmds, found...)
+				}
 			}
 		}
 		var destroy bytes.Buffer
