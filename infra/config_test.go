@@ -241,4 +241,3 @@ func TestStructuredKeysAcceptStringNumbers(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, res)
 }
-

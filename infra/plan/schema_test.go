@@ -36,12 +36,12 @@ func upstreamSchemas(t *testing.T) *crdschema.Schemas {
 func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
 	schemas := upstreamSchemas(t)
 	variants := map[string][]string{
-		"b200-spot":                        nil,
-		"h200-reserved":                    nil,
-		"b200-spot with verl":              {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
-		"h200-reserved with nemo-rl":       {"framework=nemo-rl", "job.dataset=DeepScaler"},
-		"b200-spot on Autopilot":           {"cluster.mode=autopilot"},
-		"h200-reserved without a job":      {"job.enabled=false"},
+		"b200-spot":                       nil,
+		"h200-reserved":                   nil,
+		"b200-spot with verl":             {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
+		"h200-reserved with nemo-rl":      {"framework=nemo-rl", "job.dataset=DeepScaler"},
+		"b200-spot on Autopilot":          {"cluster.mode=autopilot"},
+		"h200-reserved without a job":     {"job.enabled=false"},
 		"b200-spot with tokens and limit": {"tokens.huggingFace=true", "tokens.wandb=true", "job.activeDeadlineSeconds=86400"},
 	}
 	kinds := map[string]int{}
