@@ -64,6 +64,12 @@ type Spec struct {
 	CRDFields []string
 	// ImageMirror caches the framework image in the region; nil pulls it from its registry.
 	ImageMirror *ImageMirror
+	// NodeServiceAccount is the email of a service account made once outside the stack (with
+	// NodeRoles) for the nodes; empty, the program creates one and grants it NodeRoles, which
+	// takes a deployer that may create service accounts and grant project roles.
+	NodeServiceAccount string
+	// PreviewServiceAccount is the pull-request previews' identity: it gets PreviewAccess.
+	PreviewServiceAccount string
 	// SecretManager turns on GKE's Secret Manager add-on, whose CSI driver mounts the tokens.
 	// Off, the field is left unset: the provider reads a cluster without the add-on as
 	// {enabled: false} and suppresses that diff (SecretManagerCfgSuppress,
@@ -110,8 +116,11 @@ type AdditionalNetwork struct {
 type Cluster struct {
 	pulumi.ResourceState
 
-	Cluster            *container.Cluster
+	Cluster *container.Cluster
+	// NodeServiceAccount is the account the program created for the nodes, nil when the spec
+	// names one; NodeEmail is the nodes' account either way.
 	NodeServiceAccount *serviceaccount.Account
+	NodeEmail          pulumi.StringOutput
 	// CPUPool and GPUPool are nil in Autopilot mode.
 	CPUPool *container.NodePool
 	GPUPool *container.NodePool
@@ -176,7 +185,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	var err error
 	gkeName, gkeOpts := b.child("gke", "gke")
-	c.Cluster, err = container.NewCluster(ctx, gkeName, clusterArgs(args, c.NodeServiceAccount.Email),
+	c.Cluster, err = container.NewCluster(ctx, gkeName, clusterArgs(args, c.NodeEmail),
 		append(slices.Clone(gkeOpts), lifecycle.Options(lifecycle.ClusterType)...)...)
 	if err != nil {
 		return nil, err
@@ -216,6 +225,21 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	inCluster := kube.Placement{Provider: c.Provider, Cluster: c.Cluster}
 	if err := newRDMAInstaller(ctx, naming.Child(name, "rdma"), args.Mode, args.GPUPool.Accelerator, inCluster, pulumi.Parent(c)); err != nil {
 		return nil, fmt.Errorf("rdma installer: %w", err)
+	}
+	if sa := args.PreviewServiceAccount; sa != "" {
+		// The policy exists before the binding that gives the access it limits.
+		var after []pulumi.Resource
+		for _, obj := range PreviewAccess(sa) {
+			kind := strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind)
+			name, opts := b.child("preview-"+kind, "")
+			o, err := kube.NewObject(ctx, name, obj, inCluster.WaitingFor(after...).ClusterScoped(opts...)...)
+			if err != nil {
+				return nil, fmt.Errorf("preview access %s: %w", kind, err)
+			}
+			if kind == "validatingadmissionpolicy" || kind == "validatingadmissionpolicybinding" {
+				after = append(after, o)
+			}
+		}
 	}
 	nsName, nsOpts := b.child("workloads", "workloads")
 	c.Namespace, err = corev1.NewNamespace(ctx, nsName, &corev1.NamespaceArgs{
@@ -265,6 +289,10 @@ func (b builder) child(role, formerly string) (string, []pulumi.ResourceOption) 
 }
 
 func (c *Cluster) nodeServiceAccount(b builder, args *ClusterArgs) error {
+	if args.NodeServiceAccount != "" {
+		c.NodeEmail = pulumi.String(args.NodeServiceAccount).ToStringOutput()
+		return nil
+	}
 	saName, saOpts := b.child("nodes", "nodes")
 	var err error
 	// Service account IDs are at most 30 characters.
@@ -276,6 +304,7 @@ func (c *Cluster) nodeServiceAccount(b builder, args *ClusterArgs) error {
 	if err != nil {
 		return err
 	}
+	c.NodeEmail = c.NodeServiceAccount.Email
 	for _, role := range NodeRoles {
 		short := "nodes-" + role[len("roles/"):]
 		name, opts := b.child(short, short)
@@ -373,7 +402,7 @@ func (c *Cluster) nodePools(b builder, args *ClusterArgs) error {
 	cpu.InitialNodeCount = pulumi.Int(1)
 	cpu.Autoscaling = &container.NodePoolAutoscalingArgs{TotalMinNodeCount: pulumi.Int(1), TotalMaxNodeCount: pulumi.Int(3)}
 	cpu.Management = &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)}
-	cpu.NodeConfig = cpuNodeConfig(args.CPUPool, c.NodeServiceAccount.Email)
+	cpu.NodeConfig = cpuNodeConfig(args.CPUPool, c.NodeEmail)
 	cpuName, cpuOpts := b.child("cpu", "cpu")
 	c.CPUPool, err = container.NewNodePool(b.ctx, cpuName, cpu, append(cpuOpts, lifecycle.Options(lifecycle.NodePoolType)...)...)
 	if err != nil {
@@ -393,7 +422,7 @@ func (c *Cluster) nodePools(b builder, args *ClusterArgs) error {
 		AutoRepair:  pulumi.Bool(pool.Provisioning != kinds.FlexStart),
 		AutoUpgrade: pulumi.Bool(true),
 	}
-	gpu.NodeConfig = gpuNodeConfig(pool, c.NodeServiceAccount.Email)
+	gpu.NodeConfig = gpuNodeConfig(pool, c.NodeEmail)
 	gpu.NetworkConfig = &container.NodePoolNetworkConfigArgs{AdditionalNodeNetworkConfigs: extra}
 	// One node at a time and no spare: an exactly-sized reservation has no spare GPU machine
 	// for a surge node (Cluster Toolkit's gke-node-pool defaults).

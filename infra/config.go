@@ -73,6 +73,13 @@ type ClusterConfig struct {
 	// upgrading the minor version or the nodes mid-run (RFC 3339; Until "none" removes it).
 	NoUpgradesFrom  string `json:"noUpgradesFrom"`
 	NoUpgradesUntil string `json:"noUpgradesUntil"`
+	// NodeServiceAccount is a service account made once, outside the stack, for the nodes
+	// (cluster.NodeRoles); empty, the program makes one, which takes a deployer that may create
+	// service accounts and grant project roles.
+	NodeServiceAccount string `json:"nodeServiceAccount"`
+	// PreviewServiceAccount is the identity of pull-request previews: inside the cluster it may
+	// read the kinds the stack manages and write only as a dry run (cluster.PreviewAccess).
+	PreviewServiceAccount string `json:"previewServiceAccount"`
 }
 
 // NetworkConfig is `network.*`: the address plan of the three VPCs.

@@ -151,6 +151,8 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"an abbreviated commit is refused: the Hub takes full IDs", "b200-spot", []string{`job.revisions["Qwen/Qwen2.5-72B-Instruct"]=495f393`}, `job.revisions["Qwen/Qwen2.5-72B-Instruct"]`, "full 40-character commit ID"},
 		{"a revision that no ref can name is refused", "h200-reserved", []string{`job.revisions["openai/gsm8k"]=v1..2`}, `job.revisions["openai/gsm8k"]`, "is not a revision"},
 		{"revisions are a map", "h200-reserved", []string{"job.revisions=main"}, "job.revisions", "is not a map"},
+		{"the default Compute Engine account is refused for the nodes", "b200-spot", []string{"cluster.nodeServiceAccount=123456789012-compute@developer.gserviceaccount.com"}, "cluster.nodeServiceAccount", "holds Editor"},
+		{"the preview identity is a service account's email", "b200-spot", []string{"cluster.previewServiceAccount=alice@example.com"}, "cluster.previewServiceAccount", "<name>@<project>.iam.gserviceaccount.com"},
 		{"a checkpoint period longer than the run is refused", "b200-spot", []string{"job.checkpointPeriod=30"}, "job.checkpointPeriod", "allowed: 1 to 20"},
 		{"a checkpoint period longer than the epochs' steps is refused", "h200-reserved", []string{"job.checkpointPeriod=100"}, "job.checkpointPeriod", "58 steps: job.epochs 2 × 29 steps"},
 		{"checkpoints that do not fit the Lustre instance are refused", "b200-spot", []string{"job.keepCheckpoints=20"}, "job.keepCheckpoints", "allowed: at most 15, or a larger storage.capacityGib"},

@@ -12,14 +12,16 @@ import (
 // stack does not set.
 type rawConfig struct {
 	Cluster struct {
-		Name               *string  `json:"name"`
-		Mode               *string  `json:"mode"`
-		ReleaseChannel     *string  `json:"releaseChannel"`
-		AuthorizedNetworks []string `json:"authorizedNetworks"`
-		CPUMachineType     *string  `json:"cpuMachineType"`
-		MaintenanceStart   *string  `json:"maintenanceStart"`
-		NoUpgradesFrom     *string  `json:"noUpgradesFrom"`
-		NoUpgradesUntil    *string  `json:"noUpgradesUntil"`
+		Name                  *string  `json:"name"`
+		Mode                  *string  `json:"mode"`
+		ReleaseChannel        *string  `json:"releaseChannel"`
+		AuthorizedNetworks    []string `json:"authorizedNetworks"`
+		CPUMachineType        *string  `json:"cpuMachineType"`
+		MaintenanceStart      *string  `json:"maintenanceStart"`
+		NoUpgradesFrom        *string  `json:"noUpgradesFrom"`
+		NoUpgradesUntil       *string  `json:"noUpgradesUntil"`
+		NodeServiceAccount    *string  `json:"nodeServiceAccount"`
+		PreviewServiceAccount *string  `json:"previewServiceAccount"`
 	}
 	Network struct {
 		NodeCIDR        *string `json:"nodeCidr"`
@@ -157,6 +159,9 @@ func applyDefaults(c *Config, r *rawConfig) {
 		MaintenanceStart:   or(r.Cluster.MaintenanceStart, DefaultMaintenanceStart),
 		NoUpgradesFrom:     or(r.Cluster.NoUpgradesFrom, DefaultNoUpgradesFrom),
 		NoUpgradesUntil:    or(r.Cluster.NoUpgradesUntil, DefaultNoUpgradesUntil),
+
+		NodeServiceAccount:    or(r.Cluster.NodeServiceAccount, ""),
+		PreviewServiceAccount: or(r.Cluster.PreviewServiceAccount, ""),
 	}
 	gpuType := or(r.GPU.Type, DefaultGPUType)
 	rdmaSubnets := 8

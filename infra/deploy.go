@@ -208,7 +208,7 @@ func deployStorage(ctx *pulumi.Context, bp *Blueprint, networks *network.Network
 	lustre, err := storage.NewLustre(ctx, "storage", &storage.LustreArgs{
 		LustreSpec:         *s.Lustre,
 		Network:            networks.MainNetwork.ID(),
-		NodeServiceAccount: gke.NodeServiceAccount.Email,
+		NodeServiceAccount: gke.NodeEmail,
 		Placement:          gke.Placement(),
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cluster"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
@@ -87,4 +89,41 @@ func TestEveryImageIsPinnedByDigestOrListedAsTagOnly(t *testing.T) {
 	}
 	assert.Len(t, tagOnly, 4, "the two framework images and the two gIB images: %v", tagOnly)
 	assert.Contains(t, string(readme), "The pinned\ndefaults are tags only", "the README says why")
+}
+
+// The preview identity's ClusterRole covers every kind the program renders, on every variant
+// (a new kind without a rule would fail the pull-request previews), and the access objects wait
+// for the policy that limits them.
+func TestPreviewAccessCoversEveryRenderedKind(t *testing.T) {
+	covered := map[string]bool{}
+	for _, r := range cluster.ManagedKinds {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				covered[g+"/"+res] = true
+			}
+		}
+	}
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack, "gate.enabled=true", "tokens.huggingFace=true",
+			"cluster.previewServiceAccount=gke-rl-preview@your-project-id.iam.gserviceaccount.com")
+		for _, m := range plan.Manifests(res) {
+			group, _, _ := strings.Cut(fmt.Sprint(m.Object["apiVersion"]), "/")
+			if !strings.Contains(fmt.Sprint(m.Object["apiVersion"]), "/") {
+				group = ""
+			}
+			kind := strings.ToLower(fmt.Sprint(m.Object["kind"]))
+			if group == "admissionregistration.k8s.io" {
+				continue // read-only to it, by design
+			}
+			assert.True(t, covered[group+"/"+kind+"s"] || covered[group+"/"+strings.TrimSuffix(kind, "y")+"ies"] || covered[group+"/"+kind+"es"],
+				"%s: %s/%s is not in cluster.ManagedKinds", stack, group, kind)
+		}
+		policy := res.Find("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "cluster-preview-validatingadmissionpolicy")
+		require.NotNil(t, policy)
+		for _, name := range []string{"cluster-preview-clusterrole", "cluster-preview-clusterrolebinding"} {
+			r := res.Find("kubernetes:rbac.authorization.k8s.io/v1:"+map[string]string{"cluster-preview-clusterrole": "ClusterRole", "cluster-preview-clusterrolebinding": "ClusterRoleBinding"}[name], name)
+			require.NotNil(t, r, name)
+			assert.True(t, res.DependencyClosure(r)[policy.URN], "%s waits for the dry-run-only policy", name)
+		}
+	}
 }

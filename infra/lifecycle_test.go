@@ -227,3 +227,16 @@ func TestTokensTurnOnTheSecretManagerAddOn(t *testing.T) {
 	_, set := gke.Inputs["secretManagerConfig"]
 	assert.False(t, set)
 }
+
+// A node service account made outside the stack is used as it is: the program creates no
+// account and grants no project role, so its deployer needs neither.
+func TestAGivenNodeServiceAccountIsUsedAsItIs(t *testing.T) {
+	const sa = "gke-rl-nodes@your-project-id.iam.gserviceaccount.com"
+	res := plantest.Plan(t, "b200-spot", "cluster.nodeServiceAccount="+sa)
+	assert.Empty(t, res.OfType("gcp:serviceaccount/account:Account"))
+	assert.Empty(t, res.OfType("gcp:projects/iAMMember:IAMMember"))
+	for _, pool := range res.OfType(lifecycle.NodePoolType) {
+		assert.Equal(t, sa, plantest.Input(t, pool, "nodeConfig.serviceAccount"), pool.Name)
+	}
+	assert.NotEmpty(t, plantest.Plan(t, "b200-spot").OfType("gcp:projects/iAMMember:IAMMember"), "unset, the program makes and grants one")
+}

@@ -101,10 +101,13 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 		Project: c.Project, Region: c.Region, Zone: c.Zone,
 		Name:               c.Cluster.Name,
 		Mode:               c.Cluster.Mode,
-		ReleaseChannel:     c.Cluster.ReleaseChannel,
-		AuthorizedNetworks: authorized,
-		PodRangeName:       bp.Networks.PodRangeName(),
-		ServiceRangeName:   bp.Networks.ServiceRangeName(),
+		NodeServiceAccount: c.Cluster.NodeServiceAccount,
+		// In-cluster access for pull-request previews.
+		PreviewServiceAccount: c.Cluster.PreviewServiceAccount,
+		ReleaseChannel:        c.Cluster.ReleaseChannel,
+		AuthorizedNetworks:    authorized,
+		PodRangeName:          bp.Networks.PodRangeName(),
+		ServiceRangeName:      bp.Networks.ServiceRangeName(),
 		// The instance listens on GKE's port (6988) exactly when it has GKE support, and the
 		// cluster's Lustre CSI driver must then use the legacy port.
 		LustreLegacyPort: c.Storage.Type == kinds.Lustre && c.Storage.GKESupport,

@@ -36,9 +36,12 @@ var (
 	semverPattern      = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	imagePattern       = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
 	machineTypePattern = regexp.MustCompile(`^[a-z][a-z0-9]*-[a-z]+-[0-9]+[a-z0-9-]*$`)
-	modelPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	overridePattern    = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
-	releaseChannels    = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
+	// A user-managed service account: an account ID (6 to 30 characters) at a project's
+	// iam.gserviceaccount.com domain (IAM's service account email format).
+	serviceAccountPattern = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]@[a-z][-a-z0-9.:]{4,61}[a-z0-9]\.iam\.gserviceaccount\.com$`)
+	modelPattern          = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	overridePattern       = regexp.MustCompile(`^\+{0,2}[A-Za-z_][A-Za-z0-9_.\[\]-]*=.*$`)
+	releaseChannels       = []string{"RAPID", "REGULAR", "STABLE", "EXTENDED"}
 	// reservedMountPaths are directories a container image needs for itself.
 	reservedMountPaths = []string{"/", "/bin", "/dev", "/dev/shm", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys", "/tmp", "/usr", "/usr/local/nvidia", "/usr/local/gib", "/var"}
 )
@@ -94,6 +97,14 @@ func validateCluster(c *Config, errs *Errors) {
 		errs.Add("cluster.name", "%s is not a DNS label: lowercase letters, digits and hyphens, starting with a letter and not ending with a hyphen", quote(name))
 	}
 	oneOf(errs, "cluster.mode", c.Cluster.Mode, kinds.Modes)
+	for _, sa := range []struct{ key, email string }{
+		{"cluster.nodeServiceAccount", c.Cluster.NodeServiceAccount},
+		{"cluster.previewServiceAccount", c.Cluster.PreviewServiceAccount},
+	} {
+		if key, email := sa.key, sa.email; email != "" && !serviceAccountPattern.MatchString(email) {
+			errs.Add(key, "%s is not the email of a service account of a project; allowed: <name>@<project>.iam.gserviceaccount.com (the default Compute Engine account is refused: it holds Editor on the project)", quote(email))
+		}
+	}
 	if !machineTypePattern.MatchString(c.Cluster.CPUMachineType) {
 		errs.Add("cluster.cpuMachineType", "%s is not a machine type like n2-standard-16", quote(c.Cluster.CPUMachineType))
 	}

@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"fmt"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"gke-rl/infra/kube"
+)
+
+// PreviewAccessName names the objects that give the preview identity its access.
+const PreviewAccessName = "gke-rl-preview"
+
+// ManagedKinds are the API groups and resources of every Kubernetes object the program manages,
+// which a preview reads and dry-runs. Secrets are not among them: no token is in the cluster's
+// API (workloads.Tokens), and the preview identity may read none.
+var ManagedKinds = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"namespaces", "serviceaccounts", "services", "persistentvolumes", "persistentvolumeclaims"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}},
+	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}},
+	{APIGroups: []string{"scheduling.k8s.io"}, Resources: []string{"priorityclasses"}},
+	{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs"}},
+	{APIGroups: []string{"networking.gke.io"}, Resources: []string{"gkenetworkparamsets", "networks"}},
+	{APIGroups: []string{"secrets-store.csi.x-k8s.io"}, Resources: []string{"secretproviderclasses"}},
+	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings"}},
+}
+
+// readVerbs read objects; dryRunVerbs are the writes a server-side dry run makes (the Kubernetes
+// provider's preview applies each object with dryRun=All), which the admission policy lets the
+// preview identity make only as dry runs. No delete, no exec, no port-forward, no proxy: those
+// are subresources or verbs the rules do not name.
+var (
+	readVerbs   = []string{"get", "list", "watch"}
+	dryRunVerbs = []string{"create", "update", "patch"}
+)
+
+// PreviewAccess are the objects that let user (a Google service account's email, the user name
+// GKE authenticates it as) preview the stack: a ClusterRole to read every kind the program
+// manages and to write them, a binding, and a ValidatingAdmissionPolicy with its binding that
+// refuses any of its writes that is not a dry run. The policy objects themselves are read-only
+// to it: Kubernetes never matches a ValidatingAdmissionPolicy against requests for policies or
+// their bindings (the API's documented exclusion), so only RBAC can keep the preview identity
+// from removing its own limit.
+func PreviewAccess(user string) []kube.Object {
+	rules := []rbacv1.PolicyRule{}
+	for _, r := range ManagedKinds {
+		r.Verbs = append(append([]string{}, readVerbs...), dryRunVerbs...)
+		rules = append(rules, r)
+	}
+	rules = append(rules,
+		rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"},
+			Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: readVerbs},
+		// CRDs: the provider reads their schemas to type the custom resources.
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: readVerbs},
+	)
+	meta := metav1.ObjectMeta{Name: PreviewAccessName, Labels: map[string]string{"app.kubernetes.io/managed-by": "gke-rl"}}
+	role := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: meta,
+		Rules:      rules,
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: meta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: PreviewAccessName},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	policyName := PreviewAccessName + "-dry-run-only"
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: policyName, Labels: meta.Labels},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{
+				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect},
+					Rule: admissionv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", "*/*"},
+						Scope: ptr.To(admissionv1.AllScopes)},
+				}}},
+			},
+			MatchConditions: []admissionv1.MatchCondition{{
+				Name:       "preview-identity",
+				Expression: fmt.Sprintf("request.userInfo.username == %q", user),
+			}},
+			Validations: []admissionv1.Validation{{
+				Expression: "request.dryRun == true",
+				Message:    "the preview identity " + user + " may only dry-run (pulumi preview); apply with the deploy identity",
+			}},
+		},
+	}
+	policyBinding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: policyName, Labels: meta.Labels},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policyName,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+		},
+	}
+	// The policy first: the access it limits waits for it (NewCluster).
+	return []kube.Object{policy, policyBinding, role, binding}
+}

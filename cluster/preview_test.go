@@ -1,0 +1,51 @@
+package cluster_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"gke-rl/cluster"
+)
+
+// The preview identity reads and dry-runs the kinds the stack manages, and nothing else: no
+// Secrets, no deletes, no pods' exec or proxy, and no write to the policy that limits it.
+func TestPreviewAccessReadsAndDryRunsOnly(t *testing.T) {
+	const user = "gke-rl-preview@my-project.iam.gserviceaccount.com"
+	objs := cluster.PreviewAccess(user)
+	require.Len(t, objs, 4)
+	policy := objs[0].(*admissionv1.ValidatingAdmissionPolicy)
+	policyBinding := objs[1].(*admissionv1.ValidatingAdmissionPolicyBinding)
+	role := objs[2].(*rbacv1.ClusterRole)
+	binding := objs[3].(*rbacv1.ClusterRoleBinding)
+
+	for _, rule := range role.Rules {
+		assert.NotContains(t, rule.Resources, "secrets")
+		assert.NotContains(t, rule.Resources, "*")
+		assert.NotContains(t, rule.APIGroups, "*")
+		for _, res := range rule.Resources {
+			assert.NotContains(t, res, "/", "no subresource (exec, proxy, portforward, attach)")
+		}
+		for _, verb := range []string{"delete", "deletecollection", "escalate", "bind", "impersonate", "*"} {
+			assert.NotContains(t, rule.Verbs, verb, "%v", rule.Resources)
+		}
+		if slices.Contains(rule.APIGroups, "admissionregistration.k8s.io") {
+			assert.Equal(t, []string{"get", "list", "watch"}, rule.Verbs, "its own limit is read-only to it")
+		}
+	}
+	assert.Equal(t, []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}, binding.Subjects)
+	assert.Equal(t, role.Name, binding.RoleRef.Name)
+
+	assert.Equal(t, `request.userInfo.username == "`+user+`"`, policy.Spec.MatchConditions[0].Expression)
+	assert.Equal(t, "request.dryRun == true", policy.Spec.Validations[0].Expression)
+	assert.Equal(t, admissionv1.Fail, *policy.Spec.FailurePolicy, "an error in the policy refuses the write")
+	rule := policy.Spec.MatchConstraints.ResourceRules[0]
+	assert.ElementsMatch(t, []admissionv1.OperationType{"CREATE", "UPDATE", "DELETE", "CONNECT"}, rule.Operations)
+	assert.Equal(t, []string{"*", "*/*"}, rule.Resources, "every resource and subresource")
+	assert.Equal(t, policy.Name, policyBinding.Spec.PolicyName)
+	assert.Equal(t, []admissionv1.ValidationAction{admissionv1.Deny}, policyBinding.Spec.ValidationActions)
+}
