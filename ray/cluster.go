@@ -29,7 +29,7 @@ func HeadService(cluster string) string { return cluster + "-head-svc" }
 type LongLivedClusterArgs struct {
 	RayCluster *rayv1.RayCluster
 	// Placement is the cluster's provider and namespace, and what the pods wait for (the claim,
-	// the network objects and the Secret they use).
+	// the network objects and the tokens they use).
 	Placement kube.Placement
 }
 

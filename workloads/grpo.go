@@ -19,10 +19,10 @@ type GRPOArgs struct {
 	// Prep is the data preparation, or nil; the RayJob starts only once it has succeeded.
 	Prep *batchv1.Job
 	// Placement is the cluster's provider and namespace, and what the RayJob waits for (the
-	// claim, the network objects, the Secret, the gate, the long-lived RayCluster).
+	// claim, the network objects, the tokens, the gate, the long-lived RayCluster).
 	Placement kube.Placement
 	// PrepPlacement is what the data preparation waits for: only what its pod uses (the claim,
-	// the Secret). It runs on CPU nodes, so it starts while the gate checks the GPU nodes and
+	// the tokens). It runs on CPU nodes, so it starts while the gate checks the GPU nodes and
 	// the Ray cluster comes up; the RayJob waits for both.
 	PrepPlacement kube.Placement
 }
