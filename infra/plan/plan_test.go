@@ -81,6 +81,19 @@ func TestCLITreeEndsWithCount(t *testing.T) {
 	assert.Contains(t, out, "gcp:compute/network:Network networks-rdma")
 }
 
+// The tree shows the stack outputs, as `pulumi up` would set them: the commands a user runs
+// next and the checkpoint estimate, before the closing count.
+func TestCLITreeShowsTheOutputs(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "h200-reserved")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	_, outputs, found := strings.Cut(out, "Outputs (`pulumi stack output <name>` after `pulumi up`):\n")
+	require.True(t, found)
+	assert.Contains(t, outputs, "\n  kubeconfigCommand      gcloud container clusters get-credentials verl-h200 --location us-south1 --project your-project-id --dns-endpoint\n")
+	assert.Regexp(t, `\n  checkpointEstimate +one checkpoint ≈ 512 GB`, outputs)
+	assert.Contains(t, outputs, "\n  podNetworks            gvnic-1; rdma-0; rdma-1;")
+	assert.Regexp(t, `\n\d+ resources to create`, outputs, "the count still closes the plan")
+}
+
 func TestCLIPrintsWarningsOnStderrAndStillPlans(t *testing.T) {
 	code, out, errOut := runMain(t, "--stack", "b200-spot", "--config", "storage.checkpointBudgetSeconds=60")
 	require.Equal(t, plan.ExitOK, code, errOut)

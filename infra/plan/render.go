@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -128,6 +130,7 @@ func WriteTree(out io.Writer, r *Result) error {
 		}
 	}
 	walk(roots, "")
+	writeOutputs(w, r.Outputs)
 	custom, components := 0, 0
 	for _, res := range r.Resources {
 		if res.Custom {
@@ -138,6 +141,38 @@ func WriteTree(out io.Writer, r *Result) error {
 	}
 	fmt.Fprintf(w, "%d resources to create (%d cloud and Kubernetes resources, %d components)\n", len(r.Resources), custom, components)
 	return w.err
+}
+
+// writeOutputs prints the stack outputs that `pulumi up` would set, sorted by name, one a line:
+// the commands a user runs next, the checkpoint estimate, the deadline.
+func writeOutputs(w io.Writer, outputs map[string]any) {
+	if len(outputs) == 0 {
+		return
+	}
+	names := slices.Sorted(maps.Keys(outputs))
+	width := 0
+	for _, name := range names {
+		width = max(width, len(name))
+	}
+	fmt.Fprintln(w, "Outputs (`pulumi stack output <name>` after `pulumi up`):")
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, name, outputText(outputs[name]))
+	}
+}
+
+// outputText is an output's value on one line: a list as its items joined by "; ".
+func outputText(v any) string {
+	switch list := v.(type) {
+	case []any:
+		items := make([]string, len(list))
+		for i, item := range list {
+			items[i] = outputText(item)
+		}
+		return strings.Join(items, "; ")
+	case []string:
+		return strings.Join(list, "; ")
+	}
+	return fmt.Sprint(v)
 }
 
 func summary(res *Resource) string {
