@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -287,4 +288,20 @@ func EnvConfigKeys() []string {
 		return nil
 	}
 	return slices.Sorted(maps.Keys(m))
+}
+
+// ConfigKeys are every key the stack configuration takes, as `pulumi config set --path` names
+// them (`gpu.nodes`), read from the config types: the configuration reference is checked
+// against them.
+func ConfigKeys() []string {
+	keys := []string{KeyGCPProject, KeyGCPRegion, KeyZone, KeyFramework}
+	sections := reflect.TypeOf(rawConfig{})
+	for i := 0; i < sections.NumField(); i++ {
+		section := sections.Field(i)
+		for j := 0; j < section.Type.NumField(); j++ {
+			tag, _, _ := strings.Cut(section.Type.Field(j).Tag.Get("json"), ",")
+			keys = append(keys, strings.ToLower(section.Name)+"."+tag)
+		}
+	}
+	return keys
 }

@@ -94,7 +94,7 @@ type rawConfig struct {
 	}
 }
 
-// Defaults of the config keys, as documented in README.md. A default that depends on another
+// Defaults of the config keys, as documented in docs/configuration.md. A default that depends on another
 // key (the dataset on the framework, the bucket on the project) is set in applyDefaults.
 const (
 	DefaultClusterName    = "gke-rl"

@@ -262,7 +262,7 @@ func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.P
 
 // dashboardOutput is the `rayDashboard` stack output: the port-forward and where to look next.
 func dashboardOutput(portForward string) pulumi.String {
-	return pulumi.String(fmt.Sprintf("%s  # then `ray job list --address http://localhost:%d`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: README, Security)", portForward, ray.DashboardPort))
+	return pulumi.String(fmt.Sprintf("%s  # then `ray job list --address http://localhost:%d`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", portForward, ray.DashboardPort))
 }
 
 // tokenReader is the Workload Identity principal of the pods that mount the tokens (the Ray

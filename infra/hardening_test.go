@@ -68,9 +68,9 @@ func TestWorkloadPodsAreHardened(t *testing.T) {
 }
 
 // Every image a stack renders is pinned to its content by digest, or is one whose digest its
-// upstream does not publish, which the README lists as tag-only with the reason.
+// upstream does not publish, which docs/architecture.md lists as tag-only with the reason.
 func TestEveryImageIsPinnedByDigestOrListedAsTagOnly(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "docs", "architecture.md"))
 	require.NoError(t, err)
 	tagOnly := map[string]bool{}
 	for _, stack := range plantest.Stacks {
@@ -83,12 +83,12 @@ func TestEveryImageIsPinnedByDigestOrListedAsTagOnly(t *testing.T) {
 				// The README names an image by its upstream name; the plan pulls it through
 				// the region's mirror: compare the last part, name:tag.
 				tagOnly[path.Base(image)] = true
-				assert.Contains(t, string(readme), path.Base(image), "%s: %s is pinned by tag only and not listed as such", where, image)
+				assert.Contains(t, string(readme), path.Base(image), "%s: %s is pinned by tag only and not listed as such in docs/architecture.md", where, image)
 			})
 		}
 	}
 	assert.Len(t, tagOnly, 4, "the two framework images and the two gIB images: %v", tagOnly)
-	assert.Contains(t, string(readme), "The pinned\ndefaults are tags only", "the README says why")
+	assert.Contains(t, string(readme), "The pinned\ndefaults are tags only", "the docs say why")
 }
 
 // The preview identity's ClusterRole covers every kind the program renders, on every variant

@@ -107,7 +107,7 @@ func TestB200SpotRunsARayJobWithItsOwnCluster(t *testing.T) {
 	assert.Equal(t, "/lustre/checkpoints/ray-a4-gpu-spot-grpo", res.Outputs["checkpointDir"])
 	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo")
 	assert.Equal(t, "kubectl -n gke-rl get rayjob ray-a4-gpu-spot-grpo -w", res.Outputs["rayJobStatus"])
-	assert.Equal(t, "kubectl -n gke-rl port-forward service/$(kubectl -n gke-rl get rayjob ray-a4-gpu-spot-grpo -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: README, Security)", res.Outputs["rayDashboard"])
+	assert.Equal(t, "kubectl -n gke-rl port-forward service/$(kubectl -n gke-rl get rayjob ray-a4-gpu-spot-grpo -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
 }
 
 func TestRayImageAndVersionOverrideTheFrameworkRelease(t *testing.T) {
@@ -127,7 +127,7 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 	assert.Equal(t, map[string]any{"ray.io/cluster": get(t, rc, "metadata.name")}, get(t, job, "spec.clusterSelector"))
 	assert.Nil(t, get(t, job, "spec.rayClusterSpec"))
 	assert.Nil(t, get(t, job, "spec.backoffLimit"), "clusterSelector excludes backoffLimit")
-	assert.Equal(t, "kubectl -n gke-rl port-forward service/verl-h200-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: README, Security)", res.Outputs["rayDashboard"])
+	assert.Equal(t, "kubectl -n gke-rl port-forward service/verl-h200-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
 
 	prep := prepJob(t, res)
 	script := get(t, prep, "spec.template.spec.containers.0.command.2").(string)
