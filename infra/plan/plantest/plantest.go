@@ -20,7 +20,7 @@ var PlanTime = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 func init() { infra.Now = func() time.Time { return PlanTime } }
 
 // Stacks are the stacks shipped in the repository.
-var Stacks = []string{"b200-spot", "h200-reserved"}
+var Stacks = []string{"b200-spot", "h200-reserved", "smoke"}
 
 // RepoRoot is the directory holding Pulumi.yaml.
 func RepoRoot() string { return golden.RepoRoot() }
