@@ -80,6 +80,8 @@ func (n gateNode) run(t *testing.T, job *batchv1.Job) (string, error) {
 	write("nvidia/bin/nvidia-smi", `[ "$*" = "--query-gpu=index,name,driver_version,ecc.mode.current,ecc.errors.uncorrected.volatile.total --format=csv,noheader" ] || exit 2
 printf '%s' '`+smi.String()+`'`)
 	write("scripts/container_entry.sh", "echo sshd started")
+	// The pod of index 0's host name, as Kubernetes sets it for an Indexed Job's pod.
+	write("bin/hostname", "echo "+job.Name+"-0")
 	write("gib/scripts/set_nccl_env.sh", "export NCCL_NET=gIB")
 	nccl := "true"
 	if n.nccl != "" {
@@ -313,4 +315,21 @@ func TestNCCLGateReportsEveryNode(t *testing.T) {
 		assert.Contains(t, out, "gate: GPU health on rl-gate-nccl-"+strconv.Itoa(i)+": 8 GPUs, 0 uncorrected ECC errors")
 	}
 	assert.Contains(t, out, "over 8 nodes")
+}
+
+// The README's sample of gateResults is what the gate prints for the recorded healthy pair.
+func TestREADMEGateSampleIsTheGatesOutput(t *testing.T) {
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	require.NoError(t, err, out)
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, workloads.GateResultPrefix) {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, 4)
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	sample := "```\n" + strings.Join(lines, "\n") + "\n```"
+	assert.True(t, strings.Contains(string(readme), sample), "the README's gateResults sample should be:\n%s", sample)
 }
