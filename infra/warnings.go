@@ -123,18 +123,18 @@ func warnUnpinned(c *Config, warns *Errors) {
 		return
 	}
 	loaded := append([]string{c.Job.Model}, workloads.HubDatasets(c.Framework, c.Job.Dataset)...)
-	var loose []string
+	var loose, ids []string
 	for _, id := range loaded {
 		switch rev := c.Job.Revisions[id]; {
 		case rev == "":
-			loose = append(loose, id+" (unpinned: its default branch)")
+			loose, ids = append(loose, id+" (unpinned: its default branch)"), append(ids, id)
 		case !workloads.IsCommit(rev):
-			loose = append(loose, fmt.Sprintf("%s (%s, a tag or branch)", id, quote(rev)))
+			loose, ids = append(loose, fmt.Sprintf("%s (%s, a tag or branch)", id, quote(rev))), append(ids, id)
 		}
 	}
 	if len(loose) > 0 {
 		warns.Add("job.revisions", "the data preparation fetches %s at a revision that can move (its log records the commit it got); pin each to a commit: `pulumi config set --path 'job.revisions[\"%s\"]' <40-character commit ID>`",
-			strings.Join(loose, ", "), strings.SplitN(loose[0], " ", 2)[0])
+			strings.Join(loose, ", "), ids[0])
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.Job.Revisions)) {
 		if !slices.Contains(loaded, id) {
