@@ -129,7 +129,7 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	// Ray objects wait for what their pods use: the claim, the network objects and the tokens.
 	tokens, err := workloads.NewTokens(ctx, "tokens", &workloads.TokensArgs{
 		Tokens:    bp.Tokens,
-		Reader:    tokenReader(bp),
+		Principal: tokenReader(bp),
 		Placement: inCluster.WaitingFor(gke.CRDs),
 	})
 	if err != nil {
@@ -266,14 +266,10 @@ func dashboardOutput(portForward string) pulumi.String {
 }
 
 // tokenReader is the Workload Identity principal of the pods that mount the tokens (the Ray
-// pods and the data preparation): the Kubernetes service account they run as, which is the
-// shared volume's (the namespace's default one on Lustre, which needs none).
+// pods and the data preparation): the Kubernetes service account they run as
+// (workloads.Tokens.Reader).
 func tokenReader(bp *Blueprint) func(projectNumber string) string {
-	sa := bp.Storage.Volume.ServiceAccountName
-	if sa == "" {
-		sa = "default"
-	}
 	return func(number string) string {
-		return storage.WorkloadIdentityPrincipal(number, bp.Project, WorkloadNamespace, sa)
+		return storage.WorkloadIdentityPrincipal(number, bp.Project, WorkloadNamespace, bp.Tokens.Reader)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kinds"
+	"gke-rl/infra/kube"
 	"gke-rl/infra/monitoring"
 	"gke-rl/network"
 	"gke-rl/ray"
@@ -63,6 +64,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 	bp.Cluster = resolveCluster(c, bp)
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
 	bp.Storage = resolveStorage(c, bp.Hardware)
+	bp.Tokens.Reader = bp.Tokens.ReaderFor(bp.Storage.Volume.ServiceAccountName)
 	bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
 	if c.Monitoring.Enabled {
 		bp.Monitoring = &monitoring.Args{
@@ -197,7 +199,7 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		WorkerNodeSelector: bp.WorkerSelector,
 		HeadNodeSelector:   bp.HeadSelector,
 		NICs:               bp.NICs,
-		Storage:            bp.Storage.Volume,
+		Storage:            tokenPodsVolume(bp),
 		HeadRayCPUs:        workloads.HeadRayCPUs(c.Framework),
 		// Offline on the Ray pods only: the data preparation is what downloads.
 		Env:     slices.Concat(env, workloads.OfflineEnv()),
@@ -285,7 +287,8 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		ActiveDeadlineSeconds: c.Job.ActiveDeadlineSeconds,
 		SubmitterImage:        pods.Image,
 		NodeSelector:          pods.HeadNodeSelector,
-		Storage:               pods.Storage,
+		// The submitter mounts no token: it runs as the shared volume's account.
+		Storage: bp.Storage.Volume,
 	}
 	if bp.Deadline != nil {
 		args.ActiveDeadlineSeconds = bp.Deadline.Seconds
@@ -372,4 +375,14 @@ func pulledImage(image string, m *cluster.ImageMirror) string {
 		return m.Image
 	}
 	return image
+}
+
+// tokenPodsVolume is the shared volume as the pods that mount the tokens use it (the Ray pods
+// and the data preparation): run as the tokens' reader, the one principal that may read them.
+func tokenPodsVolume(bp *Blueprint) kube.SharedVolume {
+	v := bp.Storage.Volume
+	if bp.Tokens.Reader != "" {
+		v.ServiceAccountName = bp.Tokens.Reader
+	}
+	return v
 }

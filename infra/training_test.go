@@ -624,3 +624,37 @@ func TestCPUNodesHaveRoomForTheFrameworkImages(t *testing.T) {
 		assert.EqualValues(t, 300, plantest.Input(t, pool, "nodeConfig.diskSizeGb"), stack)
 	}
 }
+
+// Only the pods that mount the tokens may read them: the Ray pods and the data preparation run
+// as the tokens' reader (on Lustre a service account of their own, on GCS FUSE the bucket's),
+// the binding names that principal alone, and the submitter and the gate run as another.
+func TestOnlyThePodsThatMountTheTokensMayReadThem(t *testing.T) {
+	for stack, reader := range map[string]string{"b200-spot": "rl-tokens-reader", "h200-reserved": "rl-storage"} {
+		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "gate.enabled=true")
+		for _, binding := range res.OfType("gcp:secretmanager/secretIamMember:SecretIamMember") {
+			assert.True(t, strings.HasSuffix(plantest.Input(t, binding, "member").(string), "/subject/ns/gke-rl/sa/"+reader), stack)
+		}
+		spec := clusterSpecOf(t, res)
+		assert.Equal(t, reader, get(t, spec, "headGroupSpec.template.spec.serviceAccountName"), stack)
+		assert.Equal(t, reader, get(t, spec, "workerGroupSpecs.0.template.spec.serviceAccountName"), stack)
+		assert.Equal(t, reader, get(t, prepJob(t, res), "spec.template.spec.serviceAccountName"), stack)
+		submitter := get(t, one(t, res, "RayJob"), "spec.submitterPodTemplate.spec.serviceAccountName")
+		assert.NotEqual(t, "rl-tokens-reader", submitter, "%s: the submitter mounts no token", stack)
+		for _, name := range []string{"gate-nccl", "gate-storage"} {
+			gate := res.Find(jobType, name)
+			require.NotNil(t, gate, name)
+			sa, _ := gate.Input("spec.template.spec.serviceAccountName")
+			assert.NotEqual(t, "rl-tokens-reader", sa, "%s %s", stack, name)
+		}
+		accounts := res.OfType("kubernetes:core/v1:ServiceAccount")
+		created := false
+		for _, a := range accounts {
+			if plantest.Input(t, a, "metadata.name") == "rl-tokens-reader" {
+				created = true
+				assert.Equal(t, false, plantest.Input(t, a, "automountServiceAccountToken"))
+				assert.True(t, res.DependencyClosure(res.OfType(rayJobType)[0])[a.URN], "the RayJob waits for its account")
+			}
+		}
+		assert.Equal(t, reader == "rl-tokens-reader", created, "%s: the reader account is created only where the volume brings none", stack)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/secretmanager"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1args "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	k8scorev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,11 +52,33 @@ const SecretAccessorRole = "roles/secretmanager.secretAccessor"
 
 const tokensVolume = "tokens"
 
+// TokenReaderServiceAccount is the Kubernetes service account that the pods which mount the
+// tokens run as when the shared volume needs none (Lustre): a principal of their own, so that
+// no other pod of the namespace (the submitter, the gate) can read the secrets through the
+// metadata server.
+const TokenReaderServiceAccount = "rl-tokens-reader"
+
 // Tokens are the tokens a run reads, and where their secrets are.
 type Tokens struct {
 	HF, WandB bool
 	// Project holds the secrets; Prefix starts their IDs (the cluster's name).
 	Project, Prefix string
+	// Reader is the Kubernetes service account the pods that mount the tokens run as: the
+	// shared volume's, or TokenReaderServiceAccount, which NewTokens then creates.
+	Reader string
+}
+
+// ReaderFor is the service account of the pods that mount the tokens, given the shared
+// volume's (empty when it needs none): that one, or TokenReaderServiceAccount; empty without
+// tokens.
+func (t Tokens) ReaderFor(volumeServiceAccount string) string {
+	switch {
+	case !t.Any():
+		return ""
+	case volumeServiceAccount != "":
+		return volumeServiceAccount
+	}
+	return TokenReaderServiceAccount
 }
 
 // Any reports whether the run reads a token.
@@ -163,9 +187,9 @@ func (t Tokens) AddVersionCommand(tok Token) string {
 // TokensArgs place the tokens.
 type TokensArgs struct {
 	Tokens Tokens
-	// Reader is the Workload Identity principal of the pods that mount the tokens: the only
-	// principal granted access, on these secrets alone.
-	Reader func(projectNumber string) string
+	// Principal is the Workload Identity principal of Tokens.Reader, the only principal
+	// granted access, on these secrets alone.
+	Principal func(projectNumber string) string
 	// Placement places the SecretProviderClass; it waits for the add-on's CRD.
 	Placement kube.Placement
 }
@@ -215,7 +239,7 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 			if err != nil {
 				return "", err
 			}
-			return args.Reader(number), nil
+			return args.Principal(number), nil
 		}).(pulumi.StringOutput)
 		bindingName, bindingOpts := kids.Of(string(tok)+"-reader", "")
 		binding, err := secretmanager.NewSecretIamMember(ctx, bindingName, &secretmanager.SecretIamMemberArgs{
@@ -231,6 +255,17 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 		s.Bindings = append(s.Bindings, binding)
 		s.Ready = append(s.Ready, binding)
 		s.Commands = append(s.Commands, pulumi.String(t.AddVersionCommand(tok)))
+	}
+	if t.Reader == TokenReaderServiceAccount {
+		reader, err := corev1.NewServiceAccount(ctx, naming.Child(name, "reader"), &corev1.ServiceAccountArgs{
+			Metadata: &metav1args.ObjectMetaArgs{Name: pulumi.String(TokenReaderServiceAccount), Namespace: pulumi.String(args.Placement.Namespace)},
+			// Its pods call no Kubernetes API (kube.Harden).
+			AutomountServiceAccountToken: pulumi.Bool(false),
+		}, args.Placement.Namespaced(pulumi.Parent(s))...)
+		if err != nil {
+			return nil, fmt.Errorf("token reader service account: %w", err)
+		}
+		s.Ready = append(s.Ready, reader)
 	}
 	class, err := t.ProviderClass(args.Placement.Namespace)
 	if err != nil {

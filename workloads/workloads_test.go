@@ -490,3 +490,10 @@ func TestREADMEVerlRewardSampleIsRecorded(t *testing.T) {
 		assert.True(t, strings.Contains(string(readme), field), "the README shows %s", field)
 	}
 }
+
+func TestTokensReaderIsTheVolumesAccountOrItsOwn(t *testing.T) {
+	with := workloads.Tokens{HF: true}
+	assert.Equal(t, "rl-storage", with.ReaderFor("rl-storage"), "GCS FUSE: the bucket's account")
+	assert.Equal(t, workloads.TokenReaderServiceAccount, with.ReaderFor(""), "Lustre: an account of its own, not the namespace's default")
+	assert.Empty(t, workloads.Tokens{}.ReaderFor(""), "no tokens, no reader")
+}

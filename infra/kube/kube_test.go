@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	_ "gke-rl/infra/golden" // every test binary accepts -update
@@ -40,4 +41,12 @@ func TestSharedVolume(t *testing.T) {
 	ann["networking.gke.io/default-interface"] = "eth0"
 	assert.Len(t, v.PodAnnotations, 1, "callers get a copy")
 	assert.Nil(t, kube.SharedVolume{PodAnnotations: map[string]string{}}.Annotations(), "an empty map never renders")
+}
+
+// A core kind registered as a custom resource would get the type token kubernetes:v1:<kind>,
+// which the provider does not know: NewObject refuses it before registering anything.
+func TestNewObjectRefusesCoreKinds(t *testing.T) {
+	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: metav1.ObjectMeta{Name: "x"}}
+	_, err := kube.NewObject(nil, "x", sa)
+	assert.ErrorContains(t, err, "core kind")
 }

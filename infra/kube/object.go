@@ -29,6 +29,11 @@ func NewObject(ctx *pulumi.Context, name string, obj Object, opts ...pulumi.Reso
 	if gvk.Kind == "" || gvk.Version == "" {
 		return nil, fmt.Errorf("%s: %T has no apiVersion and kind", name, obj)
 	}
+	if gvk.Group == "" {
+		// The provider names core kinds `kubernetes:core/v1:<kind>`, which a CustomResource of
+		// apiVersion v1 would not match: register them with the typed resources.
+		return nil, fmt.Errorf("%s: %s is a core kind; register it with pulumi-kubernetes' core/v1 resources", name, gvk.Kind)
+	}
 	fields, err := ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
