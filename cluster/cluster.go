@@ -227,18 +227,8 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, fmt.Errorf("rdma installer: %w", err)
 	}
 	if sa := args.PreviewServiceAccount; sa != "" {
-		// The policy exists before the binding that gives the access it limits.
-		var after []pulumi.Resource
-		for _, obj := range PreviewAccess(sa) {
-			kind := strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind)
-			name, opts := b.child("preview-"+kind, "")
-			o, err := kube.NewObject(ctx, name, obj, inCluster.WaitingFor(after...).ClusterScoped(opts...)...)
-			if err != nil {
-				return nil, fmt.Errorf("preview access %s: %w", kind, err)
-			}
-			if kind == "validatingadmissionpolicy" || kind == "validatingadmissionpolicybinding" {
-				after = append(after, o)
-			}
+		if err := newPreviewAccess(b, PreviewAccess(sa), inCluster); err != nil {
+			return nil, err
 		}
 	}
 	nsName, nsOpts := b.child("workloads", "workloads")
@@ -503,4 +493,31 @@ users:
       installHint: Install gke-gcloud-auth-plugin, e.g. gcloud components install gke-gcloud-auth-plugin
       provideClusterInfo: true
 `, DNSEndpoint(cl))
+}
+
+// newPreviewAccess registers the preview identity's limit, then the access it limits.
+func newPreviewAccess(b builder, objs PreviewObjects, inCluster kube.Placement) error {
+	var limit []pulumi.Resource
+	register := func(obj kube.Object, placement kube.Placement) (pulumi.Resource, error) {
+		kind := strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind)
+		name, opts := b.child("preview-"+kind, "")
+		o, err := kube.NewObject(b.ctx, name, obj, placement.ClusterScoped(opts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("preview access %s: %w", kind, err)
+		}
+		return o, nil
+	}
+	for _, obj := range objs.Limit {
+		o, err := register(obj, inCluster)
+		if err != nil {
+			return err
+		}
+		limit = append(limit, o)
+	}
+	for _, obj := range objs.Access {
+		if _, err := register(obj, inCluster.WaitingFor(limit...)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

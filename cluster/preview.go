@@ -38,6 +38,13 @@ var (
 	dryRunVerbs = []string{"create", "update", "patch"}
 )
 
+// PreviewObjects are the objects that give the preview identity its access: Limit (the
+// admission policy and its binding) must exist before Access (the ClusterRole and its binding)
+// grants what it limits.
+type PreviewObjects struct {
+	Limit, Access []kube.Object
+}
+
 // PreviewAccess are the objects that let user (a Google service account's email, the user name
 // GKE authenticates it as) preview the stack: a ClusterRole to read every kind the program
 // manages and to write them, a binding, and a ValidatingAdmissionPolicy with its binding that
@@ -45,7 +52,7 @@ var (
 // to it: Kubernetes never matches a ValidatingAdmissionPolicy against requests for policies or
 // their bindings (the API's documented exclusion), so only RBAC can keep the preview identity
 // from removing its own limit.
-func PreviewAccess(user string) []kube.Object {
+func PreviewAccess(user string) PreviewObjects {
 	rules := []rbacv1.PolicyRule{}
 	for _, r := range ManagedKinds {
 		r.Verbs = append(append([]string{}, readVerbs...), dryRunVerbs...)
@@ -100,6 +107,5 @@ func PreviewAccess(user string) []kube.Object {
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
 		},
 	}
-	// The policy first: the access it limits waits for it (NewCluster).
-	return []kube.Object{policy, policyBinding, role, binding}
+	return PreviewObjects{Limit: []kube.Object{policy, policyBinding}, Access: []kube.Object{role, binding}}
 }

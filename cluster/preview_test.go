@@ -17,11 +17,12 @@ import (
 func TestPreviewAccessReadsAndDryRunsOnly(t *testing.T) {
 	const user = "gke-rl-preview@my-project.iam.gserviceaccount.com"
 	objs := cluster.PreviewAccess(user)
-	require.Len(t, objs, 4)
-	policy := objs[0].(*admissionv1.ValidatingAdmissionPolicy)
-	policyBinding := objs[1].(*admissionv1.ValidatingAdmissionPolicyBinding)
-	role := objs[2].(*rbacv1.ClusterRole)
-	binding := objs[3].(*rbacv1.ClusterRoleBinding)
+	require.Len(t, objs.Limit, 2)
+	require.Len(t, objs.Access, 2)
+	policy := objs.Limit[0].(*admissionv1.ValidatingAdmissionPolicy)
+	policyBinding := objs.Limit[1].(*admissionv1.ValidatingAdmissionPolicyBinding)
+	role := objs.Access[0].(*rbacv1.ClusterRole)
+	binding := objs.Access[1].(*rbacv1.ClusterRoleBinding)
 
 	for _, rule := range role.Rules {
 		assert.NotContains(t, rule.Resources, "secrets")

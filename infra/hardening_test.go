@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"gke-rl/cluster"
 	"gke-rl/infra/plan"
@@ -107,21 +109,17 @@ func TestPreviewAccessCoversEveryRenderedKind(t *testing.T) {
 		res := plantest.Plan(t, stack, "gate.enabled=true", "tokens.huggingFace=true",
 			"cluster.previewServiceAccount=gke-rl-preview@your-project-id.iam.gserviceaccount.com")
 		for _, m := range plan.Manifests(res) {
-			group, _, _ := strings.Cut(fmt.Sprint(m.Object["apiVersion"]), "/")
-			if !strings.Contains(fmt.Sprint(m.Object["apiVersion"]), "/") {
-				group = ""
-			}
-			kind := strings.ToLower(fmt.Sprint(m.Object["kind"]))
-			if group == "admissionregistration.k8s.io" {
+			gvk := schema.FromAPIVersionAndKind(fmt.Sprint(m.Object["apiVersion"]), fmt.Sprint(m.Object["kind"]))
+			if gvk.Group == "admissionregistration.k8s.io" {
 				continue // read-only to it, by design
 			}
-			assert.True(t, covered[group+"/"+kind+"s"] || covered[group+"/"+strings.TrimSuffix(kind, "y")+"ies"] || covered[group+"/"+kind+"es"],
-				"%s: %s/%s is not in cluster.ManagedKinds", stack, group, kind)
+			resource, _ := meta.UnsafeGuessKindToResource(gvk)
+			assert.True(t, covered[gvk.Group+"/"+resource.Resource], "%s: %s is not in cluster.ManagedKinds", stack, resource)
 		}
 		policy := res.Find("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "cluster-preview-validatingadmissionpolicy")
 		require.NotNil(t, policy)
-		for _, name := range []string{"cluster-preview-clusterrole", "cluster-preview-clusterrolebinding"} {
-			r := res.Find("kubernetes:rbac.authorization.k8s.io/v1:"+map[string]string{"cluster-preview-clusterrole": "ClusterRole", "cluster-preview-clusterrolebinding": "ClusterRoleBinding"}[name], name)
+		for kind, name := range map[string]string{"ClusterRole": "cluster-preview-clusterrole", "ClusterRoleBinding": "cluster-preview-clusterrolebinding"} {
+			r := res.Find("kubernetes:rbac.authorization.k8s.io/v1:"+kind, name)
 			require.NotNil(t, r, name)
 			assert.True(t, res.DependencyClosure(r)[policy.URN], "%s waits for the dry-run-only policy", name)
 		}

@@ -25,15 +25,15 @@ import (
 // as files. Pulumi's state, its previews, the stack's passphrase and the preview identity
 // never see a token.
 
-// Token names one token: its secret's suffix, which is also the file pods read it from.
-type Token string
+// Token is one token: the suffix of its secret's ID, and the file pods read it from.
+type Token struct{ Secret, File string }
 
-const (
+var (
 	// HFToken is the Hugging Face token, read by huggingface_hub from HF_TOKEN_PATH.
-	HFToken Token = "hf-token"
+	HFToken = Token{Secret: "hf-token", File: "hf-token"}
 	// WandBNetrc is a netrc entry for api.wandb.ai: W&B reads its key from the netrc file that
 	// NETRC names when WANDB_API_KEY is not set.
-	WandBNetrc Token = "netrc"
+	WandBNetrc = Token{Secret: "wandb-netrc", File: "netrc"}
 )
 
 // TokensMountPath is where pods mount the token files, read-only.
@@ -98,16 +98,7 @@ func (t Tokens) List() []Token {
 
 // SecretID is the Secret Manager secret that holds a token: `<prefix>-hf-token` or
 // `<prefix>-wandb-netrc`.
-func (t Tokens) SecretID(tok Token) string {
-	if tok == WandBNetrc {
-		return t.Prefix + "-wandb-netrc"
-	}
-	return t.Prefix + "-" + string(tok)
-}
-
-// SecretIDMaxLength bounds a secret ID (Secret Manager's `secretId`: up to 255 letters,
-// digits, '-' and '_').
-const SecretIDMaxLength = 255
+func (t Tokens) SecretID(tok Token) string { return t.Prefix + "-" + tok.Secret }
 
 // Env tells the Hugging Face and W&B libraries where the token files are. No token is in any
 // environment variable: NeMo RL copies the driver's whole environment into every actor's
@@ -116,10 +107,10 @@ const SecretIDMaxLength = 255
 func (t Tokens) Env() []k8scorev1.EnvVar {
 	var env []k8scorev1.EnvVar
 	if t.HF {
-		env = append(env, k8scorev1.EnvVar{Name: "HF_TOKEN_PATH", Value: path.Join(TokensMountPath, string(HFToken))})
+		env = append(env, k8scorev1.EnvVar{Name: "HF_TOKEN_PATH", Value: path.Join(TokensMountPath, HFToken.File)})
 	}
 	if t.WandB {
-		env = append(env, k8scorev1.EnvVar{Name: "NETRC", Value: path.Join(TokensMountPath, string(WandBNetrc))})
+		env = append(env, k8scorev1.EnvVar{Name: "NETRC", Value: path.Join(TokensMountPath, WandBNetrc.File)})
 	}
 	return env
 }
@@ -161,7 +152,7 @@ func (t Tokens) ProviderClass(namespace string) (*secretsstorev1.SecretProviderC
 	for _, tok := range t.List() {
 		entries = append(entries, providerSecret{
 			ResourceName: fmt.Sprintf("projects/%s/secrets/%s/versions/latest", t.Project, t.SecretID(tok)),
-			Path:         string(tok),
+			Path:         tok.File,
 		})
 	}
 	secrets, err := yaml.Marshal(entries)
@@ -219,7 +210,7 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 	}
 	kids := naming.Children{Component: name, Parent: s}
 	for _, tok := range t.List() {
-		secretName, secretOpts := kids.Of(string(tok), "")
+		secretName, secretOpts := kids.Of(tok.Secret, "")
 		secret, err := secretmanager.NewSecret(ctx, secretName, &secretmanager.SecretArgs{
 			Project:     pulumi.String(t.Project),
 			SecretId:    pulumi.String(t.SecretID(tok)),
@@ -227,7 +218,7 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 			Labels:      pulumi.StringMap{"gke-rl-cluster": pulumi.String(t.Prefix)},
 		}, secretOpts...)
 		if err != nil {
-			return nil, fmt.Errorf("secret %s: %w", tok, err)
+			return nil, fmt.Errorf("secret %s: %w", tok.Secret, err)
 		}
 		// Secret Manager names a secret by project number whatever the request said
 		// (projects/<number>/secrets/<id>: `gcloud secrets describe`, and
@@ -241,7 +232,7 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 			}
 			return args.Principal(number), nil
 		}).(pulumi.StringOutput)
-		bindingName, bindingOpts := kids.Of(string(tok)+"-reader", "")
+		bindingName, bindingOpts := kids.Of(tok.Secret+"-reader", "")
 		binding, err := secretmanager.NewSecretIamMember(ctx, bindingName, &secretmanager.SecretIamMemberArgs{
 			Project:  secret.Project,
 			SecretId: secret.SecretId,
@@ -249,7 +240,7 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 			Member:   member,
 		}, bindingOpts...)
 		if err != nil {
-			return nil, fmt.Errorf("secret %s reader: %w", tok, err)
+			return nil, fmt.Errorf("secret %s reader: %w", tok.Secret, err)
 		}
 		s.Secrets = append(s.Secrets, secret)
 		s.Bindings = append(s.Bindings, binding)
