@@ -98,6 +98,14 @@ type CPUPoolSpec struct {
 	SecureBoot bool
 }
 
+// CPUPoolMinNodes and CPUPoolMaxNodes bound the CPU pool's autoscaler: one node holds the Ray
+// head and the system pods, and the autoscaler adds nodes when CPU Jobs (the data preparation,
+// the submitter) do not fit beside them.
+const (
+	CPUPoolMinNodes = 1
+	CPUPoolMaxNodes = 3
+)
+
 // ClusterArgs are the Spec and the networks it attaches to, known once they exist.
 type ClusterArgs struct {
 	Spec
@@ -389,8 +397,8 @@ func clusterArgs(args *ClusterArgs, nodeSA pulumi.StringOutput) *container.Clust
 func (c *Cluster) nodePools(b builder, args *ClusterArgs) error {
 	var err error
 	cpu := c.poolArgs(args, args.CPUPool.Name)
-	cpu.InitialNodeCount = pulumi.Int(1)
-	cpu.Autoscaling = &container.NodePoolAutoscalingArgs{TotalMinNodeCount: pulumi.Int(1), TotalMaxNodeCount: pulumi.Int(3)}
+	cpu.InitialNodeCount = pulumi.Int(CPUPoolMinNodes)
+	cpu.Autoscaling = &container.NodePoolAutoscalingArgs{TotalMinNodeCount: pulumi.Int(CPUPoolMinNodes), TotalMaxNodeCount: pulumi.Int(CPUPoolMaxNodes)}
 	cpu.Management = &container.NodePoolManagementArgs{AutoRepair: pulumi.Bool(true), AutoUpgrade: pulumi.Bool(true)}
 	cpu.NodeConfig = cpuNodeConfig(args.CPUPool, c.NodeEmail)
 	cpuName, cpuOpts := b.child("cpu", "cpu")

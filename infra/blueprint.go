@@ -5,6 +5,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	"gke-rl/cluster"
+	"gke-rl/infra/cost"
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/kube"
@@ -42,6 +43,8 @@ type Blueprint struct {
 	// Deadline is the run's derived deadline, nil when job.activeDeadlineSeconds is set, the
 	// run is off, or its length is unknown.
 	Deadline *RunDeadline
+	// Bill is what the stack bills for, to price with a cost.Table.
+	Bill cost.Bill
 	// Warnings are worth a look but do not stop the deployment.
 	Warnings Errors
 }

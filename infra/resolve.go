@@ -66,6 +66,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 	bp.Storage = resolveStorage(c, bp.Hardware)
 	bp.Tokens.Reader = bp.Tokens.ReaderFor(bp.Storage.Volume.ServiceAccountName)
 	bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
+	bp.Bill = billOf(c, bp)
 	if c.Monitoring.Enabled {
 		bp.Monitoring = &monitoring.Args{
 			Project: c.Project, Cluster: c.Cluster.Name, Namespace: WorkloadNamespace,

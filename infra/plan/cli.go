@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"gke-rl/infra/cost"
 )
 
 // Exit statuses of `plan`. Only ExitInvalidConfig and ExitUsage are the user's to fix in the
@@ -36,10 +38,11 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into this directory")
 	// No backquotes in a usage text: the flag package takes a quoted word for the value's name.
 	destroy := fs.Bool("destroy", false, "print what pulumi destroy would do: the order, and what stays")
+	prices := fs.String("prices", "", "a price file (JSON: date, source, prices) adding the prices the shipped table lacks, or replacing its own")
 	var overrides repeated
 	fs.Var(&overrides, "config", "override a config value, PATH=VALUE in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy]")
+		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE]")
 		fs.PrintDefaults()
 	}
 	// Help asked for is an answer, on stdout, not a usage error.
@@ -64,6 +67,13 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitUsage
 	}
+	var extra cost.Table
+	if *prices != "" {
+		if extra, err = cost.LoadFile(*prices); err != nil {
+			fmt.Fprintf(stderr, "error: --prices: %v\n", err)
+			return ExitUsage
+		}
+	}
 	result, err := Run(sc, *stack)
 	if err != nil {
 		var cfgErr *ConfigError
@@ -77,6 +87,9 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		return ExitInternal
 	}
 
+	if *prices != "" {
+		result.Price(extra)
+	}
 	for _, w := range result.Warnings {
 		fmt.Fprintf(stderr, "warning: %s: %s\n", w.Key, w.Message)
 	}

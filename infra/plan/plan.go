@@ -14,6 +14,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/infra"
+	"gke-rl/infra/cost"
 	"gke-rl/infra/recorder"
 )
 
@@ -34,6 +35,14 @@ type Result struct {
 	Outputs map[string]any
 	// Warnings are what `pulumi up` logs as warnings: worth a look, not fatal.
 	Warnings []infra.FieldError
+	// Costs is the stack's bill priced from the shipped price table (cost.Catalog); Price
+	// re-prices it with prices of the user's.
+	Costs cost.Estimate
+}
+
+// Price prices the stack's bill from the shipped table with extra's prices added.
+func (r *Result) Price(extra cost.Table) {
+	r.Costs = r.Blueprint.Bill.Price(cost.Catalog.With(extra))
 }
 
 // SecretPlaceholder stands for a secret value wherever the plan prints one.
@@ -87,7 +96,10 @@ func Run(sc *StackConfig, stack string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Recording: recording, Stack: stack, Project: sc.Project, Blueprint: bp, Outputs: outputs, Warnings: bp.Warnings}, nil
+	return &Result{
+		Recording: recording, Stack: stack, Project: sc.Project, Blueprint: bp, Outputs: outputs, Warnings: bp.Warnings,
+		Costs: bp.Bill.Price(cost.Catalog),
+	}, nil
 }
 
 // outputWait bounds how long the planner waits for the stack outputs to resolve; on the

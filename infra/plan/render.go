@@ -40,14 +40,15 @@ type manifestRef struct {
 	File      string `json:"file"`
 }
 
-// WriteJSON prints the plan as `{"stack", "resources", "outputs"}`. A Kubernetes object's
+// WriteJSON prints the plan as `{"stack", "resources", "outputs", "costs"}`. A Kubernetes object's
 // inputs are a reference to its manifest.
 func WriteJSON(w io.Writer, r *Result) error {
 	doc := struct {
 		Stack     string         `json:"stack"`
 		Resources []jsonResource `json:"resources"`
 		Outputs   map[string]any `json:"outputs"`
-	}{Stack: r.Stack, Resources: []jsonResource{}, Outputs: r.Outputs}
+		Costs     jsonCosts      `json:"costs"`
+	}{Stack: r.Stack, Resources: []jsonResource{}, Outputs: r.Outputs, Costs: costsJSON(r.Costs)}
 	for _, res := range r.Resources {
 		opts := res.Options
 		if opts.IgnoreChanges == nil {
@@ -131,6 +132,7 @@ func WriteTree(out io.Writer, r *Result) error {
 	}
 	walk(roots, "")
 	writeOutputs(w, r.Outputs)
+	writeCosts(w, r.Costs)
 	custom, components := 0, 0
 	for _, res := range r.Resources {
 		if res.Custom {

@@ -1,0 +1,90 @@
+package infra_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/cost"
+	"gke-rl/infra/plan/plantest"
+)
+
+// lineOf returns the bill's line for an item.
+func lineOf(t *testing.T, bill cost.Bill, item string) cost.Line {
+	t.Helper()
+	for _, l := range bill.Lines {
+		if l.Item == item {
+			return l
+		}
+	}
+	require.Failf(t, "no line", "the bill has no %q line: %+v", item, bill.Lines)
+	return cost.Line{}
+}
+
+func TestSpotGPUNodesBillWhileTrainingOnlyAtTheirSpotPrice(t *testing.T) {
+	bill := plantest.Resolve(t, "b200-spot").Bill
+	gpu := lineOf(t, bill, "GPU nodes")
+	assert.Equal(t, cost.SKU{Name: "a4-highgpu-8g/spot", Region: "us-east1"}, gpu.SKU)
+	assert.Equal(t, cost.PerHour, gpu.Unit)
+	assert.Equal(t, 8.0, gpu.Training)
+	assert.Equal(t, 0.0, gpu.Idle, "a spot pool scales to zero between runs")
+
+	lustre := lineOf(t, bill, "Lustre instance")
+	assert.Equal(t, cost.SKU{Name: "lustre-500", Region: "us-east1"}, lustre.SKU)
+	assert.Equal(t, 18000.0, lustre.Training)
+	assert.Equal(t, 18000.0, lustre.Idle, "Lustre bills its capacity, idle or not")
+
+	cpu := lineOf(t, bill, "CPU nodes")
+	assert.Equal(t, cost.SKU{Name: "n2-standard-16", Region: "us-east1"}, cpu.SKU)
+	assert.Equal(t, 1.0, cpu.Idle)
+	disks := lineOf(t, bill, "CPU boot disks")
+	assert.Equal(t, 300.0, disks.Idle)
+}
+
+func TestAReservationBillsItsMachinesWhileIdle(t *testing.T) {
+	gpu := lineOf(t, plantest.Resolve(t, "h200-reserved").Bill, "GPU nodes")
+	assert.Equal(t, cost.SKU{Name: "a3-ultragpu-8g", Region: "us-south1"}, gpu.SKU, "reservations bill at on-demand rates")
+	assert.Equal(t, 2.0, gpu.Training)
+	assert.Equal(t, 2.0, gpu.Idle)
+	assert.Contains(t, gpu.Note, "whether they run or not")
+}
+
+func TestProvisioningModelsNameTheirOwnPrices(t *testing.T) {
+	for prov, want := range map[string]string{
+		"flex-start": "a4-highgpu-8g/flex-start",
+		"on-demand":  "a4-highgpu-8g",
+	} {
+		gpu := lineOf(t, plantest.Resolve(t, "b200-spot", "gpu.provisioning="+prov).Bill, "GPU nodes")
+		assert.Equal(t, want, gpu.SKU.Name, prov)
+	}
+	auto := plantest.Resolve(t, "b200-spot", "cluster.mode=autopilot").Bill
+	assert.Equal(t, "a4-highgpu-8g/spot/autopilot", lineOf(t, auto, "GPU nodes").SKU.Name)
+	assert.Equal(t, "autopilot-pods", lineOf(t, auto, "CPU pods").SKU.Name)
+}
+
+func TestABucketBillsTheCheckpointsItKeeps(t *testing.T) {
+	// Qwen2.5-32B: 32e9 parameters × 16 bytes = 512 GB a checkpoint; 2 kept = 1024e9 bytes
+	// = 953.7 GiB, rounded up.
+	bucket := lineOf(t, plantest.Resolve(t, "h200-reserved").Bill, "Bucket")
+	assert.Equal(t, cost.SKU{Name: "gcs-standard", Region: "us-south1"}, bucket.SKU)
+	assert.Equal(t, 954.0, bucket.Idle)
+	assert.False(t, bucket.UnknownQuantity)
+
+	unknown := lineOf(t, plantest.Resolve(t, "h200-reserved", "job.model=my-org/my-model").Bill, "Bucket")
+	assert.True(t, unknown.UnknownQuantity, "a model of unknown size stores an unknown amount")
+}
+
+func TestTheShippedStacksArePricedExceptWhereTheCatalogHasNoPrice(t *testing.T) {
+	// The catalog lacks the GPU machine types, Managed Lustre and the GKE fee (cost.CatalogSource
+	// says why); every other line of every shipped stack has its price.
+	lacks := map[string]bool{
+		"a4-highgpu-8g/spot": true, "a3-ultragpu-8g": true, "lustre-500": true, "gke-cluster": true,
+	}
+	for _, stack := range plantest.Stacks {
+		for _, l := range plantest.Resolve(t, stack).Bill.Lines {
+			_, priced := cost.Catalog.Lookup(l.SKU)
+			assert.Equal(t, !lacks[l.SKU.Name], priced, "%s: %s (%s)", stack, l.Item, l.SKU)
+		}
+	}
+}

@@ -1,0 +1,212 @@
+// Package cost estimates what a stack costs from dated list prices: per hour while the GPU
+// nodes train, and per month while they are idle. It is pure: the bill of materials comes from
+// the resolved configuration, the prices from a Table, and a price the table lacks is reported
+// as unknown, never guessed.
+package cost
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// HoursPerMonth is the month Google's price lists use (730 hours).
+const HoursPerMonth = 730
+
+// Unit is what a unit price is per.
+type Unit string
+
+const (
+	// PerHour is per machine per hour.
+	PerHour Unit = "hour"
+	// PerGiBMonth is per GiB of provisioned or stored capacity per month.
+	PerGiBMonth Unit = "GiB-month"
+)
+
+// SKU names one priced thing in one region.
+type SKU struct {
+	// Name is a machine type ("n2-standard-16"), a machine type and its provisioning model
+	// ("a4-highgpu-8g/spot", "a4-highgpu-8g/flex-start"; on-demand and reservations have no
+	// suffix), or a storage product ("pd-balanced", "gcs-standard", "lustre-500").
+	Name   string `json:"sku"`
+	Region string `json:"region"`
+}
+
+func (s SKU) String() string { return s.Name + " in " + s.Region }
+
+// Line is one item of a stack's bill of materials.
+type Line struct {
+	// Item says what it is ("GPU nodes"); Detail how many of what, where.
+	Item, Detail string
+	SKU          SKU
+	Unit         Unit
+	// Training and Idle are the quantities billed while the GPU nodes train and while the stack
+	// is idle (GPU pool at its minimum): machines for PerHour, GiB for PerGiBMonth.
+	Training, Idle float64
+	// UnknownQuantity is set when the quantity itself is unknown (a bucket's content whose
+	// model size the planner cannot tell).
+	UnknownQuantity bool
+	// Note is said next to the line.
+	Note string
+}
+
+// Bill is a stack's bill of materials.
+type Bill struct {
+	Lines []Line
+	// Excluded names what the estimate leaves out.
+	Excluded []string
+}
+
+// Price is a unit price and where it comes from.
+type Price struct {
+	USD    float64
+	Source *Source
+}
+
+// Source is a dated price list.
+type Source struct {
+	// Date is when the prices were read (YYYY-MM-DD).
+	Date string `json:"date"`
+	// Name says where they were read, for a user to check.
+	Name string `json:"source"`
+}
+
+// Table is a set of unit prices by SKU.
+type Table struct {
+	Prices map[SKU]Price
+}
+
+// Lookup returns the unit price of a SKU.
+func (t Table) Lookup(s SKU) (Price, bool) {
+	p, ok := t.Prices[s]
+	return p, ok
+}
+
+// With returns the table with other's prices added, replacing any of the same SKU.
+func (t Table) With(other Table) Table {
+	merged := Table{Prices: make(map[SKU]Price, len(t.Prices)+len(other.Prices))}
+	for k, v := range t.Prices {
+		merged.Prices[k] = v
+	}
+	for k, v := range other.Prices {
+		merged.Prices[k] = v
+	}
+	return merged
+}
+
+// Amount is a cost in USD, or unknown.
+type Amount struct {
+	USD   float64
+	Known bool
+}
+
+// Total is a sum of amounts: what is known, and the items whose cost is not.
+type Total struct {
+	KnownUSD float64  `json:"knownUSD"`
+	Unknown  []string `json:"unknown"`
+}
+
+// Complete reports whether every item of the total has a price.
+func (t Total) Complete() bool { return len(t.Unknown) == 0 }
+
+func (t *Total) add(item string, a Amount) {
+	if a.Known {
+		t.KnownUSD += a.USD
+	} else if !slices.Contains(t.Unknown, item) {
+		t.Unknown = append(t.Unknown, item)
+	}
+}
+
+// Costed is a line with its price and what it costs.
+type Costed struct {
+	Line
+	// Price is nil when the table has no price for the line's SKU.
+	Price *Price
+	// TrainingPerHour and IdlePerMonth are the line's cost in each state.
+	TrainingPerHour, IdlePerMonth Amount
+}
+
+// Estimate is a bill priced from a table.
+type Estimate struct {
+	Lines []Costed
+	// TrainingPerHour is the cost of an hour while the GPU nodes train; IdlePerMonth of a month
+	// while they do not.
+	TrainingPerHour, IdlePerMonth Total
+	// Sources are the price lists the priced lines come from, in order of first use.
+	Sources  []Source
+	Excluded []string
+}
+
+// Price prices a bill. A zero quantity costs nothing whether or not its price is known.
+func (b Bill) Price(t Table) Estimate {
+	e := Estimate{Excluded: b.Excluded}
+	for _, l := range b.Lines {
+		c := Costed{Line: l}
+		if p, ok := t.Lookup(l.SKU); ok {
+			c.Price = &p
+			if !slices.Contains(e.Sources, *p.Source) {
+				e.Sources = append(e.Sources, *p.Source)
+			}
+		}
+		c.TrainingPerHour = c.amount(l.Training, PerHour)
+		c.IdlePerMonth = c.amount(l.Idle, PerGiBMonth)
+		e.TrainingPerHour.add(l.Item, c.TrainingPerHour)
+		e.IdlePerMonth.add(l.Item, c.IdlePerMonth)
+		e.Lines = append(e.Lines, c)
+	}
+	return e
+}
+
+// amount is the cost of a quantity of the line over an hour (per == PerHour) or a month.
+func (c Costed) amount(quantity float64, per Unit) Amount {
+	if quantity == 0 && !c.UnknownQuantity {
+		return Amount{Known: true}
+	}
+	if c.Price == nil || c.UnknownQuantity {
+		return Amount{}
+	}
+	usd := quantity * c.Price.USD
+	switch {
+	case c.Unit == PerHour && per == PerGiBMonth:
+		usd *= HoursPerMonth
+	case c.Unit == PerGiBMonth && per == PerHour:
+		usd /= HoursPerMonth
+	}
+	return Amount{USD: usd, Known: true}
+}
+
+// String prints an amount: "$1,234.56", or "unknown".
+func (a Amount) String() string {
+	if !a.Known {
+		return "unknown"
+	}
+	return Dollars(a.USD)
+}
+
+// String prints a total: "$12.34", "at least $12.34 (unknown: GPU nodes)", or "unknown" when
+// nothing of it is known.
+func (t Total) String() string {
+	switch {
+	case t.Complete():
+		return Dollars(t.KnownUSD)
+	case t.KnownUSD == 0:
+		return "unknown (" + strings.Join(t.Unknown, ", ") + ")"
+	default:
+		return fmt.Sprintf("at least %s (unknown: %s)", Dollars(t.KnownUSD), strings.Join(t.Unknown, ", "))
+	}
+}
+
+// Dollars prints USD with cents and thousands separators.
+func Dollars(usd float64) string {
+	cents := int64(usd*100 + 0.5)
+	whole, frac := cents/100, cents%100
+	digits := fmt.Sprint(whole)
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return fmt.Sprintf("$%s.%02d", b.String(), frac)
+}

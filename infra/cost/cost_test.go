@@ -1,0 +1,121 @@
+package cost
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var testSource = &Source{Date: "2026-07-30", Name: "test list"}
+
+func table(prices map[SKU]float64) Table {
+	t := Table{Prices: map[SKU]Price{}}
+	for k, v := range prices {
+		t.Prices[k] = Price{USD: v, Source: testSource}
+	}
+	return t
+}
+
+func TestAMachineBillsItsHourlyPriceAnHourAnd730HoursAMonth(t *testing.T) {
+	n2 := SKU{Name: "n2-standard-16", Region: "us-east1"}
+	bill := Bill{Lines: []Line{{Item: "CPU nodes", SKU: n2, Unit: PerHour, Training: 2, Idle: 1}}}
+	e := bill.Price(table(map[SKU]float64{n2: 0.5}))
+	require.Len(t, e.Lines, 1)
+	assert.Equal(t, Amount{USD: 1, Known: true}, e.Lines[0].TrainingPerHour)
+	assert.Equal(t, Amount{USD: 365, Known: true}, e.Lines[0].IdlePerMonth)
+	assert.True(t, e.TrainingPerHour.Complete())
+	assert.Equal(t, []Source{*testSource}, e.Sources)
+}
+
+func TestStorageBillsItsMonthlyPriceAMonthAndA730thOfItAnHour(t *testing.T) {
+	gcs := SKU{Name: "gcs-standard", Region: "us-east1"}
+	bill := Bill{Lines: []Line{{Item: "Bucket", SKU: gcs, Unit: PerGiBMonth, Training: 730, Idle: 730}}}
+	e := bill.Price(table(map[SKU]float64{gcs: 0.02}))
+	assert.InDelta(t, 0.02, e.TrainingPerHour.KnownUSD, 1e-9)
+	assert.InDelta(t, 14.6, e.IdlePerMonth.KnownUSD, 1e-9)
+}
+
+func TestAMissingPriceIsUnknownNeverZeroUnlessNothingBills(t *testing.T) {
+	gpu := SKU{Name: "a4-highgpu-8g/spot", Region: "us-east1"}
+	bill := Bill{Lines: []Line{{Item: "GPU nodes", SKU: gpu, Unit: PerHour, Training: 8, Idle: 0}}}
+	e := bill.Price(Table{})
+	assert.Nil(t, e.Lines[0].Price)
+	assert.False(t, e.Lines[0].TrainingPerHour.Known)
+	assert.Equal(t, []string{"GPU nodes"}, e.TrainingPerHour.Unknown)
+	// A pool scaled to zero costs nothing, whatever its price.
+	assert.Equal(t, Amount{Known: true}, e.Lines[0].IdlePerMonth)
+	assert.True(t, e.IdlePerMonth.Complete())
+	assert.Empty(t, e.Sources)
+}
+
+func TestAnUnknownQuantityIsUnknownEvenWithAPrice(t *testing.T) {
+	gcs := SKU{Name: "gcs-standard", Region: "us-east1"}
+	bill := Bill{Lines: []Line{{Item: "Bucket", SKU: gcs, Unit: PerGiBMonth, UnknownQuantity: true}}}
+	e := bill.Price(table(map[SKU]float64{gcs: 0.02}))
+	assert.False(t, e.Lines[0].IdlePerMonth.Known)
+	assert.Equal(t, []string{"Bucket"}, e.IdlePerMonth.Unknown)
+}
+
+func TestTotalsSayWhatTheyLack(t *testing.T) {
+	assert.Equal(t, "$1,234.57", Total{KnownUSD: 1234.567}.String())
+	assert.Equal(t, "at least $0.82 (unknown: GPU nodes, Lustre instance)",
+		Total{KnownUSD: 0.8215, Unknown: []string{"GPU nodes", "Lustre instance"}}.String())
+	assert.Equal(t, "unknown (GPU nodes)", Total{Unknown: []string{"GPU nodes"}}.String())
+	assert.Equal(t, "unknown", Amount{}.String())
+	assert.Equal(t, "$0.00", Amount{Known: true}.String())
+	assert.Equal(t, "$1,000,000.00", Dollars(1e6))
+	assert.Equal(t, "$999.99", Dollars(999.99))
+}
+
+func TestWithAddsAndReplacesPrices(t *testing.T) {
+	a := SKU{Name: "n2-standard-16", Region: "us-east1"}
+	b := SKU{Name: "gke-cluster", Region: "us-east1"}
+	base := table(map[SKU]float64{a: 0.5})
+	mine := &Source{Date: "2026-11-30", Name: "mine"}
+	merged := base.With(Table{Prices: map[SKU]Price{a: {USD: 0.4, Source: mine}, b: {USD: 0.1, Source: mine}}})
+	got, _ := merged.Lookup(a)
+	assert.Equal(t, 0.4, got.USD)
+	assert.Equal(t, mine, got.Source)
+	_, ok := merged.Lookup(b)
+	assert.True(t, ok)
+	// The shipped table is left as it was.
+	got, _ = base.Lookup(a)
+	assert.Equal(t, 0.5, got.USD)
+}
+
+func TestParseFile(t *testing.T) {
+	good := `{"date": "2026-11-30", "source": "billing console", "prices": [{"sku": "a4-highgpu-8g/spot", "region": "us-east1", "usd": 30.5}]}`
+	tab, err := ParseFile("p.json", []byte(good))
+	require.NoError(t, err)
+	p, ok := tab.Lookup(SKU{Name: "a4-highgpu-8g/spot", Region: "us-east1"})
+	require.True(t, ok)
+	assert.Equal(t, 30.5, p.USD)
+	assert.Equal(t, Source{Date: "2026-11-30", Name: "billing console"}, *p.Source)
+
+	for name, tc := range map[string]struct{ file, want string }{
+		"no date":       {`{"source": "x", "prices": []}`, `p.json: date "": want the day the prices were read, as YYYY-MM-DD`},
+		"bad date":      {`{"date": "30/11/2026", "source": "x", "prices": []}`, `date "30/11/2026"`},
+		"no source":     {`{"date": "2026-11-30", "prices": []}`, `source is empty`},
+		"zero price":    {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 0}]}`, `prices[0]: want a sku, a region and a usd above 0`},
+		"no region":     {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "usd": 1}]}`, `prices[0]`},
+		"twice":         {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 1}, {"sku": "a", "region": "r", "usd": 2}]}`, `prices[1]: a in r is priced twice`},
+		"unknown field": {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 1, "per": "hour"}]}`, `unknown field "per"`},
+		"not json":      {`date: 2026-11-30`, `p.json: invalid character`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseFile("p.json", []byte(tc.file))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestTheCatalogIsDatedAndHasOnlyPositivePrices(t *testing.T) {
+	require.NotEmpty(t, Catalog.Prices)
+	for sku, p := range Catalog.Prices {
+		assert.Greater(t, p.USD, 0.0, sku.String())
+		assert.Equal(t, &CatalogSource, p.Source, sku.String())
+	}
+	assert.Regexp(t, `^\d{4}-\d{2}-\d{2}$`, CatalogSource.Date)
+}

@@ -1,0 +1,63 @@
+package cost
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// File is a price file: prices a user read elsewhere (the Cloud Billing console, a negotiated
+// price list), for the SKUs the shipped table lacks or to replace its prices.
+//
+//	{"date": "2026-11-30", "source": "Cloud Billing console, SKU list",
+//	 "prices": [{"sku": "a4-highgpu-8g/spot", "region": "us-east1", "usd": 30.5}]}
+type File struct {
+	Source
+	Prices []FilePrice `json:"prices"`
+}
+
+// FilePrice is one price of a price file: USD per Unit of the SKU (per hour for a machine type,
+// per GiB-month for storage).
+type FilePrice struct {
+	SKU
+	USD float64 `json:"usd"`
+}
+
+// LoadFile reads a price file; every problem names the file and the entry.
+func LoadFile(path string) (Table, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Table{}, err
+	}
+	return ParseFile(path, data)
+}
+
+// ParseFile parses a price file's content; name is how errors refer to it.
+func ParseFile(name string, data []byte) (Table, error) {
+	var f File
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return Table{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if _, err := time.Parse(time.DateOnly, f.Date); err != nil {
+		return Table{}, fmt.Errorf("%s: date %q: want the day the prices were read, as YYYY-MM-DD", name, f.Date)
+	}
+	if f.Name == "" {
+		return Table{}, fmt.Errorf("%s: source is empty: say where the prices were read", name)
+	}
+	src := f.Source
+	t := Table{Prices: map[SKU]Price{}}
+	for i, p := range f.Prices {
+		if p.Name == "" || p.Region == "" || p.USD <= 0 {
+			return Table{}, fmt.Errorf("%s: prices[%d]: want a sku, a region and a usd above 0, got %+v", name, i, p)
+		}
+		if _, dup := t.Prices[p.SKU]; dup {
+			return Table{}, fmt.Errorf("%s: prices[%d]: %s is priced twice", name, i, p.SKU)
+		}
+		t.Prices[p.SKU] = Price{USD: p.USD, Source: &src}
+	}
+	return t, nil
+}
