@@ -55,7 +55,7 @@ func TestCLIJSONCarriesTheCosts(t *testing.T) {
 				Unknown  []string `json:"unknown"`
 			} `json:"trainingPerHour"`
 			Lines []struct {
-				Item               string   `json:"item"`
+				Item               string `json:"item"`
 				Price              struct{ SKU, Region string }
 				UnitUSD            *float64 `json:"unitUSD"`
 				IdlePerMonthUSD    *float64 `json:"idlePerMonthUSD"`
