@@ -76,11 +76,9 @@ func TestABucketBillsTheCheckpointsItKeeps(t *testing.T) {
 }
 
 func TestTheShippedStacksArePricedExceptWhereTheCatalogHasNoPrice(t *testing.T) {
-	// The catalog lacks the GPU machine types, Managed Lustre and the GKE fee (cost.CatalogSource
-	// says why); every other line of every shipped stack has its price.
-	lacks := map[string]bool{
-		"a4-highgpu-8g/spot": true, "a3-ultragpu-8g": true, "lustre-500": true, "gke-cluster": true,
-	}
+	// The catalog lacks the GPU machine types and Managed Lustre (cost.CatalogSource says why);
+	// every other line of every shipped stack has its price.
+	lacks := map[string]bool{"a4-highgpu-8g/spot": true, "a3-ultragpu-8g": true, "lustre-500": true}
 	for _, stack := range plantest.Stacks {
 		for _, l := range plantest.Resolve(t, stack).Bill.Lines {
 			_, priced := cost.Catalog.Lookup(l.SKU)

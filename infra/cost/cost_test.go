@@ -115,7 +115,18 @@ func TestTheCatalogIsDatedAndHasOnlyPositivePrices(t *testing.T) {
 	require.NotEmpty(t, Catalog.Prices)
 	for sku, p := range Catalog.Prices {
 		assert.Greater(t, p.USD, 0.0, sku.String())
-		assert.Equal(t, &CatalogSource, p.Source, sku.String())
+		want := &CatalogSource
+		if sku.Name == "gke-cluster" {
+			want = &FeeSource
+		}
+		assert.Equal(t, want, p.Source, sku.String())
 	}
-	assert.Regexp(t, `^\d{4}-\d{2}-\d{2}$`, CatalogSource.Date)
+	for _, s := range []Source{CatalogSource, FeeSource} {
+		assert.Regexp(t, `^\d{4}-\d{2}-\d{2}$`, s.Date)
+	}
+	// Every region with a machine price has the cluster fee.
+	for sku := range Catalog.Prices {
+		_, ok := Catalog.Lookup(SKU{Name: "gke-cluster", Region: sku.Region})
+		assert.True(t, ok, sku.Region)
+	}
 }

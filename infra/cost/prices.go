@@ -6,17 +6,38 @@ package cost
 // them (pricing.yml, "generated: Thu Jul 30 06:13:17 2026", commit fd66b26). Machine prices
 // are its on-demand `hour`; disk and bucket prices its `month` per GiB.
 //
-// It has no price for the GPU machine types (a4-highgpu-8g, a3-ultragpu-8g), Managed Lustre
-// or the GKE cluster fee: that compilation does not carry them, and no other dated list was at
-// hand. They show as unknown until a price file (`plan --prices`) supplies them.
+// It has no price for the GPU machine types (a4-highgpu-8g, a3-ultragpu-8g) or Managed Lustre:
+// that compilation does not carry them, and no other dated list was at hand. They show as
+// unknown until a price file (`plan --prices`) supplies them.
 var CatalogSource = Source{
 	Date: "2026-07-30",
 	Name: "Cloud Billing Catalog list prices, as compiled in github.com/Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml",
 }
 
+// FeeSource is GKE's pricing page (https://cloud.google.com/kubernetes-engine/pricing), read
+// on 2026-12-01: "A flat cluster management fee of $0.10 per cluster per hour ... applies to all
+// GKE clusters irrespective of the mode of operation". Its free tier's monthly credit applies to
+// zonal and Autopilot clusters only; the program's Standard clusters are regional.
+var FeeSource = Source{
+	Date: "2026-12-01",
+	Name: "GKE pricing page (cluster management fee)",
+}
+
+// ClusterFeeUSDPerHour is GKE's cluster management fee (FeeSource).
+const ClusterFeeUSDPerHour = 0.10
+
 // Catalog is the shipped table: CatalogSource's prices for the regions that offer B200 or H200
-// machines (that compilation's tools/acceleratortyperegion.csv).
-var Catalog = tableOf(&CatalogSource, catalogPrices)
+// machines (that compilation's tools/acceleratortyperegion.csv), and GKE's cluster fee there.
+var Catalog = tableOf(&CatalogSource, catalogPrices).With(clusterFees(&FeeSource, catalogPrices["n2-standard-16"]))
+
+// clusterFees prices the "gke-cluster" SKU in each region of a price list.
+func clusterFees(src *Source, regions map[string]float64) Table {
+	t := Table{Prices: map[SKU]Price{}}
+	for region := range regions {
+		t.Prices[SKU{Name: "gke-cluster", Region: region}] = Price{USD: ClusterFeeUSDPerHour, Source: src}
+	}
+	return t
+}
 
 // catalogPrices are USD per hour (machine types, on-demand) or per GiB-month (pd-balanced: the
 // CPU nodes' boot disks, GKE's default disk type; gcs-standard: Standard storage in a regional

@@ -24,7 +24,8 @@ func TestCLITreeShowsTheCosts(t *testing.T) {
 			_, costs, found := strings.Cut(out, "Costs in USD at list prices, before discounts and taxes (prices of 2026-07-30: ")
 			require.True(t, found, "no costs section")
 			assert.Regexp(t, `\n  per hour while training  at least \$\d+\.\d\d \(unknown: GPU nodes`, costs)
-			assert.Regexp(t, `\n  per month while idle     at least \$[\d,]+\.\d\d \(unknown: `, costs)
+			assert.Regexp(t, `\n  per month while idle     (at least )?\$[\d,]+\.\d\d`, costs)
+			assert.Contains(t, costs, "; prices of 2026-12-01: GKE pricing page (cluster management fee); current prices: https://cloud.google.com/skus):\n")
 			assert.Regexp(t, `\n    CPU nodes +1 × n2-standard-16, on-demand, `, costs)
 			assert.Contains(t, costs, "\n  not counted: network egress and Cloud NAT")
 			assert.Regexp(t, `\n\d+ resources to create`, costs, "the count still closes the plan")
@@ -35,12 +36,12 @@ func TestCLITreeShowsTheCosts(t *testing.T) {
 // The smoke stack is the cheapest: its known part is one CPU node, its disk and a bucket.
 func TestSmokeStackCosts(t *testing.T) {
 	r := plantest.Plan(t, "smoke")
-	assert.Equal(t, []string{"GPU nodes", "GKE cluster fee"}, r.Costs.TrainingPerHour.Unknown)
+	assert.Equal(t, []string{"GPU nodes"}, r.Costs.TrainingPerHour.Unknown)
 	// n2-standard-16 in us-east1 at $0.776944 an hour, 300 GiB of pd-balanced at $0.10 a month,
-	// and a few GiB of checkpoints at $0.02 a month.
-	assert.InDelta(t, 0.776944+300*0.1/730, r.Costs.TrainingPerHour.KnownUSD, 0.01)
-	assert.InDelta(t, 0.776944*730+30, r.Costs.IdlePerMonth.KnownUSD, 1)
-	assert.Equal(t, []string{"GKE cluster fee"}, r.Costs.IdlePerMonth.Unknown, "the spot GPU pool is at zero while idle")
+	// GKE's $0.10 an hour, and a few GiB of checkpoints at $0.02 a month.
+	assert.InDelta(t, 0.776944+300*0.1/730+0.1, r.Costs.TrainingPerHour.KnownUSD, 0.01)
+	assert.InDelta(t, (0.776944+0.1)*730+30, r.Costs.IdlePerMonth.KnownUSD, 1)
+	assert.True(t, r.Costs.IdlePerMonth.Complete(), "the spot GPU pool is at zero while idle: the idle month is all known")
 }
 
 func TestCLIJSONCarriesTheCosts(t *testing.T) {
@@ -67,8 +68,9 @@ func TestCLIJSONCarriesTheCosts(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	c := doc.Costs
 	assert.Equal(t, "USD", c.Currency)
-	require.Len(t, c.Sources, 1)
+	require.Len(t, c.Sources, 2, "the catalog and GKE's fee")
 	assert.Equal(t, "2026-07-30", c.Sources[0].Date)
+	assert.Equal(t, "2026-12-01", c.Sources[1].Date)
 	assert.Contains(t, c.TrainingPerHour.Unknown, "GPU nodes")
 	require.NotEmpty(t, c.Lines)
 	gpu := c.Lines[0]
@@ -89,6 +91,7 @@ func TestCLIPricesFileAddsPrices(t *testing.T) {
 	code, out, errOut := runMain(t, "--stack", "smoke", "--prices", file)
 	require.Equal(t, plan.ExitOK, code, errOut)
 	assert.Contains(t, out, "(prices of 2026-11-30: my billing console; prices of 2026-07-30: ")
+	assert.Contains(t, out, "GKE cluster fee  1 cluster")
 	assert.Regexp(t, `\n  per hour while training  \$10\.92\n`, out, "every item priced: a total, not a bound")
 	assert.Regexp(t, `\n    GPU nodes +1 × a4-highgpu-8g, spot, us-east1-b +training \$10\.00/h, idle \$0\.00/month; \$10 per hour \(2026-11-30\)`, out)
 
