@@ -14,6 +14,7 @@ import (
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 	"gke-rl/storage"
+	"gke-rl/workloads"
 )
 
 // lifecycleVariants cover every resource type the program creates.
@@ -239,4 +240,43 @@ func TestAGivenNodeServiceAccountIsUsedAsItIs(t *testing.T) {
 		assert.Equal(t, sa, plantest.Input(t, pool, "nodeConfig.serviceAccount"), pool.Name)
 	}
 	assert.NotEmpty(t, plantest.Plan(t, "b200-spot").OfType("gcp:projects/iAMMember:IAMMember"), "unset, the program makes and grants one")
+}
+
+// KubeRay does not act on an update of a running RayJob or RayCluster: a change of either spec
+// replaces it, deleting the old one first so that two runs never hold the GPUs at once.
+func TestAChangedRunIsReplacedNotPatched(t *testing.T) {
+	eachVariant(t, func(t *testing.T, res *plan.Result) {
+		seen := 0
+		for _, r := range res.Resources {
+			if r.Type != lifecycle.RayJobType && r.Type != lifecycle.RayClusterType {
+				continue
+			}
+			seen++
+			assert.Equal(t, []string{"spec"}, r.Options.ReplaceOnChanges, r.URN)
+			assert.True(t, r.Options.DeleteBeforeReplace, r.URN)
+		}
+		assert.NotZero(t, seen)
+	})
+}
+
+// On a long-lived cluster, the RayJob carries the cluster's fingerprint: a change that replaces
+// the cluster (and ends the driver on its head) changes the job's spec too, so the job is
+// replaced with it and the run starts again on the new cluster.
+func TestTheJobOnALongLivedClusterIsReplacedWithIt(t *testing.T) {
+	fingerprint := func(overrides ...string) (job, cluster string) {
+		bp := plantest.Resolve(t, "h200-reserved", overrides...)
+		require.NotNil(t, bp.Run.RayCluster)
+		want, err := workloads.Fingerprint(&bp.Run.RayCluster.Spec)
+		require.NoError(t, err)
+		return bp.Run.RayJob.Spec.Metadata[workloads.ClusterSpecKey], want
+	}
+	job, cluster := fingerprint()
+	assert.Equal(t, cluster, job, "the job's fingerprint is the deployed cluster's")
+	other, _ := fingerprint("ray.image=rayproject/ray:2.49.2-py312-gpu")
+	assert.NotEqual(t, job, other, "a new image changes the cluster and so the job")
+	same, _ := fingerprint("job.maxSteps=30")
+	assert.Equal(t, job, same, "a change of the run alone leaves the cluster as it is")
+
+	own := plantest.Resolve(t, "b200-spot").Run.RayJob
+	assert.Nil(t, own.Spec.Metadata, "a job with its own cluster has it in its spec already")
 }

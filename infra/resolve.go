@@ -336,6 +336,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		args.OwnCluster = &spec
 	} else {
 		args.ClusterName = plan.RayCluster.Name
+		args.ClusterSpec = &plan.RayCluster.Spec
 	}
 	job, err := workloads.RayJob(args)
 	if err != nil {

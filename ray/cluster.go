@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gke-rl/infra/kube"
+	"gke-rl/infra/lifecycle"
 	"gke-rl/infra/naming"
 )
 
@@ -48,7 +49,7 @@ func NewLongLivedCluster(ctx *pulumi.Context, name string, args *LongLivedCluste
 	if err := ctx.RegisterComponentResource("gke-rl:ray:Cluster", name, c, opts...); err != nil {
 		return nil, err
 	}
-	childName, childOpts := naming.Children{Component: name, Parent: c}.Of("raycluster", "raycluster")
+	childName, childOpts := naming.Children{Component: name, Parent: c}.Of("raycluster", "raycluster", lifecycle.Options(lifecycle.RayClusterType)...)
 	var err error
 	c.RayCluster, err = kube.NewObject(ctx, childName, args.RayCluster, args.Placement.Namespaced(childOpts...)...)
 	if err != nil {

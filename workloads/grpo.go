@@ -53,7 +53,7 @@ func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.Re
 		}
 		placement = placement.WaitingFor(g.Prep)
 	}
-	jobName, jobOpts := kids.Of("rayjob", "rayjob")
+	jobName, jobOpts := kids.Of("rayjob", "rayjob", lifecycle.Options(lifecycle.RayJobType)...)
 	var err error
 	g.RayJob, err = kube.NewObject(ctx, jobName, args.Job, placement.Namespaced(jobOpts...)...)
 	if err != nil {

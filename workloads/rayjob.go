@@ -1,7 +1,9 @@
 package workloads
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -51,8 +53,12 @@ type JobArgs struct {
 	// OwnCluster is the job's own cluster (spot and flex-start capacity): a preemption fails the
 	// attempt, KubeRay deletes the cluster and retries with a new one, up to BackoffLimit times.
 	// When nil, the job runs on the long-lived RayCluster named ClusterName.
-	OwnCluster   *rayv1.RayClusterSpec
-	ClusterName  string
+	OwnCluster  *rayv1.RayClusterSpec
+	ClusterName string
+	// ClusterSpec is the long-lived RayCluster's spec: the job carries its fingerprint
+	// (ClusterSpecKey), so that a change of the cluster, which replaces it and ends the job's
+	// driver on its head, replaces the job too and starts the run again on the new cluster.
+	ClusterSpec  *rayv1.RayClusterSpec
 	BackoffLimit int
 	// ActiveDeadlineSeconds bounds the whole run, retries included; 0 means no bound.
 	ActiveDeadlineSeconds int
@@ -65,6 +71,20 @@ type JobArgs struct {
 	// Verify is a checkout on the shared volume the submitter checks before it submits: at
 	// Commit, unchanged. Empty Dir checks nothing.
 	Verify Checkout
+}
+
+// ClusterSpecKey is the RayJob metadata key (spec.metadata, which KubeRay also stores with the
+// Ray job) that holds the fingerprint of the long-lived cluster the job runs on.
+const ClusterSpecKey = "gke-rl/raycluster-spec"
+
+// Fingerprint is a short digest of a value's JSON: equal values, equal fingerprints.
+func Fingerprint(v any) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
 }
 
 // Checkout is a git checkout at a commit.
@@ -103,6 +123,13 @@ func RayJob(a JobArgs) (*rayv1.RayJob, error) {
 		spec.BackoffLimit = ptr.To(int32(a.BackoffLimit))
 	} else {
 		spec.ClusterSelector = map[string]string{"ray.io/cluster": a.ClusterName}
+		if a.ClusterSpec != nil {
+			fingerprint, err := Fingerprint(a.ClusterSpec)
+			if err != nil {
+				return nil, fmt.Errorf("cluster fingerprint: %w", err)
+			}
+			spec.Metadata = map[string]string{ClusterSpecKey: fingerprint}
+		}
 	}
 	if a.ActiveDeadlineSeconds > 0 {
 		spec.ActiveDeadlineSeconds = ptr.To(int32(a.ActiveDeadlineSeconds))

@@ -19,6 +19,8 @@ const (
 	LustreType     = "gcp:lustre/instance:Instance"
 	ConnectionType = "gcp:servicenetworking/connection:Connection"
 	JobType        = "kubernetes:batch/v1:Job"
+	RayJobType     = "kubernetes:ray.io/v1:RayJob"
+	RayClusterType = "kubernetes:ray.io/v1:RayCluster"
 )
 
 // Timeout is a resource type's custom timeouts (Go durations), longer than its real work takes.
@@ -101,15 +103,52 @@ var Drifts = []Drift{
 	{NodePoolType, "nodeConfig.taints", SameValue,
 		"GKE adds nvidia.com/gpu=present:NoSchedule to GPU pools itself; the program sets the same " +
 			"taint, and GKE's own lands in effectiveTaints (services/container/node_config.go), not taint"},
-	{"kubernetes:ray.io/v1:RayCluster", "status, and the fields GKE's Ray add-on injects", OtherManager,
+	{RayClusterType, "status, and the fields GKE's Ray add-on injects", OtherManager,
 		"the KubeRay operator writes status; the add-on's logging and monitoring settings are its own"},
-	{"kubernetes:ray.io/v1:RayJob", "status, spec.suspend", OtherManager, "the KubeRay operator manages the job's lifecycle"},
+	{RayJobType, "status, spec.suspend", OtherManager, "the KubeRay operator manages the job's lifecycle"},
 	{"kubernetes:core/v1:PersistentVolume", "spec.claimRef.uid, spec.claimRef.resourceVersion", OtherManager,
 		"the PV binder completes the claim reference when it binds"},
 	{"kubernetes:core/v1:Namespace", "metadata.labels[kubernetes.io/metadata.name]", OtherManager,
 		"the API server labels every namespace with its name"},
 	{JobType, "spec.selector, spec.template.metadata.labels", OtherManager,
 		"the Job controller generates the selector and its labels"},
+}
+
+// Replacement is a resource type that `pulumi up` replaces, deleting the old object first, when
+// one of its Fields changes, where the provider would update it in place.
+type Replacement struct {
+	Type   string
+	Fields []string
+	Why    string
+}
+
+// Replacements are the types whose in-place update would not do what the configuration says.
+// pulumi-kubernetes replaces built-in kinds on their immutable fields (a Job's template) but
+// updates custom resources in place (pulumi-kubernetes #1775); KubeRay v1.5.0 does not act on
+// those updates.
+var Replacements = []Replacement{
+	{RayJobType, []string{"spec"},
+		"KubeRay v1.5.0 reads a RayJob's spec when it submits: it creates the submitter Job once " +
+			"(controllers/ray/rayjob_controller.go, createK8sJobIfNeed) from the entrypoint of that " +
+			"moment (controllers/ray/common/job.go), so an update in place would leave the running " +
+			"attempt on the old spec and a retry on the new one. Deleting first stops the running Ray " +
+			"job (the RayJob's finalizer calls StopJob) and frees its GPUs before the new RayJob asks " +
+			"for them; the new run resumes from the newest checkpoint"},
+	{RayClusterType, []string{"spec"},
+		"KubeRay v1.5.0 has no upgrade strategy for a RayCluster's pods: it reconciles the worker " +
+			"count, not the pod templates, so an update in place would keep the running pods on the " +
+			"old template and start new ones on the new, a mixed cluster. Deleting first frees the " +
+			"GPUs; the RayJob's entrypoint retries its run on the new cluster from the newest " +
+			"checkpoint (workloads/run.sh)"},
+}
+
+// ReplacementOf is a type's row of Replacements.
+func ReplacementOf(typ string) (Replacement, bool) {
+	i := slices.IndexFunc(Replacements, func(r Replacement) bool { return r.Type == typ })
+	if i < 0 {
+		return Replacement{}, false
+	}
+	return Replacements[i], true
 }
 
 // IgnoredFields are the fields of a resource type that the program ignores after creation.
@@ -154,8 +193,8 @@ func GPUPoolOptions(nodes int) []pulumi.ResourceOption {
 	return options(NodePoolType, &t)
 }
 
-// Options are the resource options the tables give a resource type: its custom timeouts and
-// the fields it ignores.
+// Options are the resource options the tables give a resource type: its custom timeouts, the
+// fields it ignores, and the fields whose change replaces it.
 func Options(typ string) []pulumi.ResourceOption {
 	if t, ok := TimeoutOf(typ); ok {
 		return options(typ, &t)
@@ -171,6 +210,9 @@ func options(typ string, t *Timeout) []pulumi.ResourceOption {
 	}
 	if fields := IgnoredFields(typ); len(fields) > 0 {
 		opts = append(opts, pulumi.IgnoreChanges(fields))
+	}
+	if r, ok := ReplacementOf(typ); ok {
+		opts = append(opts, pulumi.ReplaceOnChanges(r.Fields), pulumi.DeleteBeforeReplace(true))
 	}
 	return opts
 }

@@ -62,6 +62,10 @@ type Options struct {
 	CustomTimeouts *Timeouts `json:"customTimeouts,omitempty"`
 	// Import is the ID of an existing resource the stack adopts, if any.
 	Import string `json:"import,omitempty"`
+	// ReplaceOnChanges are the input paths whose change replaces the resource; with
+	// DeleteBeforeReplace, the old one is deleted first.
+	ReplaceOnChanges    []string `json:"replaceOnChanges,omitempty"`
+	DeleteBeforeReplace bool     `json:"deleteBeforeReplace,omitempty"`
 }
 
 // Timeouts are custom timeouts as Go durations (`90m`); empty means the provider's default.
@@ -221,14 +225,16 @@ func (r *Recorder) NewResource(args pulumi.MockResourceArgs) (string, resource.P
 		Dependencies: slices.Sorted(maps.Keys(deps)),
 		Inputs:       args.Inputs,
 		Options: Options{
-			Protect:        rpc.GetProtect(),
-			RetainOnDelete: rpc.GetRetainOnDelete(),
-			IgnoreChanges:  rpc.GetIgnoreChanges(),
-			DeletedWith:    rpc.GetDeletedWith(),
-			Provider:       args.Provider,
-			Aliases:        aliases,
-			CustomTimeouts: timeouts,
-			Import:         rpc.GetImportId(),
+			Protect:             rpc.GetProtect(),
+			RetainOnDelete:      rpc.GetRetainOnDelete(),
+			IgnoreChanges:       rpc.GetIgnoreChanges(),
+			DeletedWith:         rpc.GetDeletedWith(),
+			Provider:            args.Provider,
+			Aliases:             aliases,
+			CustomTimeouts:      timeouts,
+			Import:              rpc.GetImportId(),
+			ReplaceOnChanges:    rpc.GetReplaceOnChanges(),
+			DeleteBeforeReplace: rpc.GetDeleteBeforeReplace(),
 		},
 	}
 	r.mu.Lock()
