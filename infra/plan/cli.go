@@ -38,11 +38,12 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into this directory")
 	// No backquotes in a usage text: the flag package takes a quoted word for the value's name.
 	destroy := fs.Bool("destroy", false, "print what pulumi destroy would do: the order, and what stays")
+	compare := fs.String("compare", "", "an earlier plan --json of the stack (from the version that deployed it): print what changed and what that does to a running run")
 	prices := fs.String("prices", "", "a price file (JSON: date, source, prices) adding the prices the shipped table lacks, or replacing its own")
 	var overrides repeated
 	fs.Var(&overrides, "config", "override a config value, PATH=VALUE in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE]")
+		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE] [--compare FILE]")
 		fs.PrintDefaults()
 	}
 	// Help asked for is an answer, on stdout, not a usage error.
@@ -66,6 +67,17 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitUsage
+	}
+	var earlier *earlierPlan
+	if *compare != "" {
+		if earlier, err = LoadEarlierPlan(*compare); err != nil {
+			fmt.Fprintf(stderr, "error: --compare: %v\n", err)
+			return ExitUsage
+		}
+		if earlier.Stack != *stack {
+			fmt.Fprintf(stderr, "error: --compare: %s is a plan of stack %s, not %s\n", *compare, earlier.Stack, *stack)
+			return ExitUsage
+		}
 	}
 	var extra cost.Table
 	if *prices != "" {
@@ -102,6 +114,13 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		if !*asJSON {
 			fmt.Fprintf(stdout, "wrote %d Kubernetes manifests to %s\n", len(files), *manifests)
 		}
+	}
+	if earlier != nil {
+		if err := WriteComparison(stdout, *compare, Compare(earlier, result)); err != nil {
+			fmt.Fprintf(stderr, "error: writing the comparison (not a problem with your configuration): %v\n", err)
+			return ExitOutput
+		}
+		return ExitOK
 	}
 	if *destroy {
 		write := WriteDestroy

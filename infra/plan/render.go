@@ -38,6 +38,9 @@ type manifestRef struct {
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 	File      string `json:"file"`
+	// Digests fingerprint the object's fields (Digests), so that `plan --compare` tells which
+	// of them a newer plan changes without the manifests.
+	Digests map[string]string `json:"digests"`
 }
 
 // WriteJSON prints the plan as `{"stack", "resources", "outputs", "costs"}`. A Kubernetes object's
@@ -64,7 +67,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 			ns, _ := meta["namespace"].(string)
 			name, _ := meta["name"].(string)
 			kind, _ := m.Object["kind"].(string)
-			inputs = map[string]any{"manifest": manifestRef{Kind: kind, Namespace: ns, Name: name, File: m.File}}
+			inputs = map[string]any{"manifest": manifestRef{Kind: kind, Namespace: ns, Name: name, File: m.File, Digests: Digests(m.Object)}}
 		}
 		doc.Resources = append(doc.Resources, jsonResource{
 			URN: res.URN, Type: res.Type, Name: res.Name, Parent: res.Parent,

@@ -1,0 +1,298 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gke-rl/infra/lifecycle"
+	"gke-rl/infra/recorder"
+)
+
+// Digests fingerprints a Kubernetes object's fields: each top-level field but apiVersion and
+// kind, and each field of its spec ("spec.template"), by a digest of its JSON.
+func Digests(obj map[string]any) map[string]string {
+	out := map[string]string{}
+	for key, v := range obj {
+		if key == "apiVersion" || key == "kind" {
+			continue
+		}
+		out[key] = digest(v)
+		if key == "spec" {
+			if spec, ok := v.(map[string]any); ok {
+				for field, fv := range spec {
+					out["spec."+field] = digest(fv)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func digest(v any) string {
+	data, _ := json.Marshal(v) // plain values from the recorder: maps, lists, scalars
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// ChangeKind is what `pulumi up` would do to a resource, as far as the plans can tell.
+type ChangeKind string
+
+// The kinds of change, by the symbol the report prints.
+const (
+	Created  ChangeKind = "+"
+	Deleted  ChangeKind = "-"
+	Updated  ChangeKind = "~"
+	Replaced ChangeKind = "+-"
+)
+
+// Change is one resource that differs between an earlier plan and this one.
+type Change struct {
+	Kind      ChangeKind
+	URN, Type string
+	Name      string
+	// Fields are the changed input paths.
+	Fields []string
+	// Effect says what the change does to a running run, when it does something.
+	Effect      string
+	StopsTheRun bool
+	// Unknown is set for a Kubernetes object of an earlier plan written before plans carried
+	// digests: whether it changes cannot be told.
+	Unknown bool
+}
+
+// earlierPlan is the part of a `plan --json` document that Compare reads.
+type earlierPlan struct {
+	Stack     string `json:"stack"`
+	Resources []struct {
+		URN     string         `json:"urn"`
+		Type    string         `json:"type"`
+		Name    string         `json:"name"`
+		Inputs  map[string]any `json:"inputs"`
+		Options struct {
+			Aliases []string `json:"aliases"`
+		} `json:"options"`
+	} `json:"resources"`
+}
+
+// LoadEarlierPlan reads a `plan --json` document written by this or an earlier version.
+func LoadEarlierPlan(path string) (*earlierPlan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p earlierPlan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%s: not a plan --json document: %w", path, err)
+	}
+	if p.Stack == "" || len(p.Resources) == 0 {
+		return nil, fmt.Errorf("%s: not a plan --json document: no stack or no resources", path)
+	}
+	return &p, nil
+}
+
+// Compare lists what differs between an earlier plan (`plan --json`, from the version that
+// deployed the stack) and this one, resource by resource, with what each change does to a
+// running run. A resource that moved to a new URN with an alias to its old one is the same
+// resource. The plans see inputs, not the provider's schema: whether a changed input of a cloud
+// resource updates it in place or replaces it is for `pulumi preview --diff` to say.
+func Compare(before *earlierPlan, after *Result) []Change {
+	old := map[string]int{}
+	for i, r := range before.Resources {
+		old[r.URN] = i
+	}
+	var changes []Change
+	matched := map[string]bool{}
+	for _, res := range after.Resources {
+		i, ok := old[res.URN]
+		for _, alias := range res.Options.Aliases {
+			if !ok {
+				i, ok = old[alias]
+			}
+		}
+		if !ok {
+			changes = append(changes, Change{Kind: Created, URN: res.URN, Type: res.Type, Name: res.Name})
+			continue
+		}
+		prev := before.Resources[i]
+		matched[prev.URN] = true
+		now := currentInputs(res)
+		if _, isObject := now["manifest"]; isObject && digestsOf(prev.Inputs) == nil {
+			changes = append(changes, Change{Kind: Updated, URN: res.URN, Type: res.Type, Name: res.Name, Unknown: true})
+			continue
+		}
+		fields := changedFields(prev.Inputs, now)
+		if len(fields) == 0 {
+			continue
+		}
+		c := Change{Kind: Updated, URN: res.URN, Type: res.Type, Name: res.Name, Fields: fields}
+		describe(&c, res)
+		changes = append(changes, c)
+	}
+	for _, r := range before.Resources {
+		if !matched[r.URN] {
+			changes = append(changes, Change{Kind: Deleted, URN: r.URN, Type: r.Type, Name: r.Name})
+		}
+	}
+	for i := range changes {
+		if changes[i].Kind == Deleted && (changes[i].Type == lifecycle.RayJobType || changes[i].Type == lifecycle.RayClusterType) {
+			changes[i].StopsTheRun = true
+			changes[i].Effect = "the running attempt stops"
+		}
+	}
+	return changes
+}
+
+// currentInputs are a resource's inputs as `plan --json` prints them.
+func currentInputs(res *Resource) map[string]any {
+	if m, ok := manifestOf(res); ok {
+		return map[string]any{"manifest": map[string]any{"digests": Digests(m.Object)}}
+	}
+	var out map[string]any
+	data, _ := json.Marshal(recorder.PlainMap(res.Inputs))
+	_ = json.Unmarshal(data, &out) // the same shapes as a decoded earlier plan
+	return out
+}
+
+// changedFields are the input paths whose values differ: top-level inputs, one level into an
+// object (`nodeConfig.diskSizeGb`), and for a Kubernetes object the fields its digests cover.
+func changedFields(before, after map[string]any) []string {
+	if m, ok := after["manifest"].(map[string]any); ok {
+		return changedDigests(digestsOf(before), digestsOf(map[string]any{"manifest": m}))
+	}
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(union(before, after))) {
+		b, a := before[key], after[key]
+		if reflect.DeepEqual(b, a) {
+			continue
+		}
+		bm, bok := b.(map[string]any)
+		am, aok := a.(map[string]any)
+		if !bok || !aok {
+			out = append(out, key)
+			continue
+		}
+		for _, sub := range slices.Sorted(maps.Keys(union(bm, am))) {
+			if !reflect.DeepEqual(bm[sub], am[sub]) {
+				out = append(out, key+"."+sub)
+			}
+		}
+	}
+	return out
+}
+
+func digestsOf(inputs map[string]any) map[string]any {
+	m, _ := inputs["manifest"].(map[string]any)
+	d, _ := m["digests"].(map[string]any)
+	if d == nil {
+		if typed, ok := m["digests"].(map[string]string); ok {
+			d = map[string]any{}
+			for k, v := range typed {
+				d[k] = v
+			}
+		}
+	}
+	return d
+}
+
+// changedDigests lists the fields whose digests differ, a spec's fields rather than the whole
+// spec when they are known.
+func changedDigests(before, after map[string]any) []string {
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(union(before, after))) {
+		if before[key] == after[key] {
+			continue
+		}
+		if key == "spec" && hasPrefixed(union(before, after), "spec.") {
+			continue // its fields say more
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
+func hasPrefixed(m map[string]any, prefix string) bool {
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func union(a, b map[string]any) map[string]any {
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]any{}
+	}
+	maps.Copy(out, b)
+	return out
+}
+
+// describe says what an update does, for the resources whose change touches a running run.
+func describe(c *Change, res *Resource) {
+	specChanged := slices.ContainsFunc(c.Fields, func(f string) bool { return f == "spec" || strings.HasPrefix(f, "spec.") })
+	switch {
+	case res.Type == lifecycle.RayJobType && specChanged:
+		c.Kind, c.StopsTheRun = Replaced, true
+		c.Effect = "the running attempt stops; the new RayJob resumes from the newest checkpoint (steps after it are done again)"
+	case res.Type == lifecycle.RayClusterType && specChanged:
+		c.Kind, c.StopsTheRun = Replaced, true
+		c.Effect = "the long-lived Ray cluster is deleted and created again; the RayJob is replaced with it"
+	case res.Type == lifecycle.JobType && slices.Contains(c.Fields, "spec.template"):
+		// A Job's template is immutable: pulumi-kubernetes replaces the Job.
+		c.Kind = Replaced
+		c.Effect = "the Job runs again (a data preparation skips what it finished before)"
+	case res.Type == lifecycle.NodePoolType && slices.ContainsFunc(c.Fields, func(f string) bool { return strings.HasPrefix(f, "nodeConfig.") }):
+		c.Effect = "GKE re-creates the nodes one at a time when the provider updates this in place (`pulumi preview --diff` says whether it replaces the pool instead)"
+		if strings.HasSuffix(res.Name, "-gpu") || res.Name == "gpu" {
+			c.Effect += "; each GPU node's re-creation fails the running attempt, retried from the newest checkpoint"
+			c.StopsTheRun = true
+		}
+	case res.Type == lifecycle.LustreType || res.Type == "gcp:storage/bucket:Bucket":
+		c.Effect = "the storage: `pulumi preview --diff` says whether this updates it or replaces it (a replacement loses its data; protect refuses it)"
+	}
+}
+
+// WriteComparison prints the changes and a closing line on the running run.
+func WriteComparison(out io.Writer, file string, changes []Change) error {
+	w := &errWriter{w: out}
+	fmt.Fprintf(w, "Changes against %s (inputs compared; `pulumi preview --diff` has the provider's word):\n", file)
+	stops, unknown := false, 0
+	for _, c := range changes {
+		if c.Unknown {
+			unknown++
+			continue
+		}
+		line := fmt.Sprintf("  %-2s %s %s", c.Kind, c.Type, c.Name)
+		if len(c.Fields) > 0 {
+			line += ": " + strings.Join(c.Fields, ", ")
+		}
+		if c.Effect != "" {
+			line += "\n       " + c.Effect
+		}
+		fmt.Fprintln(w, line)
+		stops = stops || c.StopsTheRun
+	}
+	if unknown > 0 {
+		fmt.Fprintf(w, "  ?  %d Kubernetes objects not compared: the earlier plan was written before plans carried digests of them\n", unknown)
+	}
+	switch {
+	case len(changes) == 0:
+		fmt.Fprintln(w, "  none: `pulumi up` with this version proposes no change to the stack's inputs")
+	case unknown > 0 && !stops:
+		fmt.Fprintln(w, "Whether a running run stops cannot be told from that plan: compare against one written by this version, or read `pulumi preview --diff`.")
+	case stops:
+		fmt.Fprintln(w, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.")
+	default:
+		fmt.Fprintln(w, "A running run keeps running.")
+	}
+	return w.err
+}

@@ -1,0 +1,110 @@
+package plan_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+// earlierPlanFile writes the JSON plan of a stack with overrides, as an earlier version would
+// have, and lets edit change the decoded document first.
+func earlierPlanFile(t *testing.T, stack string, edit func(doc map[string]any), overrides ...string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, plan.WriteJSON(&buf, plantest.Plan(t, stack, overrides...)))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	if edit != nil {
+		edit(doc)
+	}
+	data, err := json.Marshal(doc)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "before.json")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	return file
+}
+
+func TestCompareWithTheSamePlanFindsNothing(t *testing.T) {
+	before := earlierPlanFile(t, "h200-reserved", nil)
+	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--compare", before)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n  none: `pulumi up` with this version proposes no change to the stack's inputs\n")
+}
+
+// A new run length changes the RayJob's entrypoint: KubeRay would not act on it in place, so
+// the RayJob is replaced and the running attempt stops.
+func TestCompareSaysWhenTheRunRestarts(t *testing.T) {
+	before := earlierPlanFile(t, "b200-spot", nil)
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "job.maxSteps=30")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayJob grpo-rayjob: [^\n]*spec.entrypoint`, out)
+	assert.Contains(t, out, "the running attempt stops; the new RayJob resumes from the newest checkpoint")
+	assert.True(t, strings.HasSuffix(out, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.\n"), out)
+	assert.NotContains(t, out, "NodePool", "the pools do not change with the run's length")
+}
+
+func TestCompareListsCreatedAndDeletedResourcesAndPoolRolls(t *testing.T) {
+	before := earlierPlanFile(t, "b200-spot", nil, "tokens.huggingFace=true")
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.cpuMachineType=n2-standard-32")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n  -  gcp:secretmanager/secret:Secret tokens-hf-token\n")
+	assert.Contains(t, out, "\n  ~  gcp:container/nodePool:NodePool cluster-cpu: nodeConfig.machineType\n       GKE re-creates the nodes one at a time")
+}
+
+// A resource renamed with an alias to its old URN is the same resource.
+func TestCompareFollowsAliases(t *testing.T) {
+	r := plantest.Plan(t, "b200-spot")
+	gke := r.Find("gcp:container/cluster:Cluster", "cluster-gke")
+	require.NotEmpty(t, gke.Options.Aliases)
+	before := earlierPlanFile(t, "b200-spot", func(doc map[string]any) {
+		for _, res := range doc["resources"].([]any) {
+			m := res.(map[string]any)
+			if m["urn"] == gke.URN {
+				m["urn"] = gke.Options.Aliases[0]
+			}
+		}
+	})
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "  none:")
+}
+
+// A plan written before plans carried digests cannot tell whether an object changed: the report
+// says so instead of guessing either way.
+func TestComparingWithAPlanWithoutDigestsSaysWhatItCannotTell(t *testing.T) {
+	before := earlierPlanFile(t, "b200-spot", func(doc map[string]any) {
+		for _, res := range doc["resources"].([]any) {
+			inputs := res.(map[string]any)["inputs"].(map[string]any)
+			if m, ok := inputs["manifest"].(map[string]any); ok {
+				delete(m, "digests")
+			}
+		}
+	})
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Regexp(t, `\n  \?  \d+ Kubernetes objects not compared: the earlier plan was written before plans carried digests of them\n`, out)
+	assert.Contains(t, out, "Whether a running run stops cannot be told from that plan")
+}
+
+func TestCompareRefusesAnotherStacksPlanOrAnotherFile(t *testing.T) {
+	other := earlierPlanFile(t, "smoke", nil)
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", other)
+	assert.Equal(t, plan.ExitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "is a plan of stack smoke, not b200-spot")
+
+	notPlan := filepath.Join(t.TempDir(), "x.json")
+	require.NoError(t, os.WriteFile(notPlan, []byte(`{"hello": 1}`), 0o600))
+	code, _, errOut = runMain(t, "--stack", "b200-spot", "--compare", notPlan)
+	assert.Equal(t, plan.ExitUsage, code)
+	assert.Contains(t, errOut, "not a plan --json document")
+}
