@@ -252,7 +252,13 @@ func TestAChangedRunIsReplacedNotPatched(t *testing.T) {
 				continue
 			}
 			seen++
-			assert.Equal(t, []string{"spec"}, r.Options.ReplaceOnChanges, r.URN)
+			want := []string{"spec"}
+			if r.Type == lifecycle.RayClusterType {
+				// The worker counts stay updates: KubeRay reconciles them in place.
+				want = lifecycle.RayClusterPodFields
+				assert.NotContains(t, want, "spec.workerGroupSpecs[*].replicas")
+			}
+			assert.Equal(t, want, r.Options.ReplaceOnChanges, r.URN)
 			assert.True(t, r.Options.DeleteBeforeReplace, r.URN)
 		}
 		assert.NotZero(t, seen)

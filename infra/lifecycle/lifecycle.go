@@ -134,12 +134,21 @@ var Replacements = []Replacement{
 			"attempt on the old spec and a retry on the new one. Deleting first stops the running Ray " +
 			"job (the RayJob's finalizer calls StopJob) and frees its GPUs before the new RayJob asks " +
 			"for them; the new run resumes from the newest checkpoint"},
-	{RayClusterType, []string{"spec"},
+	{RayClusterType, RayClusterPodFields,
 		"KubeRay v1.5.0 has no upgrade strategy for a RayCluster's pods: it reconciles the worker " +
 			"count, not the pod templates, so an update in place would keep the running pods on the " +
 			"old template and start new ones on the new, a mixed cluster. Deleting first frees the " +
-			"GPUs; the RayJob's entrypoint retries its run on the new cluster from the newest " +
-			"checkpoint (workloads/run.sh)"},
+			"GPUs; the RayJob, which carries the cluster's fingerprint, is replaced with it. The " +
+			"worker counts (replicas, minReplicas, maxReplicas) KubeRay does reconcile in place, and " +
+			"the autoscaler may write them, so they stay updates"},
+}
+
+// RayClusterPodFields are the fields of a RayCluster that make its pods: a change of one replaces
+// the cluster.
+var RayClusterPodFields = []string{
+	"spec.headGroupSpec", "spec.rayVersion", "spec.enableInTreeAutoscaling",
+	"spec.workerGroupSpecs[*].groupName", "spec.workerGroupSpecs[*].rayStartParams",
+	"spec.workerGroupSpecs[*].template",
 }
 
 // ReplacementOf is a type's row of Replacements.

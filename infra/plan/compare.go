@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -16,8 +17,9 @@ import (
 	"gke-rl/infra/recorder"
 )
 
-// Digests fingerprints a Kubernetes object's fields: each top-level field but apiVersion and
-// kind, and each field of its spec ("spec.template"), by a digest of its JSON.
+// Digests fingerprints a Kubernetes object's fields by a digest of their JSON: each top-level
+// field but apiVersion and kind, each field of its spec ("spec.template"), and each field of the
+// objects in a list of its spec ("spec.workerGroupSpecs[0].replicas").
 func Digests(obj map[string]any) map[string]string {
 	out := map[string]string{}
 	for key, v := range obj {
@@ -25,10 +27,18 @@ func Digests(obj map[string]any) map[string]string {
 			continue
 		}
 		out[key] = digest(v)
-		if key == "spec" {
-			if spec, ok := v.(map[string]any); ok {
-				for field, fv := range spec {
-					out["spec."+field] = digest(fv)
+		spec, ok := v.(map[string]any)
+		if key != "spec" || !ok {
+			continue
+		}
+		for field, fv := range spec {
+			out["spec."+field] = digest(fv)
+			list, _ := fv.([]any)
+			for i, item := range list {
+				if m, ok := item.(map[string]any); ok {
+					for sub, sv := range m {
+						out[fmt.Sprintf("spec.%s[%d].%s", field, i, sub)] = digest(sv)
+					}
 				}
 			}
 		}
@@ -128,7 +138,10 @@ func Compare(before *earlierPlan, after *Result) []Change {
 			changes = append(changes, Change{Kind: Updated, URN: res.URN, Type: res.Type, Name: res.Name, Unknown: true})
 			continue
 		}
-		fields := changedFields(prev.Inputs, now)
+		fields := slices.DeleteFunc(changedFields(prev.Inputs, now), func(f string) bool {
+			// An ignored field changes nothing on `pulumi up`.
+			return slices.ContainsFunc(res.Options.IgnoreChanges, func(path string) bool { return matchesPath(f, path) })
+		})
 		if len(fields) == 0 {
 			continue
 		}
@@ -202,29 +215,38 @@ func digestsOf(inputs map[string]any) map[string]any {
 	return d
 }
 
-// changedDigests lists the fields whose digests differ, a spec's fields rather than the whole
-// spec when they are known.
+// changedDigests lists the finest fields whose digests differ: a spec's fields rather than the
+// whole spec, a list's items' fields rather than the whole list.
 func changedDigests(before, after map[string]any) []string {
+	all := union(before, after)
 	var out []string
-	for _, key := range slices.Sorted(maps.Keys(union(before, after))) {
+	for _, key := range slices.Sorted(maps.Keys(all)) {
 		if before[key] == after[key] {
 			continue
 		}
-		if key == "spec" && hasPrefixed(union(before, after), "spec.") {
-			continue // its fields say more
+		if hasFinerChange(before, after, key+".") || hasFinerChange(before, after, key+"[") {
+			continue // its parts say more
 		}
 		out = append(out, key)
 	}
 	return out
 }
 
-func hasPrefixed(m map[string]any, prefix string) bool {
-	for k := range m {
-		if strings.HasPrefix(k, prefix) {
+// hasFinerChange reports whether a field under prefix changed.
+func hasFinerChange(before, after map[string]any, prefix string) bool {
+	for k := range union(before, after) {
+		if strings.HasPrefix(k, prefix) && before[k] != after[k] {
 			return true
 		}
 	}
 	return false
+}
+
+// matchesPath reports whether a changed field is at or under a replaceOnChanges path, whose
+// `[*]` stands for any index.
+func matchesPath(field, path string) bool {
+	pattern := "^" + strings.ReplaceAll(regexp.QuoteMeta(path), `\[\*\]`, `\[\d+\]`) + `($|\.|\[)`
+	return regexp.MustCompile(pattern).MatchString(field)
 }
 
 func union(a, b map[string]any) map[string]any {
@@ -238,18 +260,26 @@ func union(a, b map[string]any) map[string]any {
 
 // describe says what an update does, for the resources whose change touches a running run.
 func describe(c *Change, res *Resource) {
-	specChanged := slices.ContainsFunc(c.Fields, func(f string) bool { return f == "spec" || strings.HasPrefix(f, "spec.") })
+	replaced := false
+	for _, path := range res.Options.ReplaceOnChanges {
+		replaced = replaced || slices.ContainsFunc(c.Fields, func(f string) bool { return matchesPath(f, path) })
+	}
 	switch {
-	case res.Type == lifecycle.RayJobType && specChanged:
+	case res.Type == lifecycle.RayJobType && replaced:
 		c.Kind, c.StopsTheRun = Replaced, true
 		c.Effect = "the running attempt stops; the new RayJob resumes from the newest checkpoint (steps after it are done again)"
-	case res.Type == lifecycle.RayClusterType && specChanged:
+	case res.Type == lifecycle.RayClusterType && replaced:
 		c.Kind, c.StopsTheRun = Replaced, true
 		c.Effect = "the long-lived Ray cluster is deleted and created again; the RayJob is replaced with it"
+	case replaced:
+		c.Kind = Replaced
 	case res.Type == lifecycle.JobType && slices.Contains(c.Fields, "spec.template"):
 		// A Job's template is immutable: pulumi-kubernetes replaces the Job.
 		c.Kind = Replaced
-		c.Effect = "the Job runs again (a data preparation skips what it finished before)"
+		c.Effect = "the Job runs again"
+		if strings.HasSuffix(res.Name, "data-prep") {
+			c.Effect += ", skipping the downloads and conversions it finished before"
+		}
 	case res.Type == lifecycle.NodePoolType && slices.ContainsFunc(c.Fields, func(f string) bool { return strings.HasPrefix(f, "nodeConfig.") }):
 		c.Effect = "GKE re-creates the nodes one at a time when the provider updates this in place (`pulumi preview --diff` says whether it replaces the pool instead)"
 		if strings.HasSuffix(res.Name, "-gpu") || res.Name == "gpu" {

@@ -108,3 +108,27 @@ func TestCompareRefusesAnotherStacksPlanOrAnotherFile(t *testing.T) {
 	assert.Equal(t, plan.ExitUsage, code)
 	assert.Contains(t, errOut, "not a plan --json document")
 }
+
+// A long-lived cluster's worker count is an update KubeRay makes in place; its pod template is
+// not: only the template replaces it.
+func TestCompareTellsAClusterUpdateFromAReplacement(t *testing.T) {
+	before := earlierPlanFile(t, "h200-reserved", nil)
+	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--compare", before, "--config", "ray.image=rayproject/ray:2.49.2-py312-gpu")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayCluster ray-raycluster: [^\n]*spec.headGroupSpec[^\n]*spec.workerGroupSpecs\[0\].template`, out)
+	assert.Contains(t, out, "the long-lived Ray cluster is deleted and created again; the RayJob is replaced with it")
+	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayJob grpo-rayjob: [^\n]*spec.metadata`, out, "the job carries the cluster's fingerprint")
+}
+
+// More nodes on a reservation: KubeRay scales the long-lived cluster in place, the pool's
+// autoscaling bounds change, its ignored initial size does not count, and the RayJob, whose
+// world size changes, is replaced.
+func TestCompareScalingALongLivedCluster(t *testing.T) {
+	before := earlierPlanFile(t, "h200-reserved", nil)
+	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--compare", before, "--config", "gpu.nodes=4")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n  ~  gcp:container/nodePool:NodePool cluster-gpu: autoscaling.totalMaxNodeCount, autoscaling.totalMinNodeCount\n")
+	assert.Contains(t, out, "\n  ~  kubernetes:ray.io/v1:RayCluster ray-raycluster: spec.workerGroupSpecs[0].maxReplicas, spec.workerGroupSpecs[0].minReplicas, spec.workerGroupSpecs[0].replicas\n")
+	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayJob grpo-rayjob: `, out)
+	assert.Regexp(t, `\n  \+- kubernetes:batch/v1:Job gate-nccl: [^\n]*\n       the Job runs again\n`, out)
+}

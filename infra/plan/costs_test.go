@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/infra/cost"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
@@ -101,4 +102,15 @@ func TestCLIPricesFileAddsPrices(t *testing.T) {
 	assert.Equal(t, plan.ExitUsage, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, `error: --prices: `+bad+`: date "yesterday": want the day the prices were read, as YYYY-MM-DD`)
+}
+
+// The README's costs sample is what the plan prints for smoke.
+func TestREADMECostsSampleIsTheSmokePlans(t *testing.T) {
+	r := plantest.Plan(t, "smoke")
+	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
+	require.NoError(t, err)
+	sample := "```\n  per hour while training  " + r.Costs.TrainingPerHour.String() +
+		"\n  per month while idle     " + r.Costs.IdlePerMonth.String() + "\n```"
+	assert.Contains(t, string(readme), sample)
+	assert.Contains(t, string(readme), "Cloud Billing Catalog list prices of "+cost.CatalogSource.Date)
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
+	"gke-rl/infra/clitest"
+	"gke-rl/infra/cost"
+	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
 
@@ -55,4 +60,100 @@ func TestDocsAreLinked(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(text), "(../README.md)", "%s links back", filepath.Base(doc))
 	}
+}
+
+// Every `go run . plan` command of the README and docs/ runs, offline, as written: it plans, or,
+// where the document shows the errors it prints, prints exactly those. File arguments go to
+// temporary files: the documented price file for --prices, the stack's own JSON plan for
+// --compare, a directory for --manifests.
+func TestDocumentedPlanCommandsRun(t *testing.T) {
+	root := plantest.RepoRoot()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	stacks := map[string]bool{}
+	for _, s := range plantest.Stacks {
+		stacks[s] = true
+	}
+	ran := 0
+	for _, doc := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, doc)
+		cmds, err := clitest.MarkdownCommands(rel, string(text), "go")
+		require.NoError(t, err)
+		for _, cmd := range cmds {
+			if len(cmd.Args) < 5 || strings.Join(cmd.Args[:4], " ") != "go run . plan" {
+				continue
+			}
+			args := slices.Clone(cmd.Args[4:])
+			if i := slices.Index(args, "--stack"); i >= 0 && i+1 < len(args) && !stacks[args[i+1]] {
+				assert.Contains(t, []string{"new", "stack"}, args[i+1], "%s: only the placeholders <new> and <stack> name a stack that is not shipped", cmd.Source)
+				continue
+			}
+			t.Run(cmd.Source, func(t *testing.T) {
+				for i := 0; i+1 < len(args); i++ {
+					switch args[i] {
+					case "--manifests":
+						args[i+1] = t.TempDir()
+					case "--prices":
+						args[i+1] = documentedPriceFile(t)
+					case "--compare":
+						args[i+1] = stackPlanFile(t, args[slices.Index(args, "--stack")+1])
+					}
+				}
+				code, _, errOut := runMain(t, args...)
+				if want := shownErrors(string(text), cmd.Source); want != "" {
+					assert.Equal(t, plan.ExitInvalidConfig, code)
+					assert.Equal(t, want, errOut, "the errors the document shows are the ones printed")
+					return
+				}
+				assert.Equal(t, plan.ExitOK, code, errOut)
+			})
+			ran++
+		}
+	}
+	assert.GreaterOrEqual(t, ran, 15, "the documents' plan commands were found")
+}
+
+// shownErrors are the `error:` lines a document prints right after the command at source
+// ("README.md:<block line>:<line in block>"), or "".
+func shownErrors(text, source string) string {
+	parts := strings.Split(source, ":")
+	block, _ := strconv.Atoi(parts[1])
+	inner, _ := strconv.Atoi(parts[2])
+	lines := strings.Split(text, "\n")
+	var out strings.Builder
+	for _, l := range lines[block+inner-1:] {
+		if !strings.HasPrefix(l, "error: ") {
+			break
+		}
+		out.WriteString(l + "\n")
+	}
+	return out.String()
+}
+
+// documentedPriceFile writes the price file docs/testing.md shows, after checking that it
+// parses.
+func documentedPriceFile(t *testing.T) string {
+	text, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "docs", "testing.md"))
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(string(text), "### Prices")
+	require.True(t, ok)
+	_, block, ok := strings.Cut(after, "```json\n")
+	require.True(t, ok)
+	block, _, _ = strings.Cut(block, "```")
+	_, err = cost.ParseFile("docs/testing.md", []byte(block))
+	require.NoError(t, err, "the documented price file parses")
+	file := filepath.Join(t.TempDir(), "prices.json")
+	require.NoError(t, os.WriteFile(file, []byte(block), 0o600))
+	return file
+}
+
+// stackPlanFile writes a stack's JSON plan, as `plan --json > before.json` would.
+func stackPlanFile(t *testing.T, stack string) string {
+	code, out, errOut := runMain(t, "--stack", stack, "--json")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	file := filepath.Join(t.TempDir(), "before.json")
+	require.NoError(t, os.WriteFile(file, []byte(out), 0o600))
+	return file
 }
