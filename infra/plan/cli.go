@@ -68,7 +68,7 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitUsage
 	}
-	var earlier *earlierPlan
+	var earlier *EarlierPlan
 	if *compare != "" {
 		if earlier, err = LoadEarlierPlan(*compare); err != nil {
 			fmt.Fprintf(stderr, "error: --compare: %v\n", err)

@@ -78,8 +78,8 @@ type Change struct {
 	Unknown bool
 }
 
-// earlierPlan is the part of a `plan --json` document that Compare reads.
-type earlierPlan struct {
+// EarlierPlan is the part of a `plan --json` document that Compare reads.
+type EarlierPlan struct {
 	Stack     string `json:"stack"`
 	Resources []struct {
 		URN     string         `json:"urn"`
@@ -93,12 +93,12 @@ type earlierPlan struct {
 }
 
 // LoadEarlierPlan reads a `plan --json` document written by this or an earlier version.
-func LoadEarlierPlan(path string) (*earlierPlan, error) {
+func LoadEarlierPlan(path string) (*EarlierPlan, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var p earlierPlan
+	var p EarlierPlan
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("%s: not a plan --json document: %w", path, err)
 	}
@@ -113,7 +113,7 @@ func LoadEarlierPlan(path string) (*earlierPlan, error) {
 // running run. A resource that moved to a new URN with an alias to its old one is the same
 // resource. The plans see inputs, not the provider's schema: whether a changed input of a cloud
 // resource updates it in place or replaces it is for `pulumi preview --diff` to say.
-func Compare(before *earlierPlan, after *Result) []Change {
+func Compare(before *EarlierPlan, after *Result) []Change {
 	old := map[string]int{}
 	for i, r := range before.Resources {
 		old[r.URN] = i

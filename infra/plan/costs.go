@@ -69,9 +69,10 @@ type jsonTotal struct {
 }
 
 type jsonCostLine struct {
-	Item             string   `json:"item"`
-	Detail           string   `json:"detail"`
-	SKU              cost.SKU `json:"price"`
+	Item   string `json:"item"`
+	Detail string `json:"detail"`
+	// SKU and its region name the price (`sku`, `region`), as a price file gives it.
+	cost.SKU
 	Unit             string   `json:"unit"`
 	TrainingQuantity *float64 `json:"trainingQuantity"`
 	IdleQuantity     *float64 `json:"idleQuantity"`

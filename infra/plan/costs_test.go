@@ -57,8 +57,9 @@ func TestCLIJSONCarriesTheCosts(t *testing.T) {
 				Unknown  []string `json:"unknown"`
 			} `json:"trainingPerHour"`
 			Lines []struct {
-				Item               string `json:"item"`
-				Price              struct{ SKU, Region string }
+				Item               string   `json:"item"`
+				SKU                string   `json:"sku"`
+				Region             string   `json:"region"`
 				UnitUSD            *float64 `json:"unitUSD"`
 				IdlePerMonthUSD    *float64 `json:"idlePerMonthUSD"`
 				TrainingPerHourUSD *float64 `json:"trainingPerHourUSD"`
@@ -76,8 +77,8 @@ func TestCLIJSONCarriesTheCosts(t *testing.T) {
 	require.NotEmpty(t, c.Lines)
 	gpu := c.Lines[0]
 	assert.Equal(t, "GPU nodes", gpu.Item)
-	assert.Equal(t, "a3-ultragpu-8g", gpu.Price.SKU)
-	assert.Equal(t, "us-south1", gpu.Price.Region)
+	assert.Equal(t, "a3-ultragpu-8g", gpu.SKU)
+	assert.Equal(t, "us-south1", gpu.Region)
 	assert.Nil(t, gpu.UnitUSD, "an unknown price is null, not 0")
 	assert.Nil(t, gpu.IdlePerMonthUSD, "a reservation bills while idle, at an unknown price")
 	assert.NotEmpty(t, c.Excluded)
