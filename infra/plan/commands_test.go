@@ -17,14 +17,21 @@ import (
 	"gke-rl/infra/plan/plantest"
 )
 
-// cliPrograms are the CLIs whose command lines a test runs; pulumi's are checked by the engine
-// tests, and the others (sh, curl, go) are not ours to check.
+// cliPrograms are the CLIs whose command lines TestDocumentedCommandsParse runs against fake
+// APIs; pulumi's run in TestDocumentedPulumiCommands, go's in TestDocumentedPlanCommandsRun, and
+// the others (sh, curl) are not ours to check.
 var cliPrograms = []string{"gcloud", "kubectl"}
 
 // documentedCommands are every gcloud and kubectl command line a user is told to run: the
 // README's and docs' code blocks and inline code, the stack outputs that hold a command, the
-// destroy plans' texts and the alert policies' documentation, of both shipped stacks.
+// destroy plans' texts and the alert policies' documentation, of every shipped stack.
 func documentedCommands(t *testing.T) []clitest.Command {
+	t.Helper()
+	return documentedCommandsOf(t, cliPrograms...)
+}
+
+// documentedCommandsOf are documentedCommands of the given programs.
+func documentedCommandsOf(t *testing.T, cliPrograms ...string) []clitest.Command {
 	t.Helper()
 	root := plantest.RepoRoot()
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
