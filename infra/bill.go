@@ -22,10 +22,14 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 		Training: float64(gpu.Nodes),
 		Idle:     float64(gpu.MinNodes),
 	}
-	if gpu.Provisioning == kinds.Reservation {
+	switch gpu.Provisioning {
+	case kinds.Reservation:
 		// Compute Engine bills reserved machines at on-demand rates whether or not they run.
 		gpuLine.Idle = float64(gpu.Nodes)
 		gpuLine.Note = "a reservation bills its machines (on-demand rate, less any commitment) whether they run or not"
+	case kinds.Spot:
+		// Google's Spot VMs pricing page: spot prices "can change up to once every day".
+		gpuLine.Note = "spot prices can change daily"
 	}
 	lines = append(lines, gpuLine)
 
@@ -33,7 +37,7 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 		lines = append(lines, cost.Line{
 			Item: "CPU pods", Detail: "Autopilot pods: the Ray head, the data preparation, system pods",
 			SKU: cost.SKU{Name: "autopilot-pods", Region: c.Region}, Unit: cost.PerHour,
-			Training: 1, Idle: 1, Note: "Autopilot bills pods by their requests",
+			UnknownQuantity: true, Note: "Autopilot bills pods by their requests",
 		})
 	} else {
 		cpu := bp.Cluster.CPUPool
