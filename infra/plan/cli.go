@@ -33,15 +33,16 @@ func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stack := fs.String("stack", "", "stack name: reads Pulumi.<stack>.yaml (required)")
+	stack := fs.String("stack", "", "the stack `NAME`: reads Pulumi.<NAME>.yaml (required)")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
-	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into this directory")
-	// No backquotes in a usage text: the flag package takes a quoted word for the value's name.
+	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into the directory `DIR`")
+	// A back-quoted word of a usage text names the flag's value in the help (`-compare FILE`);
+	// a boolean flag's usage has none, or the help would show it taking a value.
 	destroy := fs.Bool("destroy", false, "print what pulumi destroy would do: the order, and what stays")
-	compare := fs.String("compare", "", "an earlier plan --json of the stack (from the version that deployed it): print what changed and what that does to a running run")
-	prices := fs.String("prices", "", "a price file (JSON: date, source, prices) adding the prices the shipped table lacks, or replacing its own")
+	compare := fs.String("compare", "", "compare with `FILE`, an earlier plan --json of the stack (from the version that deployed it): what changes, and what that does to a running run")
+	prices := fs.String("prices", "", "add the prices of the price file `FILE` (JSON: date, source, prices) to the shipped table, or replace its own")
 	var overrides repeated
-	fs.Var(&overrides, "config", "override a config value, PATH=VALUE in Pulumi path syntax (repeatable)")
+	fs.Var(&overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE] [--compare FILE]")
 		fs.PrintDefaults()

@@ -67,6 +67,10 @@ func TestCLIHelp(t *testing.T) {
 		assert.Empty(t, errOut, arg)
 		assert.Contains(t, out, "usage: go run . plan --stack NAME")
 		assert.Contains(t, out, "  -destroy\n    \tprint what pulumi destroy would do")
+		// A flag with a value names it as the usage line does.
+		for _, flag := range []string{"-stack NAME", "-config PATH=VALUE", "-manifests DIR", "-prices FILE", "-compare FILE"} {
+			assert.Contains(t, out, "\n  "+flag+"\n", arg)
+		}
 	}
 	code, _, errOut := runMain(t)
 	assert.Equal(t, plan.ExitUsage, code, "no stack is a usage error")
