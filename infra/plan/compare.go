@@ -82,13 +82,10 @@ type Change struct {
 type EarlierPlan struct {
 	Stack     string `json:"stack"`
 	Resources []struct {
-		URN     string         `json:"urn"`
-		Type    string         `json:"type"`
-		Name    string         `json:"name"`
-		Inputs  map[string]any `json:"inputs"`
-		Options struct {
-			Aliases []string `json:"aliases"`
-		} `json:"options"`
+		URN    string         `json:"urn"`
+		Type   string         `json:"type"`
+		Name   string         `json:"name"`
+		Inputs map[string]any `json:"inputs"`
 	} `json:"resources"`
 }
 
@@ -150,15 +147,14 @@ func Compare(before *EarlierPlan, after *Result) []Change {
 		changes = append(changes, c)
 	}
 	for _, r := range before.Resources {
-		if !matched[r.URN] {
-			changes = append(changes, Change{Kind: Deleted, URN: r.URN, Type: r.Type, Name: r.Name})
+		if matched[r.URN] {
+			continue
 		}
-	}
-	for i := range changes {
-		if changes[i].Kind == Deleted && (changes[i].Type == lifecycle.RayJobType || changes[i].Type == lifecycle.RayClusterType) {
-			changes[i].StopsTheRun = true
-			changes[i].Effect = "the running attempt stops"
+		c := Change{Kind: Deleted, URN: r.URN, Type: r.Type, Name: r.Name}
+		if r.Type == lifecycle.RayJobType || r.Type == lifecycle.RayClusterType {
+			c.Effect, c.StopsTheRun = "the running attempt stops", true
 		}
+		changes = append(changes, c)
 	}
 	return changes
 }
