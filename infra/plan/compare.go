@@ -291,8 +291,10 @@ func describe(c *Change, res *Resource) {
 func WriteComparison(out io.Writer, file string, changes []Change) error {
 	w := &errWriter{w: out}
 	fmt.Fprintf(w, "Changes against %s (inputs compared; `pulumi preview --diff` has the provider's word):\n", file)
-	stops, unknown := false, 0
+	stops, unknown, jobDeleted, jobCreated := false, 0, false, false
 	for _, c := range changes {
+		jobDeleted = jobDeleted || (c.Kind == Deleted && c.Type == lifecycle.RayJobType)
+		jobCreated = jobCreated || (c.Kind == Created && c.Type == lifecycle.RayJobType)
 		if c.Unknown {
 			unknown++
 			continue
@@ -315,6 +317,8 @@ func WriteComparison(out io.Writer, file string, changes []Change) error {
 		fmt.Fprintln(w, "  none: `pulumi up` with this version proposes no change to the stack's inputs")
 	case unknown > 0 && !stops:
 		fmt.Fprintln(w, "Whether a running run stops cannot be told from that plan: compare against one written by this version, or read `pulumi preview --diff`.")
+	case jobDeleted && !jobCreated:
+		fmt.Fprintln(w, "A running run stops for good: the stack no longer has a RayJob.")
 	case stops:
 		fmt.Fprintln(w, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.")
 	default:

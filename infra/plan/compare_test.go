@@ -134,3 +134,12 @@ func TestCompareScalingALongLivedCluster(t *testing.T) {
 	assert.NotContains(t, out, "initialNodeCount")
 	assert.NotContains(t, out, "gate-nccl")
 }
+
+// Turning the run off deletes its RayJob: the run stops and does not resume.
+func TestCompareSaysWhenTheRunStopsForGood(t *testing.T) {
+	before := earlierPlanFile(t, "b200-spot", nil)
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "job.enabled=false")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n  -  kubernetes:ray.io/v1:RayJob grpo-rayjob\n       the running attempt stops\n")
+	assert.True(t, strings.HasSuffix(out, "A running run stops for good: the stack no longer has a RayJob.\n"), out)
+}
