@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/cluster"
+	"gke-rl/infra"
 	"gke-rl/infra/lifecycle"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
@@ -285,4 +287,26 @@ func TestTheJobOnALongLivedClusterIsReplacedWithIt(t *testing.T) {
 
 	own := plantest.Resolve(t, "b200-spot").Run.RayJob
 	assert.Nil(t, own.Spec.Metadata, "a job with its own cluster has it in its spec already")
+}
+
+// A run's spec depends on the configuration only, never on the day `pulumi up` runs: a change
+// of it replaces the run (and restarts it from its newest checkpoint).
+func TestTheRunDoesNotDependOnTheDay(t *testing.T) {
+	specs := func() map[string]string {
+		out := map[string]string{}
+		for _, stack := range []string{"b200-spot", "h200-reserved"} {
+			for _, m := range plan.Manifests(plantest.Plan(t, stack)) {
+				if kind := m.Object["kind"]; kind == "RayJob" || kind == "RayCluster" {
+					out[stack+"/"+m.File] = fmt.Sprint(plan.Digests(m.Object))
+				}
+			}
+		}
+		return out
+	}
+	today := specs()
+	require.NotEmpty(t, today)
+	saved := infra.Now
+	defer func() { infra.Now = saved }()
+	infra.Now = func() time.Time { return plantest.PlanTime.AddDate(0, 7, 13) }
+	assert.Equal(t, today, specs())
 }
