@@ -69,6 +69,10 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitUsage
 	}
+	if *compare != "" && (*asJSON || *destroy) {
+		fmt.Fprintln(stderr, "error: --compare prints its own report: not with --json or --destroy")
+		return ExitUsage
+	}
 	var earlier *EarlierPlan
 	if *compare != "" {
 		if earlier, err = LoadEarlierPlan(*compare); err != nil {

@@ -102,6 +102,13 @@ func TestCompareRefusesAnotherStacksPlanOrAnotherFile(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "is a plan of stack smoke, not b200-spot")
 
+	for _, other := range []string{"--json", "--destroy"} {
+		code, out, errOut = runMain(t, "--stack", "smoke", "--compare", "before.json", other)
+		assert.Equal(t, plan.ExitUsage, code, other)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, "--compare prints its own report: not with --json or --destroy")
+	}
+
 	notPlan := filepath.Join(t.TempDir(), "x.json")
 	require.NoError(t, os.WriteFile(notPlan, []byte(`{"hello": 1}`), 0o600))
 	code, _, errOut = runMain(t, "--stack", "b200-spot", "--compare", notPlan)
