@@ -29,6 +29,7 @@ func TestSpotGPUNodesBillWhileTrainingOnlyAtTheirSpotPrice(t *testing.T) {
 	assert.Equal(t, cost.PerHour, gpu.Unit)
 	assert.Equal(t, 8.0, gpu.Training)
 	assert.Equal(t, 0.0, gpu.Idle, "a spot pool scales to zero between runs")
+	assert.Contains(t, gpu.Note, "spot prices can change daily")
 
 	lustre := lineOf(t, bill, "Lustre instance")
 	assert.Equal(t, cost.SKU{Name: "lustre-500", Region: "us-east1"}, lustre.SKU)
@@ -60,7 +61,9 @@ func TestProvisioningModelsNameTheirOwnPrices(t *testing.T) {
 	}
 	auto := plantest.Resolve(t, "b200-spot", "cluster.mode=autopilot").Bill
 	assert.Equal(t, "a4-highgpu-8g/spot/autopilot", lineOf(t, auto, "GPU nodes").SKU.Name)
-	assert.Equal(t, "autopilot-pods", lineOf(t, auto, "CPU pods").SKU.Name)
+	pods := lineOf(t, auto, "CPU pods")
+	assert.Equal(t, "autopilot-pods", pods.SKU.Name)
+	assert.True(t, pods.UnknownQuantity, "Autopilot bills pods by their requests, not a number of machines")
 }
 
 func TestABucketBillsTheCheckpointsItKeeps(t *testing.T) {

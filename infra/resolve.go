@@ -335,8 +335,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		spec := ray.ClusterSpec(pods)
 		args.OwnCluster = &spec
 	} else {
-		args.ClusterName = plan.RayCluster.Name
-		args.ClusterSpec = &plan.RayCluster.Spec
+		args.Cluster = plan.RayCluster
 	}
 	job, err := workloads.RayJob(args)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package workloads builds the GRPO training run: the framework's command line from typed
-// options (NeMo RL or verl), verl's one-time data preparation, the Secret Manager secrets that
+// options (NeMo RL or verl), the one-time data preparation, the Secret Manager secrets that
 // carry the Hugging Face and Weights & Biases tokens, and the KubeRay RayJob that runs it all.
 package workloads
 

@@ -52,13 +52,11 @@ type JobArgs struct {
 	RuntimeEnv      RuntimeEnv
 	// OwnCluster is the job's own cluster (spot and flex-start capacity): a preemption fails the
 	// attempt, KubeRay deletes the cluster and retries with a new one, up to BackoffLimit times.
-	// When nil, the job runs on the long-lived RayCluster named ClusterName.
-	OwnCluster  *rayv1.RayClusterSpec
-	ClusterName string
-	// ClusterSpec is the long-lived RayCluster's spec: the job carries its fingerprint
-	// (ClusterSpecKey), so that a change of the cluster, which replaces it and ends the job's
-	// driver on its head, replaces the job too and starts the run again on the new cluster.
-	ClusterSpec  *rayv1.RayClusterSpec
+	// When nil, the job runs on Cluster, the long-lived RayCluster, and carries its spec's
+	// fingerprint (ClusterSpecKey): a change of the cluster, which replaces it and ends the
+	// job's driver on its head, replaces the job too and starts the run again on the new one.
+	OwnCluster   *rayv1.RayClusterSpec
+	Cluster      *rayv1.RayCluster
 	BackoffLimit int
 	// ActiveDeadlineSeconds bounds the whole run, retries included; 0 means no bound.
 	ActiveDeadlineSeconds int
@@ -122,14 +120,15 @@ func RayJob(a JobArgs) (*rayv1.RayJob, error) {
 		spec.TTLSecondsAfterFinished = FinishedClusterTTLSeconds
 		spec.BackoffLimit = ptr.To(int32(a.BackoffLimit))
 	} else {
-		spec.ClusterSelector = map[string]string{"ray.io/cluster": a.ClusterName}
-		if a.ClusterSpec != nil {
-			fingerprint, err := Fingerprint(a.ClusterSpec)
-			if err != nil {
-				return nil, fmt.Errorf("cluster fingerprint: %w", err)
-			}
-			spec.Metadata = map[string]string{ClusterSpecKey: fingerprint}
+		if a.Cluster == nil {
+			return nil, fmt.Errorf("RayJob %s: neither a cluster of its own nor a long-lived one", a.Name)
 		}
+		fingerprint, err := Fingerprint(a.Cluster.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("cluster fingerprint: %w", err)
+		}
+		spec.ClusterSelector = map[string]string{"ray.io/cluster": a.Cluster.Name}
+		spec.Metadata = map[string]string{ClusterSpecKey: fingerprint}
 	}
 	if a.ActiveDeadlineSeconds > 0 {
 		spec.ActiveDeadlineSeconds = ptr.To(int32(a.ActiveDeadlineSeconds))

@@ -17,7 +17,7 @@ const recordedJobID = "raysubmit_tUAuCKubPAEXh6CW" // the job of testdata/record
 // configureSubmitterContainer).
 func runSubmitter(t *testing.T, ray fakeRay, set map[string]string) (string, int) {
 	t.Helper()
-	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", ClusterName: "x", Entrypoint: "env A=1 bash -c 'echo a && echo b' run",
+	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", Cluster: longLived(), Entrypoint: "env A=1 bash -c 'echo a && echo b' run",
 		RuntimeEnv: workloads.RuntimeEnv{PyModules: []string{"/data/verl/v0.6.0/verl"}}})
 	require.NoError(t, err)
 	c := job.Spec.SubmitterPodTemplate.Spec.Containers[0]

@@ -189,9 +189,8 @@ type TokensArgs struct {
 type TokenStore struct {
 	pulumi.ResourceState
 
-	Secrets  []*secretmanager.Secret
-	Bindings []*secretmanager.SecretIamMember
-	// Ready is what pods that mount the tokens wait for.
+	// Ready is what pods that mount the tokens wait for: each secret's binding, the reader's
+	// service account, the SecretProviderClass.
 	Ready []pulumi.Resource
 	// Commands are the commands that store each token's value.
 	Commands pulumi.StringArray
@@ -242,8 +241,6 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 		if err != nil {
 			return nil, fmt.Errorf("secret %s reader: %w", tok.Secret, err)
 		}
-		s.Secrets = append(s.Secrets, secret)
-		s.Bindings = append(s.Bindings, binding)
 		s.Ready = append(s.Ready, binding)
 		s.Commands = append(s.Commands, pulumi.String(t.AddVersionCommand(tok)))
 	}

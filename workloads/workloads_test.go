@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"gke-rl/infra/clitest"
@@ -155,7 +156,7 @@ func TestRayJobRules(t *testing.T) {
 	assert.EqualValues(t, workloads.FinishedClusterTTLSeconds, own.Spec.TTLSecondsAfterFinished)
 	assert.EqualValues(t, 86400, *own.Spec.ActiveDeadlineSeconds)
 
-	shared, err := workloads.RayJob(workloads.JobArgs{Name: "x-grpo", Namespace: "gke-rl", Entrypoint: "true", ClusterName: "x", BackoffLimit: 10})
+	shared, err := workloads.RayJob(workloads.JobArgs{Name: "x-grpo", Namespace: "gke-rl", Entrypoint: "true", Cluster: longLived(), BackoffLimit: 10})
 	require.NoError(t, err)
 	assert.Nil(t, shared.Spec.RayClusterSpec)
 	assert.Equal(t, map[string]string{"ray.io/cluster": "x"}, shared.Spec.ClusterSelector)
@@ -163,11 +164,22 @@ func TestRayJobRules(t *testing.T) {
 	assert.False(t, shared.Spec.ShutdownAfterJobFinishes, "the long-lived cluster stays")
 	assert.Zero(t, shared.Spec.TTLSecondsAfterFinished)
 	assert.Nil(t, shared.Spec.ActiveDeadlineSeconds, "no deadline unless configured")
+	fingerprint, err := workloads.Fingerprint(longLived().Spec)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{workloads.ClusterSpecKey: fingerprint}, shared.Spec.Metadata, "the job carries its cluster's fingerprint")
+
+	_, err = workloads.RayJob(workloads.JobArgs{Name: "x-grpo"})
+	assert.ErrorContains(t, err, "neither a cluster of its own nor a long-lived one")
+}
+
+// longLived is a long-lived RayCluster named x.
+func longLived() *rayv1.RayCluster {
+	return &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: rayv1.RayClusterSpec{RayVersion: "2.49.2"}}
 }
 
 func TestRuntimeEnvHoldsOnlyWhatItIsGiven(t *testing.T) {
 	verl := workloads.VerlRuntimeEnv(workloads.Layout{Root: "/data"})
-	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", ClusterName: "x", RuntimeEnv: verl})
+	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", Cluster: longLived(), RuntimeEnv: verl})
 	require.NoError(t, err)
 	var env map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(job.Spec.RuntimeEnvYAML), &env))
@@ -175,7 +187,7 @@ func TestRuntimeEnvHoldsOnlyWhatItIsGiven(t *testing.T) {
 	submitter := job.Spec.SubmitterPodTemplate.Spec.Containers[0]
 	assert.JSONEq(t, `{"py_modules":["/data/verl/v0.6.0/verl"]}`, envValue(submitter.Env, "RUNTIME_ENV_JSON"), "the submitter submits the RayJob's own runtime environment")
 
-	none, err := workloads.RayJob(workloads.JobArgs{Name: "x", ClusterName: "x"})
+	none, err := workloads.RayJob(workloads.JobArgs{Name: "x", Cluster: longLived()})
 	require.NoError(t, err)
 	assert.Empty(t, none.Spec.RuntimeEnvYAML)
 	assert.Equal(t, "{}", envValue(none.Spec.SubmitterPodTemplate.Spec.Containers[0].Env, "RUNTIME_ENV_JSON"))

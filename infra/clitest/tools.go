@@ -49,7 +49,14 @@ type Result struct {
 // Run runs name with args and env added to the test's environment, and returns what it did.
 func Run(t testing.TB, env []string, name string, args ...string) Result {
 	t.Helper()
+	return RunIn(t, "", env, name, args...)
+}
+
+// RunIn is Run in the directory dir (the test's own when empty).
+func RunIn(t testing.TB, dir string, env []string, name string, args ...string) Result {
+	t.Helper()
 	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

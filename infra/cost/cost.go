@@ -6,6 +6,7 @@ package cost
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -84,13 +85,11 @@ func (t Table) Lookup(s SKU) (Price, bool) {
 
 // With returns the table with other's prices added, replacing any of the same SKU.
 func (t Table) With(other Table) Table {
-	merged := Table{Prices: make(map[SKU]Price, len(t.Prices)+len(other.Prices))}
-	for k, v := range t.Prices {
-		merged.Prices[k] = v
+	merged := Table{Prices: maps.Clone(t.Prices)}
+	if merged.Prices == nil {
+		merged.Prices = map[SKU]Price{}
 	}
-	for k, v := range other.Prices {
-		merged.Prices[k] = v
-	}
+	maps.Copy(merged.Prices, other.Prices)
 	return merged
 }
 
@@ -100,7 +99,8 @@ type Amount struct {
 	Known bool
 }
 
-// Total is a sum of amounts: what is known, and the items whose cost is not.
+// Total is a sum of amounts: what is known, and the items whose cost is not. The JSON plan
+// carries it as it is.
 type Total struct {
 	KnownUSD float64  `json:"knownUSD"`
 	Unknown  []string `json:"unknown"`

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 
 	"gke-rl/infra/lifecycle"
 	"gke-rl/infra/recorder"
+	"gke-rl/workloads"
 )
 
 // Digests fingerprints a Kubernetes object's fields by a digest of their JSON: each top-level
@@ -46,10 +45,11 @@ func Digests(obj map[string]any) map[string]string {
 	return out
 }
 
+// digest is the fingerprint of a plain value from the recorder (maps, lists, scalars), which
+// always encodes.
 func digest(v any) string {
-	data, _ := json.Marshal(v) // plain values from the recorder: maps, lists, scalars
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
+	d, _ := workloads.Fingerprint(v)
+	return d
 }
 
 // ChangeKind is what `pulumi up` would do to a resource, as far as the plans can tell.
@@ -159,22 +159,24 @@ func Compare(before *EarlierPlan, after *Result) []Change {
 	return changes
 }
 
-// currentInputs are a resource's inputs as `plan --json` prints them.
+// currentInputs are a resource's inputs as a decoded `plan --json` holds them: the same shapes
+// as the earlier plan's (JSON numbers, maps of any).
 func currentInputs(res *Resource) map[string]any {
+	var inputs any = recorder.PlainMap(res.Inputs)
 	if m, ok := manifestOf(res); ok {
-		return map[string]any{"manifest": map[string]any{"digests": Digests(m.Object)}}
+		inputs = map[string]any{"manifest": map[string]any{"digests": Digests(m.Object)}}
 	}
 	var out map[string]any
-	data, _ := json.Marshal(recorder.PlainMap(res.Inputs))
-	_ = json.Unmarshal(data, &out) // the same shapes as a decoded earlier plan
+	data, _ := json.Marshal(inputs)
+	_ = json.Unmarshal(data, &out)
 	return out
 }
 
 // changedFields are the input paths whose values differ: top-level inputs, one level into an
 // object (`nodeConfig.diskSizeGb`), and for a Kubernetes object the fields its digests cover.
 func changedFields(before, after map[string]any) []string {
-	if m, ok := after["manifest"].(map[string]any); ok {
-		return changedDigests(digestsOf(before), digestsOf(map[string]any{"manifest": m}))
+	if _, ok := after["manifest"]; ok {
+		return changedDigests(digestsOf(before), digestsOf(after))
 	}
 	var out []string
 	for _, key := range slices.Sorted(maps.Keys(union(before, after))) {
@@ -197,17 +199,10 @@ func changedFields(before, after map[string]any) []string {
 	return out
 }
 
+// digestsOf are the digests of a Kubernetes object's inputs, nil for a plan without them.
 func digestsOf(inputs map[string]any) map[string]any {
 	m, _ := inputs["manifest"].(map[string]any)
 	d, _ := m["digests"].(map[string]any)
-	if d == nil {
-		if typed, ok := m["digests"].(map[string]string); ok {
-			d = map[string]any{}
-			for k, v := range typed {
-				d[k] = v
-			}
-		}
-	}
 	return d
 }
 
@@ -278,7 +273,7 @@ func describe(c *Change, res *Resource) {
 		}
 	case res.Type == lifecycle.NodePoolType && slices.ContainsFunc(c.Fields, func(f string) bool { return strings.HasPrefix(f, "nodeConfig.") }):
 		c.Effect = "GKE re-creates the nodes one at a time when the provider updates this in place (`pulumi preview --diff` says whether it replaces the pool instead)"
-		if strings.HasSuffix(res.Name, "-gpu") || res.Name == "gpu" {
+		if _, gpu := res.Input("nodeConfig.guestAccelerators"); gpu {
 			c.Effect += "; each GPU node's re-creation fails the running attempt, retried from the newest checkpoint"
 			c.StopsTheRun = true
 		}

@@ -125,6 +125,19 @@ func TestCompareTellsAClusterUpdateFromAReplacement(t *testing.T) {
 	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayCluster ray-raycluster: [^\n]*spec.headGroupSpec[^\n]*spec.workerGroupSpecs\[0\].template`, out)
 	assert.Contains(t, out, "the long-lived Ray cluster is deleted and created again; the RayJob is replaced with it")
 	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayJob grpo-rayjob: [^\n]*spec.metadata`, out, "the job carries the cluster's fingerprint")
+	// A Job's template is immutable: the data preparation is replaced and runs again.
+	assert.Contains(t, out, "\n  +- kubernetes:batch/v1:Job grpo-data-prep: spec.template\n       the Job runs again, skipping the downloads and conversions it finished before\n")
+}
+
+// A node setting re-creates the nodes: on the GPU pool that fails the running attempt, on the
+// CPU pool it does not.
+func TestCompareTellsTheGPUPoolFromTheCPUPool(t *testing.T) {
+	before := earlierPlanFile(t, "b200-spot", nil)
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.nodeServiceAccount=gke-rl-nodes@acme-rl.iam.gserviceaccount.com")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Regexp(t, `\n  ~  gcp:container/nodePool:NodePool cluster-cpu: nodeConfig.serviceAccount\n       GKE re-creates the nodes one at a time [^\n;]*\n`, out)
+	assert.Regexp(t, `\n  ~  gcp:container/nodePool:NodePool cluster-gpu: nodeConfig.serviceAccount\n       GKE re-creates the nodes one at a time [^\n]*; each GPU node's re-creation fails the running attempt`, out)
+	assert.True(t, strings.HasSuffix(out, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.\n"), out)
 }
 
 // More nodes on a reservation: KubeRay scales the long-lived cluster in place, the pool's

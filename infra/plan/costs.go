@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -57,15 +58,10 @@ type jsonCosts struct {
 	Currency        string         `json:"currency"`
 	Sources         []cost.Source  `json:"sources"`
 	CurrentPrices   string         `json:"currentPrices"`
-	TrainingPerHour jsonTotal      `json:"trainingPerHour"`
-	IdlePerMonth    jsonTotal      `json:"idlePerMonth"`
+	TrainingPerHour cost.Total     `json:"trainingPerHour"`
+	IdlePerMonth    cost.Total     `json:"idlePerMonth"`
 	Lines           []jsonCostLine `json:"lines"`
 	Excluded        []string       `json:"excluded"`
-}
-
-type jsonTotal struct {
-	KnownUSD float64  `json:"knownUSD"`
-	Unknown  []string `json:"unknown"`
 }
 
 type jsonCostLine struct {
@@ -84,12 +80,12 @@ type jsonCostLine struct {
 }
 
 func costsJSON(e cost.Estimate) jsonCosts {
-	total := func(t cost.Total) jsonTotal {
-		unknown := t.Unknown
-		if unknown == nil {
-			unknown = []string{}
+	total := func(t cost.Total) cost.Total {
+		if t.Unknown == nil {
+			t.Unknown = []string{}
 		}
-		return jsonTotal{KnownUSD: round2(t.KnownUSD), Unknown: unknown}
+		t.KnownUSD = round2(t.KnownUSD)
+		return t
 	}
 	amount := func(a cost.Amount) *float64 {
 		if !a.Known {
@@ -129,7 +125,4 @@ func costsJSON(e cost.Estimate) jsonCosts {
 }
 
 // round2 rounds to cents, so that the JSON reads as money.
-func round2(usd float64) float64 {
-	v, _ := strconv.ParseFloat(strconv.FormatFloat(usd, 'f', 2, 64), 64)
-	return v
-}
+func round2(usd float64) float64 { return math.Round(usd*100) / 100 }

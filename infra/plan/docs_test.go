@@ -98,7 +98,7 @@ func TestDocumentedPlanCommandsRun(t *testing.T) {
 					case "--prices":
 						args[i+1] = documentedPriceFile(t)
 					case "--compare":
-						args[i+1] = stackPlanFile(t, args[slices.Index(args, "--stack")+1])
+						args[i+1] = earlierPlanFile(t, args[slices.Index(args, "--stack")+1], nil)
 					}
 				}
 				code, _, errOut := runMain(t, args...)
@@ -146,14 +146,5 @@ func documentedPriceFile(t *testing.T) string {
 	require.NoError(t, err, "the documented price file parses")
 	file := filepath.Join(t.TempDir(), "prices.json")
 	require.NoError(t, os.WriteFile(file, []byte(block), 0o600))
-	return file
-}
-
-// stackPlanFile writes a stack's JSON plan, as `plan --json > before.json` would.
-func stackPlanFile(t *testing.T, stack string) string {
-	code, out, errOut := runMain(t, "--stack", stack, "--json")
-	require.Equal(t, plan.ExitOK, code, errOut)
-	file := filepath.Join(t.TempDir(), "before.json")
-	require.NoError(t, os.WriteFile(file, []byte(out), 0o600))
 	return file
 }

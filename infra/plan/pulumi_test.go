@@ -2,9 +2,7 @@ package plan_test
 
 import (
 	"bytes"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,25 +53,16 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(work, filepath.Base(f)), data, 0o600))
 	}
-	env := append(os.Environ(),
-		"PULUMI_BACKEND_URL=file://"+filepath.Join(work, ".state"),
-		"PULUMI_HOME="+filepath.Join(work, ".pulumi"),
+	env := []string{
+		"PULUMI_BACKEND_URL=file://" + filepath.Join(work, ".state"),
+		"PULUMI_HOME=" + filepath.Join(work, ".pulumi"),
 		"PULUMI_CONFIG_PASSPHRASE=documented-commands",
 		"PULUMI_SKIP_UPDATE_CHECK=true",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true",
-	)
+	}
 	run := func(args ...string) (int, string) {
-		cmd := exec.Command(pulumi, args...)
-		cmd.Dir, cmd.Env = work, env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return exit.ExitCode(), out.String()
-		}
-		require.NoError(t, err)
-		return 0, out.String()
+		r := clitest.RunIn(t, work, env, pulumi, args...)
+		return r.Code, r.Stdout + r.Stderr
 	}
 	require.NoError(t, os.MkdirAll(filepath.Join(work, ".state"), 0o700))
 	// The CI setup configures every shipped stack by name in a loop; they exist beforehand here.
