@@ -53,14 +53,14 @@ func TestCheckoutFetchesTheCommit(t *testing.T) {
 func TestSubmitterVerifiesTheCheckout(t *testing.T) {
 	repo, commit := gitRepo(t)
 	verify := func(dir, want string) (string, int) {
-		ray := newFakeRay(t, map[string][]reply{
-			"job status": {{code: 1}, {files: []string{"ray-job-status-stopped.txt"}}},
-			"job submit": {{files: []string{"ray-job-submit-no-wait.txt"}}},
-			"job logs":   {{files: []string{"ray-job-logs.txt", "ray-job-status-stopped.txt"}}},
+		ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
+			"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
+			"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
+			"job logs":   {{Files: []string{"ray-job-logs.txt", "ray-job-status-stopped.txt"}}},
 		})
 		out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "VERIFY_DIR": dir, "VERIFY_COMMIT": want})
 		if code != 0 {
-			assert.NotContains(t, strings.Join(ray.calls(), "\n"), "job submit", "nothing submitted")
+			assert.NotContains(t, strings.Join(ray.Calls(), "\n"), "job submit", "nothing submitted")
 		}
 		return out, code
 	}

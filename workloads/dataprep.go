@@ -14,9 +14,12 @@ import (
 	"gke-rl/infra/kube"
 )
 
-// CompleteMarker is written into a prepared directory as the last step (prep.sh): a directory
-// without it is prepared again, so that an interrupted download never passes for a finished one.
-const CompleteMarker = ".gke-rl-complete"
+// CompleteMarker is the file written beside a prepared directory as its step's last act
+// (prep.sh): a directory without it is prepared again, so that an interrupted download never
+// passes for a finished one. It is not inside the directory, which holds exactly what the step
+// made: a marker inside verl's checkout is an untracked file to `git status`, and the submitter
+// then refuses to submit (submit.sh).
+func CompleteMarker(dir string) string { return dir + ".gke-rl-complete" }
 
 //go:embed prep.sh
 var prepLibrary string

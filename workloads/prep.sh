@@ -4,8 +4,8 @@ set -euo pipefail
 # by one `prep_step` line a step (workloads.PrepScript); each step fills its directory once.
 
 # prep_step NAME DIR MODE SIZE_OF -- COMMAND...
-# runs COMMAND unless DIR holds the completion marker, which it writes last, so that an
-# interrupted step never passes for a finished one. MODE "fresh" empties DIR first (a clone, a
+# runs COMMAND unless DIR's completion marker (DIR.gke-rl-complete) exists, which it writes last,
+# so that an interrupted step never passes for a finished one. MODE "fresh" empties DIR first (a clone, a
 # conversion); "resume" keeps it (Hugging Face downloads skip the files already complete).
 # SIZE_OF is the colon-separated paths whose size is reported when the step is done: where the
 # step's data went (a download into the Hugging Face cache fills the cache, not DIR); empty
@@ -13,7 +13,9 @@ set -euo pipefail
 prep_step() {
   local name=$1 dir=$2 mode=$3 size_of=${4:-$2}
   shift 5
-  local marker="$dir/.gke-rl-complete"
+  # Beside DIR, not in it: DIR holds exactly what the step made (the verl checkout that the
+  # submitter finds clean with `git status`, which verl's .gitignore would not keep so).
+  local marker="$dir.gke-rl-complete"
   if [[ -e $marker ]]; then
     echo "$name: ready, skipped"
     return

@@ -15,14 +15,14 @@ const recordedJobID = "raysubmit_tUAuCKubPAEXh6CW" // the job of testdata/record
 // runSubmitter runs the RayJob's submitter container as KubeRay starts it: its command, its
 // environment, and the two variables KubeRay adds (rayjob_controller.go,
 // configureSubmitterContainer).
-func runSubmitter(t *testing.T, ray fakeRay, set map[string]string) (string, int) {
+func runSubmitter(t *testing.T, ray clitest.Replay, set map[string]string) (string, int) {
 	t.Helper()
 	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", Cluster: longLived(), Entrypoint: "env A=1 bash -c 'echo a && echo b' run",
 		RuntimeEnv: workloads.RuntimeEnv{PyModules: []string{"/data/verl/v0.6.0/verl"}}})
 	require.NoError(t, err)
 	c := job.Spec.SubmitterPodTemplate.Spec.Containers[0]
 	require.Equal(t, workloads.SubmitterContainer, c.Name)
-	env := []string{ray.path(), "RAY_DASHBOARD_ADDRESS=x-head-svc.gke-rl.svc.cluster.local:8265", "RAY_JOB_SUBMISSION_ID=" + recordedJobID}
+	env := []string{ray.Path(), "RAY_DASHBOARD_ADDRESS=x-head-svc.gke-rl.svc.cluster.local:8265", "RAY_JOB_SUBMISSION_ID=" + recordedJobID}
 	for _, e := range c.Env {
 		if v, ok := set[e.Name]; ok {
 			e.Value = v
@@ -39,12 +39,12 @@ func runSubmitter(t *testing.T, ray fakeRay, set map[string]string) (string, int
 func TestSubmitterWaitsForTheJobToFinish(t *testing.T) {
 	for _, end := range []string{"ray-job-status-failed.txt", "ray-job-status-stopped.txt"} {
 		t.Run(end, func(t *testing.T) {
-			ray := newFakeRay(t, map[string][]reply{
+			ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
 				// Not submitted yet (Ray's CLI fails on an unknown job), then running, then finished.
-				"job status": {{code: 1}, {files: []string{"ray-job-status-running.txt"}}, {files: []string{end}}},
-				"job submit": {{files: []string{"ray-job-submit-no-wait.txt"}}},
+				"job status": {{Code: 1}, {Files: []string{"ray-job-status-running.txt"}}, {Files: []string{end}}},
+				"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
 				// cli.py _tail_logs: the log, then the status; the first stream ends early.
-				"job logs": {{files: []string{"ray-job-logs.txt", "ray-job-status-running.txt"}}, {files: []string{"ray-job-logs.txt", end}}},
+				"job logs": {{Files: []string{"ray-job-logs.txt", "ray-job-status-running.txt"}}, {Files: []string{"ray-job-logs.txt", end}}},
 			})
 			out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0"})
 			require.Equal(t, 0, code, out)
@@ -56,7 +56,7 @@ func TestSubmitterWaitsForTheJobToFinish(t *testing.T) {
 				"job status " + address + recordedJobID,
 				"job logs " + address + "--follow " + recordedJobID,
 				"job status " + address + recordedJobID,
-			}, ray.calls())
+			}, ray.Calls())
 			assert.Contains(t, out, "the log stream ended while the job runs; following it again")
 		})
 	}
@@ -64,22 +64,22 @@ func TestSubmitterWaitsForTheJobToFinish(t *testing.T) {
 
 // A retried submitter pod does not submit the job again.
 func TestSubmitterSubmitsOnce(t *testing.T) {
-	ray := newFakeRay(t, map[string][]reply{
-		"job status": {{files: []string{"ray-job-status-running.txt"}}, {files: []string{"ray-job-status-failed.txt"}}},
-		"job logs":   {{files: []string{"ray-job-logs.txt", "ray-job-status-failed.txt"}}},
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
+		"job status": {{Files: []string{"ray-job-status-running.txt"}}, {Files: []string{"ray-job-status-failed.txt"}}},
+		"job logs":   {{Files: []string{"ray-job-logs.txt", "ray-job-status-failed.txt"}}},
 	})
 	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0"})
 	require.Equal(t, 0, code, out)
-	assert.NotContains(t, ray.calls(), "job submit", "the job exists")
-	assert.Len(t, ray.calls(), 3)
+	assert.NotContains(t, ray.Calls(), "job submit", "the job exists")
+	assert.Len(t, ray.Calls(), 3)
 }
 
 // When Ray's job API stays silent, the submitter fails, so that KubeRay counts a failed
 // submission (and, with a cluster of its own, retries on a new one).
 func TestSubmitterGivesUpWhenRayDoesNotAnswer(t *testing.T) {
-	ray := newFakeRay(t, map[string][]reply{
-		"job status": {{files: []string{"ray-job-status-running.txt"}}, {code: 1}},
-		"job logs":   {{code: 1}},
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
+		"job status": {{Files: []string{"ray-job-status-running.txt"}}, {Code: 1}},
+		"job logs":   {{Code: 1}},
 	})
 	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "UNREACHABLE_SECONDS": "0"})
 	assert.Equal(t, 1, code, out)

@@ -393,7 +393,7 @@ func TestPrepScriptRunsOnceAndRedoesAnInterruptedStep(t *testing.T) {
 	// An interrupted step leaves no marker: the next run starts it again. A fresh step starts
 	// from an empty directory; a download keeps what it had, to resume.
 	for _, dir := range []string{a, b} {
-		require.NoError(t, os.Remove(filepath.Join(dir, workloads.CompleteMarker)))
+		require.NoError(t, os.Remove(workloads.CompleteMarker(dir)))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "partial"), []byte("x"), 0o644))
 	}
 	runScript()
@@ -405,7 +405,7 @@ func TestPrepScriptRunsOnceAndRedoesAnInterruptedStep(t *testing.T) {
 	// A failing step stops the script and is not marked complete.
 	failing := workloads.PrepScript([]workloads.PrepStep{{Name: "c", Dir: filepath.Join(root, "c"), Command: []string{"false"}}})
 	assert.Error(t, exec.Command(bash, "-c", failing).Run())
-	assert.NoFileExists(t, filepath.Join(root, "c", workloads.CompleteMarker))
+	assert.NoFileExists(t, workloads.CompleteMarker(filepath.Join(root, "c")))
 }
 
 // Each attempt starts from a state the framework accepts: the resume preparation, run with bash

@@ -1,0 +1,86 @@
+package scenario_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra"
+	"gke-rl/infra/clitest"
+	"gke-rl/infra/plan/plantest"
+	"gke-rl/workloads"
+)
+
+// The smoke stack's first run from an empty volume: its data preparation Job's script, then its
+// RayJob's submitter, on the same directory. The submitter checks the verl checkout the
+// preparation left, and submits the run.
+func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
+	volume := t.TempDir()
+	bp := plantest.Resolve(t, "smoke", "storage.mountPath="+volume)
+	standIn, commit := verlStandIn(t)
+	py := downloads(t)
+
+	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
+	prep.Command = append([]string{}, prep.Command...)
+	prep.Command[len(prep.Command)-1] = strings.ReplaceAll(prep.Command[len(prep.Command)-1], workloads.VerlSourceCommit, commit)
+	env := append(envOf(prep, nil), verlRedirect(standIn)...)
+	out, code := run(t, prep, append(env, "PATH="+py+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "checked out "+workloads.VerlRepository+" at "+commit)
+	calls, err := os.ReadFile(filepath.Join(py, "calls"))
+	require.NoError(t, err)
+	assert.Equal(t, "download dataset openai/gsm8k\nconvert "+filepath.Join(volume, "verl", workloads.VerlSourceTag, "examples/data_preprocess/gsm8k.py")+"\ndownload model Qwen/Qwen2.5-0.5B-Instruct\n", string(calls))
+
+	// A second preparation (the Job retried, or `up` again) skips every step.
+	out, code = run(t, prep, append(env, "PATH="+py+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, 4, strings.Count(out, ": ready, skipped"), out)
+
+	submitAfterPrep(t, bp, commit)
+}
+
+// A volume prepared by an earlier release, which wrote each step's marker inside its directory:
+// the checkout is made again (it has no marker beside it), without the stray file, and the
+// submitter submits.
+func TestSmokeSubmitsOnAVolumeOfTheEarlierRelease(t *testing.T) {
+	volume := t.TempDir()
+	bp := plantest.Resolve(t, "smoke", "storage.mountPath="+volume)
+	standIn, commit := verlStandIn(t)
+	checkout := filepath.Join(volume, "verl", workloads.VerlSourceTag)
+	res := clitest.Run(t, nil, clitest.Tool(t, "git"), "clone", "-q", standIn, checkout)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	require.NoError(t, os.WriteFile(filepath.Join(checkout, ".gke-rl-complete"), nil, 0o644))
+
+	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
+	prep.Command = append([]string{}, prep.Command...)
+	prep.Command[len(prep.Command)-1] = strings.ReplaceAll(prep.Command[len(prep.Command)-1], workloads.VerlSourceCommit, commit)
+	env := append(envOf(prep, nil), verlRedirect(standIn)...)
+	out, code := run(t, prep, append(env, "PATH="+downloads(t)+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "verl "+workloads.VerlSourceTag+": preparing")
+	assert.NoFileExists(t, filepath.Join(checkout, ".gke-rl-complete"))
+
+	submitAfterPrep(t, bp, commit)
+}
+
+// submitAfterPrep runs the stack's submitter on the prepared volume and checks that it submits.
+func submitAfterPrep(t *testing.T, bp *infra.Blueprint, commit string) {
+	t.Helper()
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
+		"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
+		"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
+		"job logs":   {{Files: []string{"ray-job-logs.txt", "ray-job-status-stopped.txt"}}},
+	})
+	submitter := bp.Run.RayJob.Spec.SubmitterPodTemplate.Spec.Containers[0]
+	env := envOf(submitter, map[string]string{"VERIFY_COMMIT": commit, "POLL_SECONDS": "0"})
+	out, code := run(t, submitter, append(env, ray.Path(),
+		"RAY_DASHBOARD_ADDRESS="+bp.Run.RayJob.Name+"-head-svc.gke-rl.svc.cluster.local:8265",
+		"RAY_JOB_SUBMISSION_ID=raysubmit_tUAuCKubPAEXh6CW"))
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "is "+commit+", unchanged")
+	assert.Contains(t, strings.Join(ray.Calls(), "\n"), "job submit ")
+}

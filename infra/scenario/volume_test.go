@@ -1,0 +1,96 @@
+package scenario_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"gke-rl/infra/clitest"
+	"gke-rl/infra/golden"
+	"gke-rl/workloads"
+)
+
+// verlStandIn is a local repository standing for verl's at v0.6.0: verl's own .gitignore of that
+// tag (testdata/verl/v0.6.0.gitignore), a package and the GSM8K preparation script's path. It
+// returns the repository and its commit, which stands for workloads.VerlSourceCommit.
+func verlStandIn(t *testing.T) (string, string) {
+	t.Helper()
+	git := clitest.Tool(t, "git")
+	dir := t.TempDir()
+	ignore, err := os.ReadFile(filepath.Join(golden.RepoRoot(), "testdata", "verl", "v0.6.0.gitignore"))
+	require.NoError(t, err)
+	files := map[string]string{
+		".gitignore":                        string(ignore),
+		"verl/__init__.py":                  "",
+		"examples/data_preprocess/gsm8k.py": "# stands for verl's GSM8K conversion\n",
+	}
+	for name, body := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "v0.6.0"}} {
+		res := clitest.Run(t, env, git, append([]string{"-C", dir}, args...)...)
+		require.Equal(t, 0, res.Code, res.Stderr)
+	}
+	res := clitest.Run(t, nil, git, "-C", dir, "rev-parse", "HEAD")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	return dir, strings.TrimSpace(res.Stdout)
+}
+
+// verlRedirect makes git fetch verl's repository from the stand-in (git's url.<base>.insteadOf,
+// given in the environment as GIT_CONFIG_COUNT/KEY/VALUE), so the rendered script runs as it is.
+func verlRedirect(standIn string) []string {
+	return []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=url." + standIn + ".insteadOf", "GIT_CONFIG_VALUE_0=" + workloads.VerlRepository}
+}
+
+// downloads is a directory holding a python3 that stands for the data preparation's Python
+// steps, which need the network: the Hugging Face downloads (hub_fetch.py, whose last argument
+// is the directory it fills) and verl's conversion (--local_save_dir). It fills the directory
+// with one file and logs its arguments' first words to calls.
+func downloads(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := `#!` + clitest.Tool(t, "bash") + `
+set -euo pipefail
+out=
+prev=
+for a in "$@"; do
+  [[ $prev == --local_save_dir ]] && out=$a
+  prev=$a
+done
+if [[ $1 == -c ]]; then out=${5:-$HOME/hub-cache}; echo "download $3 $4" >>"$(dirname "$0")/calls"
+else echo "convert $1" >>"$(dirname "$0")/calls"; fi
+mkdir -p "$out"
+echo data >"$out/stand-in"
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "python3"), []byte(script), 0o755))
+	return dir
+}
+
+// envOf is a container's environment as VAR=value lines, with values replaced by set.
+func envOf(c corev1.Container, set map[string]string) []string {
+	var env []string
+	for _, e := range c.Env {
+		if v, ok := set[e.Name]; ok {
+			e.Value = v
+		}
+		if e.ValueFrom == nil {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
+	return env
+}
+
+// run runs a container's command, as the kubelet would, with env added, and returns its
+// output and exit code.
+func run(t *testing.T, c corev1.Container, env []string) (string, int) {
+	t.Helper()
+	cmd := append(append([]string{}, c.Command...), c.Args...)
+	res := clitest.Run(t, env, cmd[0], cmd[1:]...)
+	return res.Stdout + res.Stderr, res.Code
+}
