@@ -16,6 +16,7 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/projects"
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/serviceaccount"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	appsv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apps/v1"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -132,6 +133,9 @@ type Cluster struct {
 	// CPUPool and GPUPool are nil in Autopilot mode.
 	CPUPool *container.NodePool
 	GPUPool *container.NodePool
+	// RDMAInstaller installs the gIB NCCL plugin on the GPU nodes; in Standard mode it is created
+	// after the GPU pool and is ready once every node the pool starts with has the plugin.
+	RDMAInstaller *appsv1.DaemonSet
 	// Provider talks to the cluster's API server; every in-cluster object uses it.
 	Provider  *kubernetes.Provider
 	Namespace *corev1.Namespace
@@ -142,6 +146,19 @@ type Cluster struct {
 	// Images is the framework image's mirror, nil without one: pods of that image wait for it.
 	Images *artifactregistry.Repository
 	spec   Spec
+}
+
+// GPUsReady are what the GPU workloads (the gate, the Ray cluster, the run) wait for: the GPU
+// pool and the RDMA installer on its nodes. A Job's activeDeadlineSeconds and a RayJob's deadline
+// count from their creation; created while the pool is still being made (10 to 30 minutes for a
+// reserved pool of A4 or A3 Ultra nodes), they would spend their time waiting for nodes, and a
+// pod started on a node before the installer would find no /usr/local/gib.
+func (c *Cluster) GPUsReady() []pulumi.Resource {
+	ready := []pulumi.Resource{c.RDMAInstaller}
+	if c.GPUPool != nil {
+		ready = append(ready, c.GPUPool)
+	}
+	return ready
 }
 
 // CRDs are the custom resource definitions the program's custom resources need. GKE installs
@@ -231,7 +248,12 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		}
 	}
 	inCluster := kube.Placement{Provider: c.Provider, Cluster: c.Cluster}
-	if err := newRDMAInstaller(ctx, naming.Child(name, "rdma"), args.Mode, args.GPUPool.Accelerator, inCluster, pulumi.Parent(c)); err != nil {
+	installerPlacement := inCluster
+	if c.GPUPool != nil {
+		installerPlacement = inCluster.WaitingFor(c.GPUPool)
+	}
+	c.RDMAInstaller, err = newRDMAInstaller(ctx, naming.Child(name, "rdma"), args.Mode, args.GPUPool.Accelerator, installerPlacement, pulumi.Parent(c))
+	if err != nil {
 		return nil, fmt.Errorf("rdma installer: %w", err)
 	}
 	if sa := args.PreviewServiceAccount; sa != "" {

@@ -43,8 +43,12 @@ func installEnv(mode kinds.Mode) corev1.EnvVarArray {
 }
 
 // newRDMAInstaller registers the installer DaemonSet (and, on Autopilot, its namespace), on GPU
-// nodes only.
-func newRDMAInstaller(ctx *pulumi.Context, name string, mode kinds.Mode, accelerator string, p kube.Placement, parent pulumi.ResourceOption) error {
+// nodes only, and returns the DaemonSet. Placed after the GPU pool, its creation lasts until
+// the plugin is installed on every node the pool starts with: pulumi-kubernetes awaits a
+// DaemonSet until every scheduled pod is updated and available (await logic for DaemonSets,
+// pulumi/pulumi-kubernetes#2953, kstatus), and this one's pod is available only once its init
+// container has copied the plugin.
+func newRDMAInstaller(ctx *pulumi.Context, name string, mode kinds.Mode, accelerator string, p kube.Placement, parent pulumi.ResourceOption) (*appsv1.DaemonSet, error) {
 	namespace := pulumi.String("kube-system").ToStringOutput()
 	opts := p.ClusterScoped(parent)
 	if mode == kinds.Autopilot {
@@ -55,11 +59,11 @@ func newRDMAInstaller(ctx *pulumi.Context, name string, mode kinds.Mode, acceler
 			},
 		}, opts...)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		namespace = ns.Metadata.Name().Elem()
 	}
-	_, err := appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
+	return appsv1.NewDaemonSet(ctx, name, &appsv1.DaemonSetArgs{
 		Metadata: &metav1.ObjectMetaArgs{
 			Name:      pulumi.String(installerName),
 			Namespace: namespace,
@@ -67,7 +71,6 @@ func newRDMAInstaller(ctx *pulumi.Context, name string, mode kinds.Mode, acceler
 		},
 		Spec: installerSpec(mode, accelerator),
 	}, opts...)
-	return err
 }
 
 func installerSpec(mode kinds.Mode, accelerator string) *appsv1.DaemonSetSpecArgs {

@@ -85,7 +85,11 @@ func PreviewAccess(user string) PreviewObjects {
 			MatchConstraints: &admissionv1.MatchResources{
 				ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
 					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect},
-					Rule: admissionv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", "*/*"},
+					// "*/*" alone: every resource and every subresource. The API server refuses it
+					// beside any other entry ("if '*/*' is present, must not specify other
+					// resources", k8s.io/kubernetes v1.35.4 pkg/apis/admissionregistration/
+					// validation/validation.go, validateResources), so ["*", "*/*"] fails `up`.
+					Rule: admissionv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"},
 						Scope: ptr.To(admissionv1.AllScopes)},
 				}}},
 			},

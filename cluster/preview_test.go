@@ -46,7 +46,7 @@ func TestPreviewAccessReadsAndDryRunsOnly(t *testing.T) {
 	assert.Equal(t, admissionv1.Fail, *policy.Spec.FailurePolicy, "an error in the policy refuses the write")
 	rule := policy.Spec.MatchConstraints.ResourceRules[0]
 	assert.ElementsMatch(t, []admissionv1.OperationType{"CREATE", "UPDATE", "DELETE", "CONNECT"}, rule.Operations)
-	assert.Equal(t, []string{"*", "*/*"}, rule.Resources, "every resource and subresource")
+	assert.Equal(t, []string{"*/*"}, rule.Resources, "every resource and subresource, and nothing beside it (the API server's rule)")
 	assert.Equal(t, policy.Name, policyBinding.Spec.PolicyName)
 	assert.Equal(t, []admissionv1.ValidationAction{admissionv1.Deny}, policyBinding.Spec.ValidationActions)
 }

@@ -165,8 +165,10 @@ type JobConfig struct {
 	// the RayJob has its own (spot, flex-start), by the entrypoint on the long-lived cluster
 	// otherwise.
 	BackoffLimit int `json:"backoffLimit"`
-	// ActiveDeadlineSeconds bounds the whole run, retries included; 0 means no bound. Unset, it
-	// is derived from the run's length and model (deadline.go).
+	// ActiveDeadlineSeconds bounds each attempt of a RayJob with its own cluster (KubeRay's
+	// activeDeadlineSeconds) and the whole run, retries included, on the long-lived cluster (the
+	// entrypoint's RUN_DEADLINE_SECONDS); 0 means no bound. Unset, it is derived from the run's
+	// length and model (deadline.go).
 	ActiveDeadlineSeconds int `json:"activeDeadlineSeconds"`
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"gke-rl/infra/kinds"
 )
 
 // The run's default deadline (`job.activeDeadlineSeconds` when unset): a bound that turns a run
@@ -14,8 +16,8 @@ const (
 	// DeadlineStartup is what an attempt may spend before its first step: image pulls, Ray's
 	// start, NeMo RL's conversion of the weights to Megatron's format, the model load.
 	DeadlineStartup = 2 * time.Hour
-	// DeadlineRetries is how many retries the deadline leaves room for, each a startup plus the
-	// steps since the last checkpoint, whatever job.backoffLimit allows.
+	// DeadlineRetries is how many retries a run's deadline leaves room for, each a startup plus
+	// the steps since the last checkpoint, whatever job.backoffLimit allows.
 	DeadlineRetries = 3
 )
 
@@ -45,7 +47,37 @@ type RunDeadline struct {
 	Steps      int
 	StepsBasis string
 	Step       time.Duration
-	Retries    int
+	// Scope says what the deadline bounds, as it really applies in the run's mode.
+	Scope DeadlineScope
+	// Retries is the room the deadline leaves for retries (a run's deadline); Attempts is how
+	// many attempts KubeRay may make, each with the deadline (an attempt's deadline).
+	Retries, Attempts int
+}
+
+// DeadlineScope is what a deadline bounds.
+type DeadlineScope string
+
+const (
+	// PerAttempt: a RayJob with its own cluster carries the deadline as activeDeadlineSeconds,
+	// which KubeRay v1.5.0 counts from Status.StartTime, and a retry resets StartTime
+	// (ray-operator/controllers/ray/rayjob_controller.go: Retrying → New →
+	// initRayJobStatusIfNeed). It bounds one attempt, on one cluster; the attempt that passes it
+	// fails with DeadlineExceeded, which KubeRay does not retry, and its cluster is deleted.
+	PerAttempt DeadlineScope = "per attempt"
+	// PerRun: on the long-lived cluster the entrypoint (run.sh, RUN_DEADLINE_SECONDS) bounds
+	// the run, its retries included: no attempt starts after the deadline and the one running
+	// then is stopped, which ends the Ray job. KubeRay's activeDeadlineSeconds would only mark
+	// the RayJob Failed there, stopping nothing (the Failed state deletes nothing for a RayJob
+	// with clusterSelector, and only deleting the RayJob stops its Ray job).
+	PerRun DeadlineScope = "for the run"
+)
+
+// DeadlineScopeOf is what a deadline bounds in run mode m.
+func DeadlineScopeOf(m kinds.RunMode) DeadlineScope {
+	if m == kinds.OwnCluster {
+		return PerAttempt
+	}
+	return PerRun
 }
 
 // runSteps is how many GRPO steps a run takes: job.maxSteps, or epochs × full batches of a
@@ -66,24 +98,39 @@ func runSteps(c *Config) (int, string, bool) {
 	return 0, "", false
 }
 
-// deriveDeadline is the default deadline, false when the run's length is unknown.
+// deriveDeadline is the default deadline, false when the run's length is unknown. A deadline
+// per attempt is one attempt from the first step to the last (a retry resumes, so it needs
+// less); a deadline for the run adds room for retries, each a startup and the steps since the
+// last checkpoint.
 func deriveDeadline(c *Config) (*RunDeadline, bool) {
 	steps, basis, ok := runSteps(c)
 	if !ok {
 		return nil, false
 	}
 	billions, _ := modelParameters(c)
-	d := &RunDeadline{Steps: steps, StepsBasis: basis, Step: stepAllowance(billions / 1e9), Retries: min(c.Job.BackoffLimit, DeadlineRetries)}
-	lost := time.Duration(min(c.Job.CheckpointPeriod, steps)) * d.Step
-	total := DeadlineStartup + time.Duration(steps)*d.Step + time.Duration(d.Retries)*(DeadlineStartup+lost)
+	d := &RunDeadline{Steps: steps, StepsBasis: basis, Step: stepAllowance(billions / 1e9),
+		Scope: DeadlineScopeOf(kinds.RunModeOf(c.Job.Enabled, c.GPU.Provisioning))}
+	total := DeadlineStartup + time.Duration(steps)*d.Step
+	if d.Scope == PerAttempt {
+		d.Attempts = c.Job.BackoffLimit + 1
+	} else {
+		d.Retries = min(c.Job.BackoffLimit, DeadlineRetries)
+		lost := time.Duration(min(c.Job.CheckpointPeriod, steps)) * d.Step
+		total += time.Duration(d.Retries) * (DeadlineStartup + lost)
+	}
 	d.Seconds = int(math.Ceil(total.Seconds()))
 	return d, true
 }
 
 // Summary is the deadline in one line, for the `runDeadline` stack output.
 func (d RunDeadline) Summary() string {
-	return fmt.Sprintf("%s (job.activeDeadlineSeconds %d): startup %s + %d steps (%s) × %s + %d retries × (startup + job.checkpointPeriod's steps)",
-		hours(time.Duration(d.Seconds)*time.Second), d.Seconds, hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step), d.Retries)
+	limit := time.Duration(d.Seconds) * time.Second
+	if d.Scope == PerAttempt {
+		return fmt.Sprintf("%s per attempt (job.activeDeadlineSeconds %d; KubeRay restarts the clock on each of up to %d attempts, so a run can take up to %s): startup %s + %d steps (%s) × %s",
+			hours(limit), d.Seconds, d.Attempts, hours(time.Duration(d.Attempts)*limit), hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step))
+	}
+	return fmt.Sprintf("%s for the run, retries included (job.activeDeadlineSeconds %d; no attempt starts after it and the one running is stopped): startup %s + %d steps (%s) × %s + %d retries × (startup + job.checkpointPeriod's steps)",
+		hours(limit), d.Seconds, hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step), d.Retries)
 }
 
 func hours(d time.Duration) string   { return fmt.Sprintf("%gh", math.Round(d.Hours()*10)/10) }

@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,32 +11,44 @@ import (
 	"gke-rl/infra/plan/plantest"
 )
 
-// The default deadline adds up the run's steps at the model size's allowance, a startup, and
-// room for three retries; it is the RayJob's activeDeadlineSeconds.
+// The default deadline adds up the run's steps at the model size's allowance and a startup. On
+// a RayJob with its own cluster it is KubeRay's activeDeadlineSeconds, which bounds one attempt;
+// on the long-lived cluster it bounds the run, with room for three retries, and the entrypoint
+// enforces it (KubeRay's would stop nothing there).
 func TestRunDeadlineFollowsTheRunsSize(t *testing.T) {
 	cases := []struct {
 		sentence  string
 		stack     string
 		overrides []string
 		hours     float64
+		scope     infra.DeadlineScope
 	}{
-		// 2 h + 20 × 60 min + 3 × (2 h + 2 × 60 min) = 34 h.
-		{"72B for 20 steps", "b200-spot", nil, 34},
+		// 2 h + 20 × 60 min = 22 h an attempt.
+		{"72B for 20 steps, per attempt", "b200-spot", nil, 22, infra.PerAttempt},
 		// 7473 / 256 = 29 full batches × 2 epochs = 58 steps; 2 h + 58 × 30 min + 3 × (2 h + 10 × 30 min) = 52 h.
-		{"32B for 2 epochs of GSM8K", "h200-reserved", nil, 52},
+		{"32B for 2 epochs of GSM8K, for the run", "h200-reserved", nil, 52, infra.PerRun},
 		// Steps bound the run before the epochs do: 2 h + 10 × 30 min + 3 × (2 h + 10 × 30 min) = 28 h.
-		{"the smaller of steps and epochs", "h200-reserved", []string{"job.maxSteps=10"}, 28},
-		// 8B: 15 min a step; 2 h + 20 × 15 min + 3 × (2 h + 2 × 15 min) = 14.5 h.
-		{"a small model", "b200-spot", []string{"job.model=Qwen/Qwen3-8B", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]"}, 14.5},
+		{"the smaller of steps and epochs", "h200-reserved", []string{"job.maxSteps=10"}, 28, infra.PerRun},
+		// 8B: 15 min a step; 2 h + 20 × 15 min = 7 h.
+		{"a small model", "b200-spot", []string{"job.model=Qwen/Qwen3-8B", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]"}, 7, infra.PerAttempt},
 		// Retries beyond three do not add up: a deadline is for hangs.
-		{"one retry", "b200-spot", []string{"job.backoffLimit=1"}, 2 + 20 + (2 + 2)},
+		{"one retry", "h200-reserved", []string{"job.backoffLimit=1"}, 2 + 29 + (2 + 5), infra.PerRun},
+		{"the long-lived cluster on spot's capacity model", "b200-spot", []string{"gpu.provisioning=on-demand"}, 2 + 20 + 3*(2+2), infra.PerRun},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
 			bp := plantest.Resolve(t, tc.stack, tc.overrides...)
 			require.NotNil(t, bp.Deadline)
 			assert.InDelta(t, tc.hours*3600, bp.Deadline.Seconds, 1)
-			assert.EqualValues(t, bp.Deadline.Seconds, *bp.Run.RayJob.Spec.ActiveDeadlineSeconds)
+			assert.Equal(t, tc.scope, bp.Deadline.Scope)
+			entrypoint := bp.Run.RayJob.Spec.Entrypoint
+			if tc.scope == infra.PerAttempt {
+				assert.EqualValues(t, bp.Deadline.Seconds, *bp.Run.RayJob.Spec.ActiveDeadlineSeconds)
+				assert.Contains(t, entrypoint, "RUN_DEADLINE_SECONDS=0 ")
+			} else {
+				assert.Nil(t, bp.Run.RayJob.Spec.ActiveDeadlineSeconds, "KubeRay's deadline stops nothing on the long-lived cluster")
+				assert.Contains(t, entrypoint, fmt.Sprintf("RUN_DEADLINE_SECONDS=%d ", bp.Deadline.Seconds))
+			}
 			assert.NotContains(t, bp.Warnings.Error(), "job.activeDeadlineSeconds")
 		})
 	}
@@ -45,6 +58,9 @@ func TestRunDeadlineSetOrUnknown(t *testing.T) {
 	set := plantest.Resolve(t, "b200-spot", "job.activeDeadlineSeconds=3600")
 	assert.Nil(t, set.Deadline)
 	assert.EqualValues(t, 3600, *set.Run.RayJob.Spec.ActiveDeadlineSeconds)
+	shared := plantest.Resolve(t, "h200-reserved", "job.activeDeadlineSeconds=3600")
+	assert.Nil(t, shared.Run.RayJob.Spec.ActiveDeadlineSeconds)
+	assert.Contains(t, shared.Run.RayJob.Spec.Entrypoint, "RUN_DEADLINE_SECONDS=3600 ", "the entrypoint bounds the run")
 
 	off := plantest.Resolve(t, "b200-spot", "job.activeDeadlineSeconds=0")
 	assert.Nil(t, off.Run.RayJob.Spec.ActiveDeadlineSeconds, "0 is no deadline, as documented")
@@ -52,10 +68,13 @@ func TestRunDeadlineSetOrUnknown(t *testing.T) {
 
 	unknown := plantest.Resolve(t, "h200-reserved", "job.dataset=math")
 	assert.Nil(t, unknown.Run.RayJob.Spec.ActiveDeadlineSeconds)
+	assert.Contains(t, unknown.Run.RayJob.Spec.Entrypoint, "RUN_DEADLINE_SECONDS=0 ")
 	assert.Contains(t, unknown.Warnings.Error(), `job.activeDeadlineSeconds: the run has no deadline: its length is unknown (job.epochs 2 on "math"`)
 
 	res := plantest.Plan(t, "b200-spot")
-	assert.Equal(t, "34h (job.activeDeadlineSeconds 122400): startup 2h + 20 steps (job.maxSteps 20) × 60 min + 3 retries × (startup + job.checkpointPeriod's steps)", res.Outputs["runDeadline"])
+	assert.Equal(t, "22h per attempt (job.activeDeadlineSeconds 79200; KubeRay restarts the clock on each of up to 11 attempts, so a run can take up to 242h): startup 2h + 20 steps (job.maxSteps 20) × 60 min", res.Outputs["runDeadline"])
+	res = plantest.Plan(t, "h200-reserved")
+	assert.Equal(t, "52h for the run, retries included (job.activeDeadlineSeconds 187200; no attempt starts after it and the one running is stopped): startup 2h + 58 steps (job.epochs 2 × 29 steps (7473 gsm8k rows / job.promptsPerStep 256)) × 30 min + 3 retries × (startup + job.checkpointPeriod's steps)", res.Outputs["runDeadline"])
 	assert.Equal(t, 2*3600, int(infra.DeadlineStartup.Seconds()))
 }
 

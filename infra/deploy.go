@@ -135,7 +135,9 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
-	rayPlacement := inCluster.WaitingFor(append(append(shared.Ready(), mapping.Objects...), gke.CRDs)...)
+	// The GPU workloads (the gate, the Ray cluster and the run) also wait for the GPU pool and the
+	// RDMA installer on its nodes, so that their deadlines count their own work.
+	rayPlacement := inCluster.WaitingFor(append(append(append(shared.Ready(), mapping.Objects...), gke.CRDs), gke.GPUsReady()...)...)
 	// The data preparation needs only the volume and the tokens: it does not wait for the
 	// network objects, the gate or the Ray cluster.
 	prepPlacement := inCluster.WaitingFor(shared.Ready()...)

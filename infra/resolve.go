@@ -282,17 +282,22 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		run.Attempts = c.Job.BackoffLimit + 1
 	}
 	args := workloads.JobArgs{
-		Name:                  plan.Layout.Run,
-		Namespace:             WorkloadNamespace,
-		BackoffLimit:          c.Job.BackoffLimit,
-		ActiveDeadlineSeconds: c.Job.ActiveDeadlineSeconds,
-		SubmitterImage:        pods.Image,
-		NodeSelector:          pods.HeadNodeSelector,
+		Name:           plan.Layout.Run,
+		Namespace:      WorkloadNamespace,
+		BackoffLimit:   c.Job.BackoffLimit,
+		SubmitterImage: pods.Image,
+		NodeSelector:   pods.HeadNodeSelector,
 		// The submitter mounts no token: it runs as the shared volume's account.
 		Storage: bp.Storage.Volume,
 	}
+	deadline := c.Job.ActiveDeadlineSeconds
 	if bp.Deadline != nil {
-		args.ActiveDeadlineSeconds = bp.Deadline.Seconds
+		deadline = bp.Deadline.Seconds
+	}
+	if DeadlineScopeOf(plan.Mode) == PerAttempt {
+		args.ActiveDeadlineSeconds = deadline
+	} else {
+		run.DeadlineSeconds = deadline
 	}
 	var errs Errors
 	for _, p := range workloads.CheckRun(c.Framework, run) {

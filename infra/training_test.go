@@ -292,11 +292,37 @@ func TestRayObjectsWaitForWhatTheyUseOnly(t *testing.T) {
 				for _, cr := range append(res.OfType("kubernetes:networking.gke.io/v1:Network"), res.OfType("kubernetes:networking.gke.io/v1:GKENetworkParamSet")...) {
 					assert.True(t, deps[cr.URN], "%s %s waits for %s", stack, typ, cr.Name)
 				}
-				for _, pool := range res.OfType(nodePoolType) {
-					assert.False(t, deps[pool.URN], "%s %s does not wait for node pool %s: KubeRay waits for nodes", stack, typ, pool.Name)
-				}
+				assertWaitsForTheGPUs(t, res, deps, stack+" "+typ)
 			}
 		}
+	}
+}
+
+// assertWaitsForTheGPUs checks that a GPU workload waits for the GPU pool and the RDMA
+// installer, and not for the CPU pool (KubeRay waits for the head's node).
+func assertWaitsForTheGPUs(t *testing.T, res *plan.Result, deps map[string]bool, what string) {
+	t.Helper()
+	installer := res.OfType("kubernetes:apps/v1:DaemonSet")
+	require.Len(t, installer, 1)
+	assert.True(t, deps[installer[0].URN], "%s waits for the RDMA installer", what)
+	for _, pool := range res.OfType(nodePoolType) {
+		gpu := strings.HasSuffix(pool.Name, "-gpu")
+		assert.Equal(t, gpu, deps[pool.URN], "%s waits for node pool %s: %v", what, pool.Name, gpu)
+	}
+}
+
+// The gate's Jobs start once the GPU pool and the installer on its nodes are ready: their
+// deadlines count the gate, not the pool's creation.
+func TestGateWaitsForTheGPUPoolAndTheInstaller(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack, "gate.enabled=true")
+		for _, name := range []string{"gate-nccl", "gate-storage"} {
+			job := res.Find("kubernetes:batch/v1:Job", name)
+			require.NotNil(t, job, stack)
+			assertWaitsForTheGPUs(t, res, res.DependencyClosure(job), stack+" "+name)
+		}
+		installer := res.OfType("kubernetes:apps/v1:DaemonSet")[0]
+		assert.True(t, res.DependencyClosure(installer)[res.Find(nodePoolType, "cluster-gpu").URN], "%s: the installer is created after the GPU pool, so that it awaits its nodes", stack)
 	}
 }
 
@@ -351,7 +377,13 @@ func TestRunMatrix(t *testing.T) {
 							require.NotNil(t, submitter, "the submitter that waits for the job's end")
 							assert.Equal(t, bp.HeadSelector, submitter.Spec.NodeSelector)
 							assert.Equal(t, bp.Run.RayJob.Spec.Entrypoint, envValue(submitter.Spec.Containers[0].Env, "ENTRYPOINT"), "it submits the RayJob's own entrypoint")
-							assert.NotNil(t, bp.Run.RayJob.Spec.ActiveDeadlineSeconds, "a derived deadline")
+							require.NotNil(t, bp.Deadline, "a derived deadline")
+							if prov.Preemptible() {
+								assert.NotNil(t, bp.Run.RayJob.Spec.ActiveDeadlineSeconds, "KubeRay's, per attempt")
+							} else {
+								assert.Nil(t, bp.Run.RayJob.Spec.ActiveDeadlineSeconds, "KubeRay's would stop nothing on the shared cluster")
+								assert.Contains(t, bp.Run.RayJob.Spec.Entrypoint, fmt.Sprintf(" RUN_DEADLINE_SECONDS=%d ", bp.Deadline.Seconds), "the entrypoint's, for the run")
+							}
 							spec := rayClusterSpec(bp)
 							head := spec.HeadGroupSpec.Template.Spec
 							assert.Empty(t, head.Tolerations, "the head never tolerates the GPU taint")

@@ -37,6 +37,11 @@ type Run struct {
 	// Attempts is how many times the entrypoint runs the framework on the same cluster before
 	// the run fails: 1 with a cluster of its own (KubeRay retries on a new one).
 	Attempts int
+	// DeadlineSeconds bounds the run from the entrypoint's start, its attempts included (run.sh,
+	// RUN_DEADLINE_SECONDS): no attempt starts after it, and the one running then is stopped,
+	// which ends the Ray job. 0 means no bound. Set on the long-lived cluster, where KubeRay's
+	// deadline stops nothing.
+	DeadlineSeconds int
 	// WandB turns Weights & Biases logging on; it is set only when the key is.
 	WandB  bool
 	Layout Layout
@@ -142,6 +147,7 @@ func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 		"GPU_WAIT_SECONDS=" + fmt.Sprint(RetryGPUWaitSeconds),
 		"PAUSE_SECONDS=" + fmt.Sprint(RetryPauseSeconds),
 		"POLL_SECONDS=" + fmt.Sprint(RetryPollSeconds),
+		"RUN_DEADLINE_SECONDS=" + fmt.Sprint(r.DeadlineSeconds),
 	}
 	if f == kinds.NeMoRL {
 		env = append(env, "CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.ModelDir()))

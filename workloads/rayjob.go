@@ -58,7 +58,10 @@ type JobArgs struct {
 	OwnCluster   *rayv1.RayClusterSpec
 	Cluster      *rayv1.RayCluster
 	BackoffLimit int
-	// ActiveDeadlineSeconds bounds the whole run, retries included; 0 means no bound.
+	// ActiveDeadlineSeconds bounds each attempt of a job with its own cluster (KubeRay counts it
+	// from each attempt's start); 0 means no bound. A job on the long-lived cluster takes none:
+	// there KubeRay would only mark the RayJob Failed and leave its Ray job running (the
+	// entrypoint bounds the run instead: Run.DeadlineSeconds).
 	ActiveDeadlineSeconds int
 	// SubmitterImage is the head's image (it has Ray's CLI); the submitter runs on
 	// NodeSelector's nodes and mounts Storage read-only, from which `ray job submit` packages
@@ -130,7 +133,7 @@ func RayJob(a JobArgs) (*rayv1.RayJob, error) {
 		spec.ClusterSelector = map[string]string{"ray.io/cluster": a.Cluster.Name}
 		spec.Metadata = map[string]string{ClusterSpecKey: fingerprint}
 	}
-	if a.ActiveDeadlineSeconds > 0 {
+	if a.ActiveDeadlineSeconds > 0 && a.OwnCluster != nil {
 		spec.ActiveDeadlineSeconds = ptr.To(int32(a.ActiveDeadlineSeconds))
 	}
 	return &rayv1.RayJob{

@@ -18,7 +18,13 @@ set -euo pipefail
 # KEEP_CHECKPOINTS (job.keepCheckpoints); with NeMo RL, CONVERTED_DIR (where it converts the
 # Hugging Face weights to Megatron's format on its first attempt); WORKDIR; ATTEMPTS; GPUS (the
 # run's GPUs); GPU_WAIT_SECONDS (how long a retry waits for them); PAUSE_SECONDS (before a retry
-# looks, so that Ray has noticed the lost node); POLL_SECONDS (between looks).
+# looks, so that Ray has noticed the lost node); POLL_SECONDS (between looks);
+# RUN_DEADLINE_SECONDS (0: none) bounds the run from this script's start, its attempts included:
+# no attempt starts after it, and the attempt running then is stopped (SIGTERM, then SIGKILL a
+# minute later), which ends the Ray job. On the long-lived cluster this is the run's only
+# deadline: KubeRay's activeDeadlineSeconds would mark the RayJob Failed and stop nothing
+# (ray-operator v1.5.0 rayjob_controller.go: the Failed state deletes nothing for a RayJob with
+# clusterSelector, and the Ray job is stopped only when the RayJob is deleted).
 shopt -s nullglob
 
 log() { echo "gke-rl run: $*"; }
@@ -115,6 +121,10 @@ wait_for_gpus() {
       log "the Ray cluster has its $GPUS GPUs"
       return 0
     fi
+    if (($(time_left) <= 0)); then
+      log "the Ray cluster has $have of its $GPUS GPUs and the run's deadline of ${RUN_DEADLINE_SECONDS}s has passed; giving up"
+      return 1
+    fi
     if ((SECONDS >= deadline)); then
       log "the Ray cluster has $have of its $GPUS GPUs after ${GPU_WAIT_SECONDS}s; giving up"
       return 1
@@ -124,14 +134,35 @@ wait_for_gpus() {
   done
 }
 
+# time_left prints the seconds left before the run's deadline (a large number without one).
+time_left() {
+  if ((RUN_DEADLINE_SECONDS > 0)); then
+    echo $((RUN_DEADLINE_SECONDS - SECONDS))
+  else
+    echo 999999999
+  fi
+}
+
+# Exit status of a run stopped by its deadline, as timeout(1) reports one.
+deadline_status=124
+
 attempt=1
 while :; do
+  left=$(time_left)
+  if ((left <= 0)); then
+    log "the run's deadline of ${RUN_DEADLINE_SECONDS}s has passed; no attempt starts"
+    exit "$deadline_status"
+  fi
   resume_prep
   log "attempt $attempt of $ATTEMPTS"
   status=0
-  (cd "$WORKDIR" && exec "$@") || status=$?
+  (cd "$WORKDIR" && exec timeout --kill-after=60 "$left" "$@") || status=$?
   if ((status == 0)); then
     exit 0
+  fi
+  if (($(time_left) <= 0)); then
+    log "attempt $attempt stopped (exit $status): the run's deadline of ${RUN_DEADLINE_SECONDS}s has passed"
+    exit "$deadline_status"
   fi
   if ((attempt >= ATTEMPTS)); then
     log "attempt $attempt failed (exit $status); no attempt left"
