@@ -3,6 +3,7 @@ package kubetest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -167,7 +168,7 @@ func deepCopy(m map[string]any) map[string]any {
 }
 
 // stackObjects are the Kubernetes objects of every shipped stack with a preview identity, the
-// managed kinds only (the policy objects are read-only to it), each kind once a stack.
+// managed kinds only (the policy objects are read-only to it).
 func stackObjects(t *testing.T) []stackObject {
 	t.Helper()
 	managed := map[string]bool{}
@@ -189,10 +190,12 @@ func stackObjects(t *testing.T) []stackObject {
 				group = ""
 			}
 			resource, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: o.kind()})
-			if !managed[group+"/"+resource.Resource] || seen[o.String()] {
+			// One cluster holds one object of each name: the first stack's.
+			id := fmt.Sprint(o.kind(), "/", o.meta()["namespace"], "/", o.meta()["name"])
+			if !managed[group+"/"+resource.Resource] || seen[id] {
 				continue
 			}
-			seen[o.String()] = true
+			seen[id] = true
 			out = append(out, o)
 		}
 	}
