@@ -1,5 +1,5 @@
-// Package kubetest runs a Kubernetes control plane on loopback for the tests: etcd (Debian's
-// etcd-server), kube-apiserver, kube-controller-manager and kube-scheduler of the GKE minor
+// Package kubetest runs a Kubernetes control plane on loopback for the tests: etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler of the GKE minor
 // version new clusters get (built from the Go module proxy by .ci/kube), and kwok for nodes that
 // run no containers but go through the lifecycle kwok's stages describe. Objects the tests
 // apply meet the real admission chain (RBAC, ValidatingAdmissionPolicy, Pod Security) and the
@@ -33,9 +33,13 @@ import (
 	"gke-rl/infra/golden"
 )
 
-// BinEnv names a directory holding kube-apiserver, kube-controller-manager, kube-scheduler and
-// kwok; without it they are looked up on PATH. .ci/kube/build builds them there.
+// BinEnv names a directory holding etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok; without it they are looked up on PATH. .ci/kube/build builds them
+// there.
 const BinEnv = "GKE_RL_KUBE_BIN"
+
+// LogsEnv names a directory where a failed test leaves the control plane's logs.
+const LogsEnv = "GKE_RL_KUBE_LOGS"
 
 // Admin is the user the harness acts as (a member of system:masters), as the deploy identity's
 // cluster-admin access does on GKE.
@@ -72,10 +76,7 @@ func binary(t testing.TB, name string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	msg := fmt.Sprintf("%s is neither in $%s nor on PATH: build the control plane with .ci/kube/build DIR and set %s=DIR (etcd: Debian package etcd-server)", name, BinEnv, BinEnv)
-	if name == "etcd" {
-		msg = "etcd is not on PATH (Debian package etcd-server)"
-	}
+	msg := fmt.Sprintf("%s is neither in $%s nor on PATH: build the control plane with .ci/kube/build DIR and set %s=DIR", name, BinEnv, BinEnv)
 	if os.Getenv(clitest.RequireEnv) != "" {
 		t.Fatal(msg)
 	}
@@ -146,7 +147,10 @@ func Start(t testing.TB, o Options) *ControlPlane {
 		"--kubeconfig", admin, "--leader-elect=false",
 		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(freePort(t)))
 	start(t, dir, "kwok", bins["kwok"],
-		"--kubeconfig", admin, "--manage-all-nodes=true", "--config", kwokStages(t, dir))
+		"--kubeconfig", admin, "--manage-all-nodes=true", "--config", kwokStages(t, dir),
+		// The node heartbeat stage renews each node's lease; 40 s as kwokctl sets it
+		// (kwok v0.8.0 pkg/kwokctl/runtime), inside the node lifecycle controller's grace period.
+		"--node-lease-duration-seconds=40")
 
 	client, err := kubernetes.NewForConfig(cp.Config(Admin))
 	if err != nil {
@@ -220,12 +224,17 @@ func start(t testing.TB, dir, name, bin string, args ...string) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		_ = log.Close()
-		if t.Failed() && os.Getenv("GKE_RL_KUBE_LOGS") != "" {
+		// LogsEnv names a directory to keep the logs of a failed test in.
+		if keep := os.Getenv(LogsEnv); keep != "" && t.Failed() {
 			b, _ := os.ReadFile(log.Name())
-			t.Logf("%s log:\n%s", name, tail(string(b), 4000))
+			_ = os.WriteFile(filepath.Join(keep, name+".log"), b, 0o644)
+			t.Logf("%s log: %s", name, filepath.Join(keep, name+".log"))
 		}
 	})
 }
+
+// CompleteAnnotation on a Job's pod lets kwok complete it: the pod's script has succeeded.
+const CompleteAnnotation = "kubetest.gke-rl/complete"
 
 // kwokStages writes kwok's configuration, the node and pod lifecycles of kwok v0.8.0's own
 // stages (testdata/kwok, copied from kubernetes-sigs/kwok kustomize/stage), and returns its path.
@@ -241,7 +250,13 @@ func kwokStages(t testing.TB, dir string) string {
 		if err != nil {
 			t.Fatalf("kwok stage: %v", err)
 		}
-		docs = append(docs, string(b))
+		doc := string(b)
+		if filepath.Base(f) == "pod-complete.yaml" {
+			// A Job's pod completes when the test says its script succeeded (CompleteAnnotation),
+			// not a few seconds after it starts: the submitter, for one, runs as long as its job.
+			doc = strings.Replace(doc, "    matchExpressions:\n", "    matchExpressions:\n    - key: '.metadata.annotations[\""+CompleteAnnotation+"\"]'\n      operator: 'Exists'\n", 1)
+		}
+		docs = append(docs, doc)
 	}
 	path := filepath.Join(dir, "kwok.yaml")
 	write(t, path, strings.Join(docs, "\n---\n"))
@@ -281,11 +296,4 @@ func write(t testing.TB, path, body string) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

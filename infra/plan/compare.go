@@ -163,7 +163,7 @@ func Compare(before *EarlierPlan, after *Result) []Change {
 // as the earlier plan's (JSON numbers, maps of any).
 func currentInputs(res *Resource) map[string]any {
 	var inputs any = recorder.PlainMap(res.Inputs)
-	if m, ok := manifestOf(res); ok {
+	if m, ok := ManifestOf(res); ok {
 		inputs = map[string]any{"manifest": map[string]any{"digests": Digests(m.Object)}}
 	}
 	var out map[string]any

@@ -62,7 +62,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 			deps = []string{}
 		}
 		inputs := recorder.PlainMap(res.Inputs)
-		if m, ok := manifestOf(res); ok {
+		if m, ok := ManifestOf(res); ok {
 			meta, _ := m.Object["metadata"].(map[string]any)
 			ns, _ := meta["namespace"].(string)
 			name, _ := meta["name"].(string)
@@ -243,7 +243,7 @@ type Manifest struct {
 func Manifests(r *Result) []Manifest {
 	var out []Manifest
 	for _, res := range r.Resources {
-		if m, ok := manifestOf(res); ok {
+		if m, ok := ManifestOf(res); ok {
 			out = append(out, m)
 		}
 	}
@@ -251,8 +251,8 @@ func Manifests(r *Result) []Manifest {
 	return out
 }
 
-// manifestOf is the Kubernetes object a resource applies; ok is false for other resources.
-func manifestOf(res *Resource) (Manifest, bool) {
+// ManifestOf is the Kubernetes object a resource applies; ok is false for other resources.
+func ManifestOf(res *Resource) (Manifest, bool) {
 	if !res.Custom || !strings.HasPrefix(res.Type, "kubernetes:") {
 		return Manifest{}, false
 	}
