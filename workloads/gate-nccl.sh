@@ -58,8 +58,13 @@ if ((${#peers[@]} < 2)); then
 fi
 
 /scripts/container_entry.sh shell
+# The gIB image's script is written for shells without `set -u` (the upstream manifests source it
+# from a plain shell, container-engine-accelerators gpudirect-rdma/nccl-test*.yaml): an unset
+# variable it reads must not end the gate.
+set +u
 # shellcheck source=/dev/null
 source /usr/local/gib/scripts/set_nccl_env.sh
+set -u
 if [[ $JOB_COMPLETION_INDEX != 0 ]]; then
   exec sleep infinity
 fi
@@ -67,9 +72,13 @@ fi
 # bounded time, until every peer's sshd (port 222) answers, as container-engine-accelerators'
 # gpudirect-rdma/nccl-test-a4x-max-jobset.yaml does.
 for host in "${peers[@]}"; do
-  for ((attempt = 1; attempt <= ${ATTEMPTS:-60}; attempt++)); do
+  for ((attempt = 1; ; attempt++)); do
     if ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 "$host" true 2>/dev/null; then
       break
+    fi
+    if ((attempt >= ${ATTEMPTS:-60})); then
+      echo "$PREFIX FAILED: ${host%%.*} did not answer over ssh after $attempt attempts: its pod did not start, or its GPU or NIC check failed (its log says which)" >&2
+      exit 1
     fi
     echo "waiting for $host's sshd ($attempt)"
     sleep "${RETRY_SECONDS:-5}"
@@ -79,7 +88,14 @@ for host in "${peers[@]:1}"; do
   ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 "$host" cat /tmp/gate-health ||
     echo "$PREFIX no GPU health result from $host"
 done
-/usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1K -e 8G "${peers[@]}" | tee /tmp/nccl.log
+nccl_status=0
+/usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1K -e 8G "${peers[@]}" | tee /tmp/nccl.log || nccl_status=${PIPESTATUS[0]}
+if ((nccl_status != 0)); then
+  # mpirun's status: 1 when it cannot start the ranks (a host it cannot reach), 134 when NCCL
+  # aborts (SIGABRT), e.g. on a NIC or transport error.
+  echo "$PREFIX FAILED: NCCL all_gather over ${#peers[@]} nodes exited with status $nccl_status (1: mpirun could not start on every node; 134: NCCL aborted); the lines above say why" >&2
+  exit 1
+fi
 # The result table's rows: size (B), count, type, redop, root, then out-of-place time, algbw,
 # busbw (GB/s), #wrong, and the same in place, each line perhaps behind mpirun's
 # `[rank,stream]<stdout>:` tag. The bus bandwidth of the out-of-place run at the largest size is
@@ -92,6 +108,11 @@ read -r largest bw < <(tail -n 1 <<<"$rows") || true
 echo "$PREFIX NCCL all_gather over ${#peers[@]} nodes: bus bandwidth ${bw:-none} GB/s at ${largest:-no} B (minimum $MIN_BUS_BANDWIDTH_GBPS); from 1 GiB: ${sizes:-none}"
 if awk -v bw="${bw:-0}" -v min="$MIN_BUS_BANDWIDTH_GBPS" 'BEGIN { exit !(bw >= min) }'; then
   exit 0
+fi
+# NCCL names its transport once per communicator with NCCL_DEBUG=INFO (INIT,NET).
+if grep -q 'NCCL INFO Using network Socket' /tmp/nccl.log; then
+  echo "$PREFIX FAILED: NCCL is below the minimum and ran over TCP sockets (NCCL INFO Using network Socket), not the RDMA NICs: check the RDMA installer DaemonSet and the rdma-* Network objects" >&2
+  exit 1
 fi
 # Which node? With three nodes or more, all_gather runs again on each pair of neighbours in a ring
 # (1 GiB messages): a node whose two pairs are both below the minimum is named. With two nodes
@@ -109,15 +130,15 @@ if ((${#peers[@]} > 2)); then
     fi
   done
   suspects=$(printf '%s\n' "${slow[@]}" | sort | uniq -d | paste -sd, -)
+  if ((${#slow[@]} == 2 * ${#peers[@]})); then
+    # Every pair is slow: that is the fabric (or NCCL's transport), not every node at once.
+    echo "$PREFIX FAILED: NCCL is below the minimum between every pair of nodes: the fabric or the transport, not a node; check the RDMA installer DaemonSet, the rdma-* Network objects and the NET/ lines of this log" >&2
+    exit 1
+  fi
   if [[ -n $suspects ]]; then
     echo "$PREFIX FAILED: NCCL is below the minimum; slow in both of its pairs: $suspects (drain it and let GKE repair it)" >&2
     exit 1
   fi
-fi
-# NCCL names its transport once per communicator with NCCL_DEBUG=INFO (INIT,NET).
-if grep -q 'NCCL INFO Using network Socket' /tmp/nccl.log; then
-  echo "$PREFIX FAILED: NCCL is below the minimum and ran over TCP sockets (NCCL INFO Using network Socket), not the RDMA NICs: check the RDMA installer DaemonSet and the rdma-* Network objects" >&2
-  exit 1
 fi
 echo "$PREFIX FAILED: NCCL is below the minimum; is it on RDMA? grep NET/ in this log" >&2
 exit 1

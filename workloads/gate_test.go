@@ -40,7 +40,10 @@ func gateArgs(nodes int) workloads.GateArgs {
 //
 // `broken` names a pod whose fabric gives NCCL no figure: any run_nccl_tests.sh that includes it
 // prints nothing (the recorded run otherwise).
-type gateNode struct{ gpus, ecc, nccl, ssh, down, absent, broken string }
+//
+// `ncclExit` makes run_nccl_tests.sh print nothing and exit with that status; `ncclEnv` is the
+// body of the image's set_nccl_env.sh (an export of gIB's plugin by default).
+type gateNode struct{ gpus, ecc, nccl, ssh, down, absent, broken, ncclExit, ncclEnv string }
 
 // run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL),
 // with the container's environment and the absolute paths of the image and the node moved
@@ -82,13 +85,20 @@ printf '%s' '`+smi.String()+`'`)
 	write("scripts/container_entry.sh", "echo sshd started")
 	// The pod of index 0's host name, as Kubernetes sets it for an Indexed Job's pod.
 	write("bin/hostname", "echo "+job.Name+"-0")
-	write("gib/scripts/set_nccl_env.sh", "export NCCL_NET=gIB")
+	ncclEnv := "export NCCL_NET=gIB"
+	if n.ncclEnv != "" {
+		ncclEnv = n.ncclEnv
+	}
+	write("gib/scripts/set_nccl_env.sh", ncclEnv)
 	nccl := "true"
 	if n.nccl != "" {
 		nccl = "cat " + filepath.Join("..", "testdata", "recorded", n.nccl)
 	}
 	if n.broken != "" {
 		nccl = `case "$*" in *` + n.broken + `.*) ;; *) ` + nccl + ` ;; esac`
+	}
+	if n.ncclExit != "" {
+		nccl = "exit " + n.ncclExit
 	}
 	write("gib/scripts/run_nccl_tests.sh", `echo "$*" >> "$(dirname "$0")/args"; `+nccl)
 	ssh := n.ssh
@@ -145,13 +155,43 @@ func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 	}
 }
 
-// A peer whose sshd never answers is waited for a bounded time; the NCCL test then reports it.
+// A peer whose sshd never answers is waited for a bounded time, then named in a FAILED line:
+// NCCL would not start on it anyway.
 func TestNCCLGateWaitsForItsPeersSSHD(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", ssh: `echo "ssh $*"; exit 255`}.run(t, workloads.NCCLGateJob(gateArgs(2)))
-	require.NoError(t, err, out)
-	assert.Equal(t, 3, strings.Count(out, "waiting for rl-gate-nccl-1.rl-gate-nccl's sshd"), out)
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", ssh: `case "$*" in *rl-gate-nccl-1*) echo "ssh $*"; exit 255 ;; esac`}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	require.Error(t, err, out)
+	assert.Equal(t, 2, strings.Count(out, "waiting for rl-gate-nccl-1.rl-gate-nccl's sshd"), out)
 	assert.Contains(t, out, "ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 rl-gate-nccl-1.rl-gate-nccl true")
-	assert.Contains(t, out, "gate: no GPU health result from rl-gate-nccl-1.rl-gate-nccl")
+	assert.Contains(t, out, "gate: FAILED: rl-gate-nccl-1 did not answer over ssh after 3 attempts")
+	assert.NotContains(t, out, "run_nccl_tests.sh args", "no NCCL run without every peer")
+}
+
+// A run of run_nccl_tests.sh that fails (mpirun's status: 1 when it cannot start a rank, 134
+// when NCCL aborts) is named in a FAILED line with its status, instead of ending the script
+// through pipefail with no gate line.
+func TestNCCLGateNamesAFailedNCCLRun(t *testing.T) {
+	for _, status := range []string{"1", "134"} {
+		out, err := gateNode{gpus: "8", ecc: "0", ncclExit: status}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+		require.Error(t, err, out)
+		assert.Contains(t, out, "gate: FAILED: NCCL all_gather over 2 nodes exited with status "+status+" (1: mpirun could not start on every node; 134: NCCL aborted)")
+	}
+}
+
+// When every pair of the ring is below the minimum, the gate blames the fabric, not every node.
+func TestNCCLGateBlamesTheFabricWhenEveryPairIsSlow(t *testing.T) {
+	args := gateArgs(4)
+	args.MinBusBandwidthGBps = 300 // above the recorded healthy pair's 260 GB/s: every pair is slow
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(args))
+	require.Error(t, err, out)
+	assert.Contains(t, out, "gate: FAILED: NCCL is below the minimum between every pair of nodes: the fabric or the transport, not a node")
+	assert.NotContains(t, out, "slow in both of its pairs")
+}
+
+// The gIB image's set_nccl_env.sh is sourced as upstream sources it, without `set -u`: a variable
+// it reads unset does not end the gate.
+func TestNCCLGateSourcesTheNCCLEnvironmentWithoutNounset(t *testing.T) {
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", ncclEnv: `export LD_LIBRARY_PATH=/usr/local/gib/lib64:${GKE_RL_UNSET_IN_THE_IMAGE}`}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	require.NoError(t, err, out)
 	assert.Contains(t, out, "bus bandwidth 260.03 GB/s")
 }
 

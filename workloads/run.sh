@@ -67,7 +67,24 @@ verl() {
   local tracker="$CHECKPOINT_DIR/latest_checkpointed_iteration.txt" latest=-1 dir n
   if [[ -f $tracker ]]; then
     latest=$(tr -dc '0-9' <"$tracker")
-    latest=${latest:--1}
+    if [[ -z $latest ]]; then
+      # verl writes the tracker after the save it names is complete, opening it for writing
+      # first: an empty one was cut short while naming the newest save, which is complete.
+      # Left empty, verl fails every attempt reading it (verl/utils/checkpoint/
+      # checkpoint_manager.py, find_latest_ckpt_path: int("")).
+      latest=-1
+      for dir in "$CHECKPOINT_DIR"/global_step_*; do
+        n=$(step_number "$dir")
+        if ((n > latest)); then latest=$n; fi
+      done
+      if ((latest >= 0)); then
+        echo "$latest" >"$tracker"
+        log "rewrote $tracker, which was empty, with step $latest: the newest save, complete since verl names a save only after it"
+      else
+        rm -f "$tracker"
+        log "removed $tracker, which was empty, with no save to name: the run starts from its first step"
+      fi
+    fi
   fi
   local kept=()
   for dir in "$CHECKPOINT_DIR"/global_step_*; do

@@ -443,6 +443,12 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 			"global_step_2: beyond the newest 2"},
 		{"verl: without a tracker no save completed", kinds.Verl,
 			[]string{"checkpoints/ray-a4-grpo/global_step_2"}, nil, "a save cut short (the last complete one is step -1)"},
+		{"verl: an empty tracker (cut short while naming a complete save) names the newest save again", kinds.Verl,
+			[]string{"checkpoints/ray-a4-grpo/global_step_2", "checkpoints/ray-a4-grpo/global_step_4", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt="},
+			[]string{"checkpoints/ray-a4-grpo/global_step_2", "checkpoints/ray-a4-grpo/global_step_4", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt=4"},
+			"rewrote " /* the tracker */},
+		{"verl: an empty tracker with no save is removed", kinds.Verl,
+			[]string{"checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt="}, nil, "which was empty, with no save to name"},
 		{"a first attempt finds nothing to clear", kinds.NeMoRL, nil, nil, ""},
 	}
 	for _, tc := range cases {
@@ -479,6 +485,13 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 				_, err := os.Stat(filepath.Join(r.Layout.Root, name))
 				kept := slices.ContainsFunc(tc.after, func(a string) bool { n, _, _ := strings.Cut(a, "="); return n == name })
 				assert.Equal(t, kept, err == nil, "%s exists", name)
+			}
+			for _, p := range tc.after {
+				if name, content, isFile := strings.Cut(p, "="); isFile {
+					got, err := os.ReadFile(filepath.Join(r.Layout.Root, name))
+					require.NoError(t, err)
+					assert.Equal(t, content+"\n", string(got), name)
+				}
 			}
 			if tc.log != "" {
 				assert.Contains(t, res.Stdout, tc.log)
