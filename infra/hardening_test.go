@@ -43,13 +43,22 @@ func TestWorkloadPodsAreHardened(t *testing.T) {
 						hostVolumes[vol["name"].(string)] = true
 					}
 				}
-				for _, c := range spec["containers"].([]any) {
+				inits, _ := spec["initContainers"].([]any)
+				for _, c := range append(spec["containers"].([]any), inits...) {
 					container := c.(map[string]any)
 					csc, _ := container["securityContext"].(map[string]any)
+					caps, _ := csc["capabilities"].(map[string]any)
+					dropped := fmt.Sprint(caps["drop"])
+					for _, capability := range []string{"NET_RAW", "MKNOD", "SETFCAP"} {
+						assert.Contains(t, dropped, capability, "%s %s", where, container["name"])
+					}
 					if container["name"] == "nccl" {
 						assert.Equal(t, true, csc["allowPrivilegeEscalation"], "%s: sshd", where)
+						assert.NotContains(t, dropped, "SYS_CHROOT", "%s: sshd's privilege separation", where)
+						assert.NotContains(t, dropped, "AUDIT_WRITE", "%s: sshd's login records", where)
 					} else {
 						assert.Equal(t, false, csc["allowPrivilegeEscalation"], "%s %s", where, container["name"])
+						assert.Contains(t, dropped, "SYS_CHROOT", "%s %s", where, container["name"])
 					}
 					mounts, _ := container["volumeMounts"].([]any)
 					for _, mt := range mounts {

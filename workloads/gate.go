@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -128,8 +129,11 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 				Resources:    corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
 				VolumeMounts: gpunode.VolumeMounts(),
 				// sshd, MPI's transport between the pods, runs in it: privilege escalation stays
-				// allowed (kube.Harden denies it to every other container).
-				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)},
+				// allowed (kube.Harden denies it to every other container), and it keeps the
+				// capabilities sshd uses of those kube.Harden drops.
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true), Capabilities: &corev1.Capabilities{
+					Drop: slices.DeleteFunc(slices.Clone(kube.DroppedCapabilities), func(c corev1.Capability) bool { return slices.Contains(kube.SSHDCapabilities, c) }),
+				}},
 			}},
 			// 250 GiB of /dev/shm, as the upstream NCCL test (gpudirect-rdma/nccl-test-a4.yaml).
 			Volumes: gpunode.Volumes(250),
