@@ -203,28 +203,28 @@ func (n *Nodes) poolIndex(name string) int {
 	return slices.IndexFunc(n.pools, func(p Pool) bool { return p.Name == name })
 }
 
-// autoscale adds a node for each pod the scheduler found no node for, of the first pool whose
-// labels the pod's node selector and required node affinity select, as the cluster autoscaler
-// scales a pool up from zero.
+// autoscale adds a node to a pool while pods that no node can take select it, one at a time
+// (each new node gets a few seconds to become Ready and take pods before the next), up to the
+// pool's maximum, as the cluster autoscaler scales a pool up from zero.
 func (n *Nodes) autoscale(ctx context.Context) {
-	asked := map[string]bool{}
+	lastAdd := map[string]time.Time{}
 	for ctx.Err() == nil {
 		time.Sleep(500 * time.Millisecond)
 		pods, err := n.cp.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
 		if err != nil {
 			continue
 		}
-		for _, pod := range pods.Items {
-			if asked[string(pod.UID)] || !unschedulable(&pod) {
+		n.mu.Lock()
+		pools := slices.Clone(n.pools)
+		n.mu.Unlock()
+		for _, p := range pools {
+			if time.Since(lastAdd[p.Name]) < 3*time.Second {
 				continue
 			}
-			n.mu.Lock()
-			pools := slices.Clone(n.pools)
-			n.mu.Unlock()
-			for _, p := range pools {
-				if selects(&pod, p.Labels) && tolerates(&pod, p.Taints) {
+			for _, pod := range pods.Items {
+				if unschedulable(&pod) && selects(&pod, p.Labels) && tolerates(&pod, p.Taints) {
 					if n.add(p) == nil {
-						asked[string(pod.UID)] = true
+						lastAdd[p.Name] = time.Now()
 					}
 					break
 				}
