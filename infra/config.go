@@ -269,7 +269,9 @@ func checkTopLevelKeys(present []string, errs *Errors) {
 			// Never echo the value: it is a token.
 			errs.Add(name, "tokens no longer pass through Pulumi, whose state, previews and passphrase would all reach them: "+
 				"remove it (`pulumi config rm %s`), set `pulumi config set --path tokens.%s true`, and once `pulumi up` has created the secret, "+
-				"store the token in Secret Manager with the command the `tokenCommands` output prints (README, Tokens)", name, token)
+				"store the token in Secret Manager with the command the `tokenCommands` output prints (README, Tokens); "+
+				"and revoke this token and issue a new one (the old one stays readable, encrypted, in the stack file's git history and in every state version "+
+				"that held it, to anyone with the passphrase), and rotate the passphrase (`pulumi stack change-secrets-provider passphrase`)", name, token)
 			continue
 		}
 		if ok && !known[name] {

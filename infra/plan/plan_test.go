@@ -191,6 +191,8 @@ func TestTokensNeverPassThroughThePlan(t *testing.T) {
 			assert.Equal(t, plan.ExitInvalidConfig, code)
 			assert.NotContains(t, out+errOut, sentinel)
 			assert.Contains(t, errOut, "error: hfToken: tokens no longer pass through Pulumi")
+			assert.Contains(t, errOut, "revoke this token and issue a new one", "the old one stays in git history and state versions")
+			assert.Contains(t, errOut, "rotate the passphrase")
 
 			dir := t.TempDir()
 			code, _, errOut = runMain(t, "--stack", stack, "--config", "tokens.huggingFace=true", "--config", "tokens.wandb=true", "--manifests", dir)
