@@ -1,9 +1,11 @@
 // Command gke-rl is the Pulumi program that builds a GRPO post-training setup on GKE.
-// `go run . plan --stack NAME` plans a stack offline; anything else runs the program under the
-// Pulumi engine (`pulumi up`).
+// `go run . plan --stack NAME` plans a stack offline; under the Pulumi engine (`pulumi up`,
+// `pulumi preview`) it runs the program; anything else prints how to do either.
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -13,8 +15,29 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "plan" {
-		os.Exit(plan.Main(os.Args[2:], ".", os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	switch {
+	case len(args) > 0 && args[0] == "plan":
+		os.Exit(plan.Main(args[1:], ".", os.Stdout, os.Stderr))
+	case os.Getenv(pulumi.EnvMonitor) != "":
+		pulumi.Run(infra.Program)
+	case len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+		usage(os.Stdout, ".")
+	default:
+		// Started by hand, not by the engine: pulumi.Run would only exit 32 with nothing said.
+		usage(os.Stderr, ".")
+		os.Exit(plan.ExitUsage)
 	}
-	pulumi.Run(infra.Program)
+}
+
+// usage says what the program does when it is not run by the Pulumi engine.
+func usage(w io.Writer, dir string) {
+	fmt.Fprintf(w, `gke-rl: a Pulumi program; run it through Pulumi, or plan a stack offline.
+
+  go run . plan --stack NAME       plan a stack without a cloud account (go run . plan --help)
+  pulumi preview -s NAME           what pulumi up would change (in this directory)
+  pulumi up -s NAME                build it
+
+The stacks here: %v
+`, plan.StacksIn(dir))
 }

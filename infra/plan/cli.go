@@ -34,6 +34,8 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	stack := fs.String("stack", "", "the stack `NAME`: reads Pulumi.<NAME>.yaml (required)")
+	// -s, as pulumi itself takes it.
+	fs.StringVar(stack, "s", "", "the stack `NAME`, as --stack")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into the directory `DIR`")
 	// A back-quoted word of a usage text names the flag's value in the help (`-compare FILE`);
@@ -44,7 +46,7 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	var overrides repeated
 	fs.Var(&overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE] [--compare FILE]")
+		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE] [--compare FILE]")
 		fs.PrintDefaults()
 	}
 	// Help asked for is an answer, on stdout, not a usage error.

@@ -59,6 +59,17 @@ func runMain(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// -s names the stack as pulumi's own flag does; a stack without a file is refused naming the
+// stacks there are.
+func TestCLIStackFlag(t *testing.T) {
+	code, out, errOut := runMain(t, "-s", "smoke")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "resources to create")
+	code, _, errOut = runMain(t, "--stack", "prod")
+	assert.Equal(t, plan.ExitUsage, code)
+	assert.Equal(t, "error: stack prod: no file "+filepath.Join(plantest.RepoRoot(), "Pulumi.prod.yaml")+"; the stacks here: b200-spot, h200-reserved, smoke\n", errOut)
+}
+
 // --help answers on stdout with status 0; each flag shows its own name, not a word of its text.
 func TestCLIHelp(t *testing.T) {
 	for _, arg := range []string{"--help", "-h"} {

@@ -29,6 +29,17 @@ type StackConfig struct {
 // Keys are the full names of every key the stack sets, sorted.
 func (sc *StackConfig) Keys() []string { return slices.Sorted(maps.Keys(sc.Values)) }
 
+// StacksIn are the stacks whose files (Pulumi.<stack>.yaml) are in dir, sorted.
+func StacksIn(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "Pulumi.*.yaml"))
+	var stacks []string
+	for _, f := range files {
+		stacks = append(stacks, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "Pulumi."), ".yaml"))
+	}
+	sort.Strings(stacks)
+	return stacks
+}
+
 // LoadStackConfig reads Pulumi.yaml and Pulumi.<stack>.yaml in dir with the Pulumi SDK's own
 // workspace loaders, fills the project's config defaults and applies overrides (`PATH=VALUE`,
 // Pulumi path syntax, the `gke-rl` namespace unless the path names one). Encrypted values are
@@ -40,7 +51,7 @@ func LoadStackConfig(dir, stack string, overrides []string) (*StackConfig, error
 	}
 	stackFile := filepath.Join(dir, "Pulumi."+stack+".yaml")
 	if _, err := os.Stat(stackFile); err != nil {
-		return nil, fmt.Errorf("stack %s: no file %s", stack, stackFile)
+		return nil, fmt.Errorf("stack %s: no file %s; the stacks here: %s", stack, stackFile, strings.Join(StacksIn(dir), ", "))
 	}
 	sink := diag.DefaultSink(nopWriter{}, nopWriter{}, diag.FormatOptions{Color: colors.Never})
 	ps, err := workspace.LoadProjectStack(sink, proj, stackFile)

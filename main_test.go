@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Outside the Pulumi engine and without `plan`, the program says what it is and how to run it,
+// naming the stacks there are, instead of exiting 32 in silence (pulumi.Run's status when no
+// engine started it).
+func TestUsageOutsideTheEngine(t *testing.T) {
+	var out bytes.Buffer
+	usage(&out, ".")
+	assert.Contains(t, out.String(), "go run . plan --stack NAME")
+	assert.Contains(t, out.String(), "pulumi up -s NAME")
+	assert.Contains(t, out.String(), "The stacks here: [b200-spot h200-reserved smoke]")
+
+	bin := filepath.Join(t.TempDir(), "gke-rl")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	for args, want := range map[string]int{"": 2, "--help": 0, "help": 0} {
+		cmd := exec.Command(bin)
+		if args != "" {
+			cmd.Args = append(cmd.Args, args)
+		}
+		cmd.Env = append(os.Environ(), "PULUMI_MONITOR=")
+		got, err := cmd.CombinedOutput()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, want, code, "gke-rl %s", args)
+		assert.Contains(t, string(got), "run it through Pulumi, or plan a stack offline", "gke-rl %s", args)
+	}
+}
