@@ -269,8 +269,11 @@ func freePort(t testing.TB) int {
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	return port
 }
 
 func randomHex(t testing.TB) string {
