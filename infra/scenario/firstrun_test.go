@@ -3,6 +3,7 @@ package scenario_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,11 +25,7 @@ func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	standIn, commit := verlStandIn(t)
 	py := downloads(t)
 
-	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
-	prep.Command = append([]string{}, prep.Command...)
-	prep.Command[len(prep.Command)-1] = strings.ReplaceAll(prep.Command[len(prep.Command)-1], workloads.VerlSourceCommit, commit)
-	env := append(envOf(prep, nil), verlRedirect(standIn)...)
-	out, code := run(t, prep, append(env, "PATH="+py+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
+	out, code := runPrep(t, bp, standIn, commit, py)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "checked out "+workloads.VerlRepository+" at "+commit)
 	calls, err := os.ReadFile(filepath.Join(py, "calls"))
@@ -36,7 +33,7 @@ func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	assert.Equal(t, "download dataset openai/gsm8k\nconvert "+filepath.Join(volume, "verl", workloads.VerlSourceTag, "examples/data_preprocess/gsm8k.py")+"\ndownload model Qwen/Qwen2.5-0.5B-Instruct\n", string(calls))
 
 	// A second preparation (the Job retried, or `up` again) skips every step.
-	out, code = run(t, prep, append(env, "PATH="+py+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
+	out, code = runPrep(t, bp, standIn, commit, py)
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, 4, strings.Count(out, ": ready, skipped"), out)
 
@@ -55,16 +52,24 @@ func TestSmokeSubmitsOnAVolumeOfTheEarlierRelease(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, ".gke-rl-complete"), nil, 0o644))
 
-	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
-	prep.Command = append([]string{}, prep.Command...)
-	prep.Command[len(prep.Command)-1] = strings.ReplaceAll(prep.Command[len(prep.Command)-1], workloads.VerlSourceCommit, commit)
-	env := append(envOf(prep, nil), verlRedirect(standIn)...)
-	out, code := run(t, prep, append(env, "PATH="+downloads(t)+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
+	out, code := runPrep(t, bp, standIn, commit, downloads(t))
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "verl "+workloads.VerlSourceTag+": preparing")
 	assert.NoFileExists(t, filepath.Join(checkout, ".gke-rl-complete"))
 
 	submitAfterPrep(t, bp, commit)
+}
+
+// runPrep runs the stack's data preparation container on its volume, with verl's repository
+// standing in at commit and the downloads stood for by the python3 in downloads.
+func runPrep(t *testing.T, bp *infra.Blueprint, standIn, commit, downloads string) (string, int) {
+	t.Helper()
+	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
+	prep.Command = slices.Clone(prep.Command)
+	script := len(prep.Command) - 1
+	prep.Command[script] = strings.ReplaceAll(prep.Command[script], workloads.VerlSourceCommit, commit)
+	env := append(envOf(prep, nil), verlRedirect(standIn)...)
+	return run(t, prep, append(env, "PATH="+downloads+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
 }
 
 // submitAfterPrep runs the stack's submitter on the prepared volume and checks that it submits.
