@@ -250,9 +250,12 @@ func TestGPUPoolWaitsOnlyForWhatItUses(t *testing.T) {
 		assert.Contains(t, []string{clusterType, "gcp:serviceaccount/account:Account"}, rec.ByURN(d).Type,
 			"the GPU pool waits only for the cluster and its service account (and, in a stack, its networks)")
 	}
+	// Of the cluster's Kubernetes objects only the RDMA installer waits for the GPU pool, so
+	// that its creation lasts until the pool's first nodes have the plugin (Cluster.GPUsReady).
 	for _, r := range rec.Resources {
 		if strings.HasPrefix(r.Type, "kubernetes:") {
-			assert.NotContains(t, rec.DependencyClosure(r), gpuPool.URN, "%s waits for the GPU pool", r.Name)
+			installer := r.Type == "kubernetes:apps/v1:DaemonSet"
+			assert.Equal(t, installer, rec.DependencyClosure(r)[gpuPool.URN], "%s waits for the GPU pool: %v", r.Name, installer)
 		}
 	}
 }
