@@ -243,3 +243,16 @@ func TestStructuredKeysAcceptStringNumbers(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, res)
 }
+
+// Too many nodes is one error, on the key the user set: gpu.maxNodes, unset, follows gpu.nodes
+// and is not blamed too.
+func TestTooManyNodesBlamesOnlyGPUNodes(t *testing.T) {
+	_, err := plantest.TryResolve("b200-spot", "gpu.nodes=300")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gpu.nodes: 300 is out of range; allowed: 1 to 256 nodes")
+	assert.NotContains(t, err.Error(), "gpu.maxNodes")
+
+	_, err = plantest.TryResolve("b200-spot", "gpu.nodes=300", "gpu.maxNodes=400")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gpu.maxNodes: 400 is out of range", "a value the user set is checked")
+}

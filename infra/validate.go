@@ -169,13 +169,15 @@ func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
 	if !ok {
 		errs.Add("gpu.type", "%s is not a supported GPU; allowed: %s", quote(c.GPU.Type), strings.Join(GPUTypes(), ", "))
 	}
-	if c.GPU.Nodes < 1 || c.GPU.Nodes > MaxGPUNodes {
+	nodesValid := c.GPU.Nodes >= 1 && c.GPU.Nodes <= MaxGPUNodes
+	if !nodesValid {
 		errs.Add("gpu.nodes", "%d is out of range; allowed: 1 to %d nodes", c.GPU.Nodes, MaxGPUNodes)
 	}
 	if c.GPU.MinNodes < 0 || c.GPU.MinNodes > c.GPU.Nodes {
 		errs.Add("gpu.minNodes", "%d is out of range; allowed: 0 to gpu.nodes (%d)", c.GPU.MinNodes, c.GPU.Nodes)
 	}
-	if c.GPU.MaxNodes < c.GPU.Nodes || c.GPU.MaxNodes > MaxGPUNodes {
+	// Unset, gpu.maxNodes is gpu.nodes: an out-of-range gpu.nodes is the one problem to name.
+	if (nodesValid || c.explicit["gpu.maxNodes"]) && (c.GPU.MaxNodes < c.GPU.Nodes || c.GPU.MaxNodes > MaxGPUNodes) {
 		errs.Add("gpu.maxNodes", "%d is out of range; allowed: gpu.nodes (%d) to %d", c.GPU.MaxNodes, c.GPU.Nodes, MaxGPUNodes)
 	}
 	if oneOf(errs, "gpu.provisioning", c.GPU.Provisioning, kinds.Provisionings) {
