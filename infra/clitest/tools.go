@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gke-rl/infra/golden"
@@ -90,4 +91,16 @@ func ReplyFile(t testing.TB, w http.ResponseWriter, status int, name string) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// Git runs the real git in dir, as a fixed author, fails the test unless it succeeds, and
+// returns its output trimmed: for tests that make local repositories.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
+	res := Run(t, env, Tool(t, "git"), append([]string{"-C", dir}, args...)...)
+	if res.Code != 0 {
+		t.Fatalf("git %v: %s", args, res.Stderr)
+	}
+	return strings.TrimSpace(res.Stdout)
 }

@@ -84,11 +84,7 @@ func (s *Session) Resource(u *unstructured.Unstructured) (dynamic.ResourceInterf
 
 // Apply applies obj with server-side apply, as pulumi-kubernetes does (a dry run with dryRun).
 func (s *Session) Apply(ctx context.Context, obj any, dryRun bool) (*unstructured.Unstructured, error) {
-	u, err := Unstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.Resource(u)
+	u, r, err := s.resourceOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -105,15 +101,21 @@ func (s *Session) Apply(ctx context.Context, obj any, dryRun bool) (*unstructure
 
 // Get reads obj's current state.
 func (s *Session) Get(ctx context.Context, obj any) (*unstructured.Unstructured, error) {
-	u, err := Unstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	r, err := s.Resource(u)
+	u, r, err := s.resourceOf(obj)
 	if err != nil {
 		return nil, err
 	}
 	return r.Get(ctx, u.GetName(), metav1.GetOptions{})
+}
+
+// resourceOf is obj as an unstructured object, and the client for its kind and namespace.
+func (s *Session) resourceOf(obj any) (*unstructured.Unstructured, dynamic.ResourceInterface, error) {
+	u, err := Unstructured(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := s.Resource(u)
+	return u, r, err
 }
 
 func ptrTrue() *bool { t := true; return &t }

@@ -85,10 +85,7 @@ func kubeRayLog(t testing.TB, dir string) *os.File {
 type dashboardProvider struct{ d *Dashboard }
 
 func (p dashboardProvider) GetDashboardClient(manager.Manager) func(*rayv1.RayCluster, string) (dashboardclient.RayDashboardClientInterface, error) {
-	return func(rc *rayv1.RayCluster, _ string) (dashboardclient.RayDashboardClientInterface, error) {
-		p.d.mu.Lock()
-		p.d.clusters[rc.Name] = true
-		p.d.mu.Unlock()
+	return func(*rayv1.RayCluster, string) (dashboardclient.RayDashboardClientInterface, error) {
 		c := &dashboardclient.RayDashboardClient{}
 		c.InitClient(&http.Client{Timeout: 2 * time.Second}, p.d.server.URL)
 		return c, nil
@@ -103,11 +100,9 @@ func (p dashboardProvider) GetHttpProxyClient(mgr manager.Manager) func(string, 
 // is answered with Ray's recorded JobDetails (testdata/recorded/ray-job-info.json) carrying the
 // job's id and status; any other is not found, as Ray answers for a job never submitted.
 type Dashboard struct {
-	server *httptest.Server
-	mu     sync.Mutex
-	jobs   map[string]string
-	// clusters are the Ray clusters KubeRay asked about.
-	clusters map[string]bool
+	server   *httptest.Server
+	mu       sync.Mutex
+	jobs     map[string]string
 	recorded map[string]any
 }
 
@@ -118,7 +113,7 @@ func NewDashboard(t testing.TB) *Dashboard {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Dashboard{jobs: map[string]string{}, clusters: map[string]bool{}}
+	d := &Dashboard{jobs: map[string]string{}}
 	if err := json.Unmarshal(b, &d.recorded); err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func (c testCluster) submitted(t *testing.T, bp *infra.Blueprint) *rayv1.RayJob 
 				return job.Status.JobId != "", ""
 			}
 		}
-		return false, fmt.Sprintf("RayJob %s, %d submitter pods; %s", job.Status.JobDeploymentStatus, len(pods.Items), c.pending(t))
+		return false, fmt.Sprintf("RayJob %s, %d submitter pods; %s", job.Status.JobDeploymentStatus, len(pods.Items), c.cp.Pods(ctx))
 	})
 	c.dash.SetJob(job.Status.JobId, "RUNNING")
 	kubetest.Eventually(t, 60*time.Second, "KubeRay reports the run running", func() (bool, string) {
@@ -89,9 +89,6 @@ func (c testCluster) submitted(t *testing.T, bp *infra.Blueprint) *rayv1.RayJob 
 	})
 	return job
 }
-
-// pending describes the pods, for a failure message.
-func (c testCluster) pending(*testing.T) string { return c.cp.Pods(context.Background()) }
 
 // Each shipped stack's first `up` on the control plane, to a submitted run: every object is
 // accepted, every pod KubeRay and the Job controller make is admitted by the namespace's Pod
@@ -126,7 +123,7 @@ func TestFirstUpSubmitsTheRun(t *testing.T) {
 			for _, p := range pods.Items {
 				node, err := c.cp.NodeOf(ctx, &p)
 				require.NoError(t, err)
-				require.NotNil(t, node, "pod %s is on a node; %s", p.Name, c.pending(t))
+				require.NotNil(t, node, "pod %s is on a node; %s", p.Name, c.cp.Pods(ctx))
 				role, wantPool, wantPolicies := podRole(p, bp)
 				roles[role]++
 				assert.Equal(t, wantPool(cpuPool, gpuPool), kubetest.PoolName(node), "%s pod %s", role, p.Name)

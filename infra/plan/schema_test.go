@@ -1,7 +1,6 @@
 package plan_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,17 +17,9 @@ import (
 // SecretProviderClass API).
 func upstreamSchemas(t *testing.T) *crdschema.Schemas {
 	t.Helper()
-	kuberay, err := crdschema.ModuleDir("github.com/ray-project/kuberay/ray-operator")
+	patterns, err := crdschema.Upstream()
 	require.NoError(t, err)
-	networking, err := crdschema.ModuleDir("github.com/GoogleCloudPlatform/gke-networking-api")
-	require.NoError(t, err)
-	secretsStore, err := crdschema.ModuleDir("sigs.k8s.io/secrets-store-csi-driver")
-	require.NoError(t, err)
-	s, err := crdschema.Load(
-		filepath.Join(kuberay, "config", "crd", "bases", "ray.io_*.yaml"),
-		filepath.Join(networking, "config", "crds", "networking.gke.io_*.yaml"),
-		filepath.Join(secretsStore, "config", "crd", "bases", "secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"),
-	)
+	s, err := crdschema.Load(patterns...)
 	require.NoError(t, err)
 	return s
 }

@@ -48,8 +48,7 @@ func TestSmokeSubmitsOnAVolumeOfTheEarlierRelease(t *testing.T) {
 	bp := plantest.Resolve(t, "smoke", "storage.mountPath="+volume)
 	standIn, commit := verlStandIn(t)
 	checkout := filepath.Join(volume, "verl", workloads.VerlSourceTag)
-	res := clitest.Run(t, nil, clitest.Tool(t, "git"), "clone", "-q", standIn, checkout)
-	require.Equal(t, 0, res.Code, res.Stderr)
+	clitest.Git(t, volume, "clone", "-q", standIn, checkout)
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, ".gke-rl-complete"), nil, 0o644))
 
 	out, code := runPrep(t, bp, standIn, commit, downloads(t))

@@ -3,7 +3,6 @@ package scenario_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,7 +18,6 @@ import (
 // returns the repository and its commit, which stands for workloads.VerlSourceCommit.
 func verlStandIn(t *testing.T) (string, string) {
 	t.Helper()
-	git := clitest.Tool(t, "git")
 	dir := t.TempDir()
 	ignore, err := os.ReadFile(filepath.Join(golden.RepoRoot(), "testdata", "verl", "v0.6.0.gitignore"))
 	require.NoError(t, err)
@@ -32,14 +30,10 @@ func verlStandIn(t *testing.T) (string, string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
-	env := []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "v0.6.0"}} {
-		res := clitest.Run(t, env, git, append([]string{"-C", dir}, args...)...)
-		require.Equal(t, 0, res.Code, res.Stderr)
+		clitest.Git(t, dir, args...)
 	}
-	res := clitest.Run(t, nil, git, "-C", dir, "rev-parse", "HEAD")
-	require.Equal(t, 0, res.Code, res.Stderr)
-	return dir, strings.TrimSpace(res.Stdout)
+	return dir, clitest.Git(t, dir, "rev-parse", "HEAD")
 }
 
 // verlRedirect makes git fetch verl's repository from the stand-in (git's url.<base>.insteadOf,

@@ -34,6 +34,26 @@ func ModuleDir(module string) (string, error) {
 	return dir, nil
 }
 
+// Upstream are the glob patterns of the CustomResourceDefinitions the program's custom
+// resources need, as they ship inside the upstream Go modules of this build: KubeRay's (which
+// GKE's Ray add-on serves), GKE's networking objects, and the Secrets Store CSI driver's
+// SecretProviderClass (which GKE's Secret Manager add-on serves).
+func Upstream() ([]string, error) {
+	var patterns []string
+	for _, m := range []struct{ module, pattern string }{
+		{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_*.yaml"},
+		{"github.com/GoogleCloudPlatform/gke-networking-api", "config/crds/networking.gke.io_*.yaml"},
+		{"sigs.k8s.io/secrets-store-csi-driver", "config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasses.yaml"},
+	} {
+		dir, err := ModuleDir(m.module)
+		if err != nil {
+			return nil, err
+		}
+		patterns = append(patterns, filepath.Join(dir, m.pattern))
+	}
+	return patterns, nil
+}
+
 type versionSchema struct {
 	structural *structuralschema.Structural
 	validator  validation.SchemaValidator
