@@ -79,7 +79,8 @@ type RunPlan struct {
 
 // GatePlan is the post-deploy gate's Jobs.
 type GatePlan struct {
-	// NCCL checks every GPU of two nodes and NCCL's all_gather between them over RDMA (on a
-	// single node, its GPUs only); Storage writes and reads the shared volume from a GPU node.
+	// NCCL checks every GPU and RDMA NIC of every GPU node and NCCL's all_gather between them
+	// over RDMA (on a single node, between its GPUs over its NICs); Storage writes and reads the
+	// shared volume from a GPU node.
 	NCCL, Storage *batchv1.Job
 }

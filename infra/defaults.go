@@ -123,13 +123,13 @@ const (
 	DefaultKeepCheckpoints = 2
 	// DefaultBackoffLimit retries a spot run on ten fresh clusters before giving up.
 	DefaultBackoffLimit = 10
-	// DefaultMinBusBandwidthGBps is the NCCL all_gather bus bandwidth at the largest message size
-	// (8 GB) below which the gate fails. A healthy A4 pair reaches 260 GB/s there
-	// (testdata/recorded/nccl-all_gather-a4-gib-2node.txt); NCCL over TCP sockets an order of
-	// magnitude less. 100 GB/s is Cluster Toolkit's figure for its daily A4 and A3 Ultra tests
-	// (tools/cloud-build/daily-tests/ansible_playbooks/test-validation/test-gke-a4.yml), there
-	// on the average over all sizes, which is the stricter reading.
-	DefaultMinBusBandwidthGBps = 100
+	// OneNodeMinBusBandwidthGBps is the gate's default minimum on a single GPU node, where
+	// all_gather runs over the node's own RDMA NICs (NVLink, peer-to-peer and shared memory
+	// off): each hop of NCCL's ring crosses one 400 Gb/s NIC, which NCCL fills to 48-49 GB/s
+	// (NVIDIA's answer in NVIDIA/nccl-tests#267). No one-node run over the NICs is published;
+	// half a NIC's line rate fails a NIC path that is broken or falls back to the host, not one
+	// that is a little slow.
+	OneNodeMinBusBandwidthGBps = 25
 	// DefaultGateStorageGiB is what the storage check writes and reads back.
 	DefaultGateStorageGiB = 4
 	// DefaultMaintenanceStart puts GKE's daily maintenance window at 03:00 UTC.
@@ -237,7 +237,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 	}
 	c.Gate = GateConfig{
 		Enabled:             or(r.Gate.Enabled, !c.GPU.Provisioning.Preemptible()),
-		MinBusBandwidthGBps: or(r.Gate.MinBusBandwidthGBps, DefaultMinBusBandwidthGBps),
+		MinBusBandwidthGBps: or(r.Gate.MinBusBandwidthGBps, defaultMinBusBandwidth(gpuType, c.GPU.Nodes)),
 		StorageGiB:          or(r.Gate.StorageGiB, DefaultGateStorageGiB),
 		RunID:               or(r.Gate.RunID, ""),
 	}
@@ -291,6 +291,17 @@ func defaultBucket(project, cluster string) string {
 		name = naming.New(project).Name(naming.MaxResourceNameLength, cluster, "rl")
 	}
 	return name
+}
+
+// defaultMinBusBandwidth is the gate's minimum for nodes GPU nodes of gpuType: the machine's
+// (GPUSpec.GateMinBusBandwidthGBps) across nodes, OneNodeMinBusBandwidthGBps on one. An unknown
+// type is refused by validation; its minimum is the one of a node's NICs.
+func defaultMinBusBandwidth(gpuType string, nodes int) int {
+	spec, ok := LookupGPU(gpuType)
+	if nodes < 2 || !ok {
+		return OneNodeMinBusBandwidthGBps
+	}
+	return spec.GateMinBusBandwidthGBps
 }
 
 func orNonEmpty(p *string, fallback string) string {

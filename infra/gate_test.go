@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,14 +100,44 @@ func TestGateFollowsTheStack(t *testing.T) {
 	assert.Equal(t, 1, checked, "a single node still gets its GPU check")
 }
 
-// A minimum no all_gather across the GPU nodes can reach is refused at plan time, naming the
-// bound; one node runs no NCCL test and has none.
+// A minimum no all_gather on the GPU nodes can reach is refused at plan time, naming the bound:
+// across nodes, the NICs into each node; on one node (smoke's 900 was planned silently and never
+// used), one NIC a hop.
 func TestGateRefusesAnUnreachableMinimum(t *testing.T) {
 	_, err := plantest.TryPlan("b200-spot", "gpu.nodes=8", "gate.minBusBandwidthGBps=500")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "gate.minBusBandwidthGBps: 500 GB/s is above what all_gather can reach across 8 nodes (8 NICs × 400 Gb/s into each node × 8/7 = 457 GB/s); allowed: 1 to 457")
 	plantest.Plan(t, "b200-spot", "gpu.nodes=8", "gate.minBusBandwidthGBps=457")
-	plantest.Plan(t, "h200-reserved", "gpu.nodes=1", "gpu.minNodes=1", "gate.minBusBandwidthGBps=1500")
+	_, err = plantest.TryPlan("smoke", "gate.minBusBandwidthGBps=900")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gate.minBusBandwidthGBps: 900 GB/s is above what all_gather can reach on one GPU node over its RDMA NICs (every hop of the ring crosses one 400 Gb/s NIC: 50 GB/s); allowed: 1 to 50")
+	plantest.Plan(t, "smoke", "gate.minBusBandwidthGBps=50")
+}
+
+// The default minimum is the machine's, from published runs, across nodes; half a NIC's line
+// rate on one node.
+func TestGateDefaultMinimumIsTheMachines(t *testing.T) {
+	for _, tc := range []struct {
+		stack     string
+		overrides []string
+		want      int
+	}{
+		{"b200-spot", []string{"gate.enabled=true"}, 195},
+		{"h200-reserved", nil, 244},
+		{"smoke", nil, 25},
+		{"h200-reserved", []string{"gpu.nodes=1", "gpu.minNodes=1"}, 25},
+		{"b200-spot", []string{"gate.enabled=true", "gate.minBusBandwidthGBps=300"}, 300},
+	} {
+		bp := plantest.Resolve(t, tc.stack, tc.overrides...)
+		require.NotNil(t, bp.Run.Gate, tc.stack)
+		var got string
+		for _, e := range bp.Run.Gate.NCCL.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == "MIN_BUS_BANDWIDTH_GBPS" {
+				got = e.Value
+			}
+		}
+		assert.Equal(t, strconv.Itoa(tc.want), got, "%s %v", tc.stack, tc.overrides)
+	}
 }
 
 // A gate Job runs once: a later change of its spec does not replace it (which, with the

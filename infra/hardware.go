@@ -30,6 +30,11 @@ type GPUSpec struct {
 	// (RDMA installer, GCS FUSE and Lustre drivers, logging, DCGM).
 	RayWorkerCPUs      int
 	RayWorkerMemoryGiB int
+	// GateMinBusBandwidthGBps is the gate's default minimum NCCL all_gather bus bandwidth (at
+	// 8 GB messages) across two GPU nodes or more: three quarters of the lowest published
+	// two-node run of the machine, so that a fabric at half speed fails while the spread between
+	// healthy runs (260 to 376 GB/s on A4) passes.
+	GateMinBusBandwidthGBps int
 }
 
 // LocalSSDGiB is the size of one local SSD.
@@ -53,6 +58,12 @@ var gpuCatalog = map[string]GPUSpec{
 		// for the system pods.
 		RayWorkerCPUs:      208,
 		RayWorkerMemoryGiB: 3600,
+		// Published two-node runs at 8 GB: 260.03 GB/s (kubernetes-sigs/dranet at f258477c,
+		// site/content/docs/user/gke-rdma.md; testdata/recorded/nccl-all_gather-a4-gib-2node.txt),
+		// 375.72 GB/s (docs.cloud.google.com/ai-hypercomputer/docs/nccl/test-vms, updated
+		// 2026-04-06; testdata/recorded/nccl-all_gather-a4-gib-2node-vms.txt), 376.4 GB/s
+		// (ai-on-gke, dws-flex-training-pytorch). 3/4 of 260: 195.
+		GateMinBusBandwidthGBps: 195,
 	},
 	"h200": {
 		Type:            "h200",
@@ -66,6 +77,9 @@ var gpuCatalog = map[string]GPUSpec{
 		// for the system pods.
 		RayWorkerCPUs:      208,
 		RayWorkerMemoryGiB: 2700,
+		// Published two-node run at 8 GB: 325.7 GB/s (skypilot-org/skypilot,
+		// examples/gcp_gpu_direct_tcpx/README.md, in the gIB diagnostic image). 3/4 of it: 244.
+		GateMinBusBandwidthGBps: 244,
 	},
 }
 

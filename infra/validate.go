@@ -522,14 +522,20 @@ func orUnset(s string) string {
 	return s
 }
 
-// validateGateBound refuses a minimum bus bandwidth that no all_gather across the GPU nodes can
+// validateGateBound refuses a minimum bus bandwidth that no all_gather on the GPU nodes can
 // reach (whether or not the gate is on): it could never pass.
 func validateGateBound(c *Config, spec GPUSpec, errs *Errors) {
 	bound := workloads.MaxAllGatherBusGBps(c.GPU.Nodes, spec.RDMANICs)
-	if bound > 0 && c.Gate.MinBusBandwidthGBps > bound {
-		errs.Add("gate.minBusBandwidthGBps", "%d GB/s is above what all_gather can reach across %d nodes (%d NICs × %d Gb/s into each node × %d/%d = %d GB/s); allowed: 1 to %d",
-			c.Gate.MinBusBandwidthGBps, c.GPU.Nodes, spec.RDMANICs, workloads.RDMANICGbps, c.GPU.Nodes, c.GPU.Nodes-1, bound, bound)
+	if c.Gate.MinBusBandwidthGBps <= bound {
+		return
 	}
+	if c.GPU.Nodes < 2 {
+		errs.Add("gate.minBusBandwidthGBps", "%d GB/s is above what all_gather can reach on one GPU node over its RDMA NICs (every hop of the ring crosses one %d Gb/s NIC: %d GB/s); allowed: 1 to %d",
+			c.Gate.MinBusBandwidthGBps, workloads.RDMANICGbps, bound, bound)
+		return
+	}
+	errs.Add("gate.minBusBandwidthGBps", "%d GB/s is above what all_gather can reach across %d nodes (%d NICs × %d Gb/s into each node × %d/%d = %d GB/s); allowed: 1 to %d",
+		c.Gate.MinBusBandwidthGBps, c.GPU.Nodes, spec.RDMANICs, workloads.RDMANICGbps, c.GPU.Nodes, c.GPU.Nodes-1, bound, bound)
 }
 
 // validateGate checks `gate.*` whether or not the gate is on, so that turning it on later cannot

@@ -32,16 +32,24 @@ const GateResultPrefix = "gate:"
 // and A3 Ultra: docs.cloud.google.com/compute/docs/gpus, "GPU network bandwidth").
 const RDMANICGbps = 400
 
-// MaxAllGatherBusGBps is the bus bandwidth all_gather cannot exceed across nodes nodes with nics
-// RDMA NICs each: every node receives (nodes-1)/nodes of the data over its NICs (NVLink carries
-// the rest), so the bus bandwidth stays below the NICs' line rate × nodes/(nodes-1). A minimum
-// above it can never pass. One node runs no NCCL test: 0.
+// MaxAllGatherBusGBps is the bus bandwidth all_gather cannot exceed on nodes nodes with nics
+// RDMA NICs each. Across nodes, every node receives (nodes-1)/nodes of the data over its NICs
+// (NVLink carries the rest), so the bus bandwidth stays below the NICs' line rate ×
+// nodes/(nodes-1). On one node the gate runs all_gather over the NICs alone: every hop of NCCL's
+// ring goes through one GPU's NIC, so one NIC's line rate bounds it. A minimum above the bound
+// can never pass.
 func MaxAllGatherBusGBps(nodes, nics int) int {
 	if nodes < 2 {
-		return 0
+		return RDMANICGbps / 8
 	}
 	return nics * RDMANICGbps / 8 * nodes / (nodes - 1)
 }
+
+// OneNodeNCCLEnv makes NCCL's all_gather on one node go through the RDMA NICs: without
+// peer-to-peer (NVLink, PCIe), shared memory and NVLink SHARP (NVLS), the only transport left
+// between two GPUs of the node is the network plugin (NCCL's env documentation,
+// docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html).
+var OneNodeNCCLEnv = []string{"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "NCCL_NVLS_ENABLE=0"}
 
 // Deadlines of the gate Jobs (activeDeadlineSeconds): a hang (an unschedulable pod, a stuck
 // mpirun) becomes a prompt, named failure instead of holding the GPUs and `pulumi up` for the
@@ -106,6 +114,7 @@ func ncclGateEnv(a GateArgs) []corev1.EnvVar {
 		{Name: "HOSTS", Value: strings.Join(hosts, " ")},
 		{Name: "MIN_BUS_BANDWIDTH_GBPS", Value: strconv.Itoa(a.MinBusBandwidthGBps)},
 		{Name: "PREFIX", Value: GateResultPrefix},
+		{Name: "ONE_NODE_NCCL_ENV", Value: strings.Join(OneNodeNCCLEnv, " ")},
 	}
 }
 
@@ -169,14 +178,14 @@ func GatePriorityClassObject() *schedulingv1.PriorityClass {
 }
 
 // NCCLGateDeadlineSeconds bounds the NCCL gate Job on nodes GPU nodes: the pull, the work, and
-// a minute for each pair of the ring that names a slow node (an mpirun start and 1 GiB
-// messages).
+// a minute for each round of the ring's pairs that name a slow node (an mpirun start and 1 GiB
+// messages; the pairs of a round run at once): two rounds, three for an odd count.
 func NCCLGateDeadlineSeconds(nodes int) int {
-	pairs := 0
+	rounds := 0
 	if nodes > 2 {
-		pairs = nodes
+		rounds = 2 + nodes%2
 	}
-	return gatePullSeconds + ncclGateWorkSeconds + 60*pairs
+	return gatePullSeconds + ncclGateWorkSeconds + 60*rounds
 }
 
 // StorageGateDeadlineSeconds bounds the storage gate Job: the write and the read of mib MiB at

@@ -1,6 +1,7 @@
 package workloads_test
 
 import (
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"gke-rl/infra/clitest"
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
+	"gke-rl/infra/plan/plantest"
 	"gke-rl/workloads"
 )
 
@@ -42,8 +44,15 @@ func gateArgs(nodes int) workloads.GateArgs {
 // prints nothing (the recorded run otherwise).
 //
 // `ncclExit` makes run_nccl_tests.sh print nothing and exit with that status; `ncclEnv` is the
-// body of the image's set_nccl_env.sh (an export of gIB's plugin by default).
-type gateNode struct{ gpus, ecc, nccl, ssh, down, absent, broken, ncclExit, ncclEnv string }
+// body of the image's set_nccl_env.sh (an export of gIB's plugin by default). `ncclInfo`, a
+// recorded file, is printed before `nccl`: NCCL's INFO lines.
+//
+// run_nccl_tests.sh notes its arguments and the NCCL_* and OMPI_* variables it was given, and how
+// many runs of it were going on at once at most (each run lasts `ncclSeconds`, 0 by default).
+type gateNode struct {
+	gpus, ecc, nccl, ssh, down, absent, broken, ncclExit, ncclEnv, ncclInfo string
+	ncclSeconds                                                             string
+}
 
 // run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL),
 // with the container's environment and the absolute paths of the image and the node moved
@@ -94,17 +103,23 @@ printf '%s' '`+smi.String()+`'`)
 	if n.nccl != "" {
 		nccl = "cat " + filepath.Join("..", "testdata", "recorded", n.nccl)
 	}
+	if n.ncclInfo != "" {
+		nccl = "cat " + filepath.Join("..", "testdata", "recorded", n.ncclInfo) + "; " + nccl
+	}
 	if n.broken != "" {
 		nccl = `case "$*" in *` + n.broken + `.*) ;; *) ` + nccl + ` ;; esac`
 	}
 	if n.ncclExit != "" {
 		nccl = "exit " + n.ncclExit
 	}
-	write("gib/scripts/run_nccl_tests.sh", `echo "$*" >> "$(dirname "$0")/args"; `+nccl)
+	write("gib/scripts/run_nccl_tests.sh", `dir=$(dirname "$0"); echo "$*" >> "$dir/args"; env | grep -E '^(NCCL|OMPI)_' | sort >> "$dir/env"
+mkdir -p "$dir/running"; touch "$dir/running/$$"; ls "$dir/running" | wc -l >> "$dir/concurrent"
+sleep `+cmp.Or(n.ncclSeconds, "0")+`; rm "$dir/running/$$"
+`+nccl)
 	ssh := n.ssh
 	if ssh == "" {
-		// The peer's file holds the line its own pod printed: `hostname` there is the pod's name.
-		ssh = `host=${@: -3:1}; case "$*" in *"/gate-health") echo "gate: GPU health on ${host%%.*}: 8 GPUs, 0 uncorrected ECC errors" ;; esac`
+		// The peer's file holds the lines its own pod printed: `hostname` there is the pod's name.
+		ssh = `host=${@: -3:1}; case "$*" in *"/gate-health") printf 'gate: GPU health on %s: 8 GPUs, 0 uncorrected ECC errors\ngate: RDMA NICs on %s: 8 of 8 up\n' "${host%%.*}" "${host%%.*}" ;; esac`
 	}
 	write("bin/ssh", ssh)
 	c := job.Spec.Template.Spec.Containers[0]
@@ -115,8 +130,10 @@ printf '%s' '`+smi.String()+`'`)
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
 	out, err := cmd.CombinedOutput()
-	if args, readErr := os.ReadFile(filepath.Join(root, "gib", "scripts", "args")); readErr == nil {
-		out = append(out, "run_nccl_tests.sh args: "+string(args)...)
+	for _, f := range []string{"args", "env", "concurrent"} {
+		if noted, readErr := os.ReadFile(filepath.Join(root, "gib", "scripts", f)); readErr == nil {
+			out = append(out, "run_nccl_tests.sh "+f+": "+string(noted)...)
+		}
 	}
 	return string(out), err
 }
@@ -203,20 +220,75 @@ func TestNCCLGateThresholdIsTheConfiguredOne(t *testing.T) {
 	assert.Contains(t, out, "(minimum 300)")
 }
 
-func TestNCCLGateOnOneNodeChecksItsGPUsOnly(t *testing.T) {
-	job := workloads.NCCLGateJob(gateArgs(1))
+// On one node the gate runs all_gather between the node's GPUs with NVLink, peer-to-peer and
+// shared memory off, so that it goes over the RDMA NICs, and requires NCCL to name gIB as its
+// network. No one-node run over the NICs is published: the fake replays gIB's INFO lines and a
+// recorded table (two A4 nodes, which the gate reads the same way).
+func TestNCCLGateOnOneNodeRunsOverItsNICs(t *testing.T) {
+	args := gateArgs(1)
+	args.MinBusBandwidthGBps = 25
+	job := workloads.NCCLGateJob(args)
 	assert.Equal(t, int32(1), *job.Spec.Completions)
-	out, err := gateNode{gpus: "8", ecc: "0"}.run(t, job)
+	out, err := gateNode{gpus: "8", ecc: "0", ncclInfo: "nccl-gib-info-lines.txt", nccl: "nccl-all_gather-a4-gib-2node-vms.txt"}.run(t, job)
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "gate: NCCL all_gather skipped: one GPU node")
-	assert.NotContains(t, out, "run_nccl_tests.sh args")
+	assert.Contains(t, out, "run_nccl_tests.sh args: -t all_gather -b 1K -e 8G rl-gate-nccl-0.rl-gate-nccl\n")
+	for _, v := range []string{"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "NCCL_NVLS_ENABLE=0", "OMPI_MCA_mca_base_env_list=NCCL_P2P_DISABLE;NCCL_SHM_DISABLE;NCCL_NVLS_ENABLE"} {
+		assert.Contains(t, out, "\n"+v+"\n", "run_nccl_tests.sh and its ranks get %s", v)
+	}
+	assert.Contains(t, out, "gate: NCCL all_gather on one node over its RDMA NICs: bus bandwidth 377.38 GB/s at 17179869184 B (minimum 25)")
+
+	for recording, want := range map[string]string{
+		"nccl-all_gather-a4-gib-2node.txt":     "(no \"NCCL INFO Using network gIB\" line; )",
+		"nccl-all_reduce-tcp-socket-2node.txt": "(no \"NCCL INFO Using network gIB\" line; NCCL INFO Using network Socket)",
+	} {
+		out, err := gateNode{gpus: "8", ecc: "0", nccl: recording}.run(t, job)
+		require.Error(t, err, out)
+		assert.Contains(t, out, "gate: FAILED: NCCL all_gather on one node over its RDMA NICs did not use the gIB plugin "+want, recording)
+	}
+	out, err = gateNode{gpus: "8", ecc: "0", ncclInfo: "nccl-gib-info-lines.txt", nccl: "nccl-all_gather-a4-gib-2node-vms.txt"}.run(t, workloads.NCCLGateJob(gateArgs(1)))
+	require.NoError(t, err, out)
+	args.MinBusBandwidthGBps = 400
+	out, err = gateNode{gpus: "8", ecc: "0", ncclInfo: "nccl-gib-info-lines.txt", nccl: "nccl-all_gather-a4-gib-2node-vms.txt"}.run(t, workloads.NCCLGateJob(args))
+	require.Error(t, err, out)
+	assert.Contains(t, out, "(minimum 400)")
+	assert.Contains(t, out, "gate: FAILED: NCCL is below the minimum")
+}
+
+// Across nodes NCCL keeps NVLink and shared memory inside each node.
+func TestNCCLGateAcrossNodesKeepsNVLink(t *testing.T) {
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "NCCL_P2P_DISABLE")
+}
+
+// The ring's pairs run in rounds of disjoint pairs, all the pairs of a round at once: eight
+// nodes in two rounds of four, five nodes in rounds of two, two and one (the pair that closes
+// an odd ring shares a node with both other rounds).
+func TestNCCLGateRunsThePairsInParallelRounds(t *testing.T) {
+	for nodes, want := range map[int]int{8: 4, 5: 2} {
+		args := gateArgs(nodes)
+		args.MinBusBandwidthGBps = 300 // every pair below it: all of them run and are reported
+		out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", ncclSeconds: "1"}.run(t, workloads.NCCLGateJob(args))
+		require.Error(t, err, out)
+		assert.Equal(t, nodes, strings.Count(out, "-t all_gather -b 1G -e 1G "), "one run a pair")
+		assert.Equal(t, nodes, strings.Count(out, "gate: NCCL all_gather between "))
+		_, concurrent, _ := strings.Cut(out, "run_nccl_tests.sh concurrent: ")
+		most := 0
+		for _, f := range strings.Fields(concurrent) {
+			if n, convErr := strconv.Atoi(f); convErr == nil {
+				most = max(most, n)
+			}
+		}
+		assert.Equal(t, want, most, "%d nodes: the pairs of a round run at once, and no more", nodes)
+	}
 }
 
 // Every gate Job ends by a deadline sized from what it does; MPI keeps the pods' full names.
 func TestGateJobsHaveDeadlines(t *testing.T) {
 	nccl := workloads.NCCLGateJob(gateArgs(2))
 	assert.EqualValues(t, 30*60, *nccl.Spec.ActiveDeadlineSeconds)
-	assert.EqualValues(t, 30*60+8*60, *workloads.NCCLGateJob(gateArgs(8)).Spec.ActiveDeadlineSeconds, "a minute for each pair of the ring")
+	assert.EqualValues(t, 30*60+2*60, *workloads.NCCLGateJob(gateArgs(8)).Spec.ActiveDeadlineSeconds, "a minute for each round of the ring's pairs")
+	assert.EqualValues(t, 30*60+3*60, *workloads.NCCLGateJob(gateArgs(5)).Spec.ActiveDeadlineSeconds, "three rounds for an odd ring")
 	storage := workloads.StorageGateJob(gateArgs(2))
 	assert.EqualValues(t, 15*60+2*1, *storage.Spec.ActiveDeadlineSeconds, "4 MiB at 50 MB/s, twice")
 	assert.Equal(t, 15*60+2*86, workloads.StorageGateDeadlineSeconds(4096), "4 GiB at 50 MB/s, twice")
@@ -232,7 +304,7 @@ func TestGateJobsHaveDeadlines(t *testing.T) {
 func TestMaxAllGatherBusBandwidth(t *testing.T) {
 	assert.Equal(t, 800, workloads.MaxAllGatherBusGBps(2, 8))
 	assert.Equal(t, 457, workloads.MaxAllGatherBusGBps(8, 8))
-	assert.Zero(t, workloads.MaxAllGatherBusGBps(1, 8))
+	assert.Equal(t, 50, workloads.MaxAllGatherBusGBps(1, 8), "one node: a ring through one NIC a hop")
 }
 
 // The NCCL test's hosts are the Indexed Job's pods, named <job>-<index> in the headless
@@ -357,9 +429,13 @@ func TestNCCLGateReportsEveryNode(t *testing.T) {
 	assert.Contains(t, out, "over 8 nodes")
 }
 
-// The README's sample of gateResults is what the gate prints for the recorded healthy pair.
-func TestREADMEGateSampleIsTheGatesOutput(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+// The samples of gateResults in the README and in docs/operations.md are what the gate of a
+// shipped stack prints for the recorded healthy A4 pair: b200-spot, with the gate on and two
+// nodes.
+func TestDocsGateSampleIsTheGatesOutput(t *testing.T) {
+	bp := plantest.Resolve(t, "b200-spot", "gate.enabled=true", "gpu.nodes=2").Run
+	require.NotNil(t, bp.Gate)
+	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, bp.Gate.NCCL)
 	require.NoError(t, err, out)
 	var lines []string
 	for _, l := range strings.Split(out, "\n") {
@@ -367,9 +443,11 @@ func TestREADMEGateSampleIsTheGatesOutput(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	require.Len(t, lines, 4)
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
+	require.Len(t, lines, 5)
 	sample := "```\n" + strings.Join(lines, "\n") + "\n```"
-	assert.True(t, strings.Contains(string(readme), sample), "the README's gateResults sample should be:\n%s", sample)
+	for _, doc := range []string{"../README.md", "../docs/operations.md"} {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		assert.True(t, strings.Contains(string(text), sample), "%s's gateResults sample should be:\n%s", doc, sample)
+	}
 }
