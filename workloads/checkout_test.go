@@ -50,7 +50,7 @@ func TestSubmitterVerifiesTheCheckout(t *testing.T) {
 		ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
 			"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
 			"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
-			"job logs":   {{Files: []string{"ray-job-logs.txt", "ray-job-status-stopped.txt"}}},
+			"job logs":   {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-stopped.txt"}}},
 		})
 		out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "VERIFY_DIR": dir, "VERIFY_COMMIT": want})
 		if code != 0 {

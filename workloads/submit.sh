@@ -69,10 +69,33 @@ job_state() {
   esac
 }
 
+# follow_log prints the job's log from the line after the first $printed, and sets printed to the
+# lines of log the stream held. `ray job logs --follow` prints the log from its start, then the
+# job's status (cli.py, _tail_logs then _log_job_status: for a running job, a line `Status for
+# job '<id>': RUNNING` and its message): a stream followed again skips what the last one printed,
+# so that the log the alerts read holds each line once.
+printed=0
+follow_log() {
+  local line n=0 status_at=0
+  while IFS= read -r line || [[ -n $line ]]; do
+    n=$((n + 1))
+    if ((n > printed)); then
+      printf '%s\n' "$line"
+    fi
+    if ((status_at == 0)) && [[ $line == "Status for job '$id': "* ]]; then
+      status_at=$n
+    fi
+  done < <(ray job logs --address "$address" --follow "$id" || true)
+  if ((status_at > 0)); then
+    printed=$((status_at - 1))
+  elif ((n > printed)); then
+    printed=$n
+  fi
+}
+
 answered=$SECONDS
 while :; do
-  # It prints the job's log from the start, then the job's status.
-  ray job logs --address "$address" --follow "$id" || true
+  follow_log
   state=$(job_state)
   case $state in
   succeeded | failed | stopped)
@@ -80,7 +103,7 @@ while :; do
     ;;
   running)
     answered=$SECONDS
-    log "the log stream ended while the job runs; following it again in ${POLL_SECONDS}s (earlier lines repeat)"
+    log "the log stream ended while the job runs; following it again in ${POLL_SECONDS}s from line $((printed + 1))"
     ;;
   *)
     if ((SECONDS - answered >= UNREACHABLE_SECONDS)); then

@@ -1,6 +1,7 @@
 package workloads_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,7 +45,7 @@ func TestSubmitterWaitsForTheJobToFinish(t *testing.T) {
 				"job status": {{Code: 1}, {Files: []string{"ray-job-status-running.txt"}}, {Files: []string{end}}},
 				"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
 				// cli.py _tail_logs: the log, then the status; the first stream ends early.
-				"job logs": {{Files: []string{"ray-job-logs.txt", "ray-job-status-running.txt"}}, {Files: []string{"ray-job-logs.txt", end}}},
+				"job logs": {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-running.txt"}}, {Files: []string{"ray-job-logs.txt"}, Then: []string{end}}},
 			})
 			out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0"})
 			require.Equal(t, 0, code, out)
@@ -57,16 +58,35 @@ func TestSubmitterWaitsForTheJobToFinish(t *testing.T) {
 				"job logs " + address + "--follow " + recordedJobID,
 				"job status " + address + recordedJobID,
 			}, ray.Calls())
-			assert.Contains(t, out, "the log stream ended while the job runs; following it again")
+			assert.Contains(t, out, "the log stream ended while the job runs; following it again in 0s from line 7")
+			assert.Equal(t, 5, strings.Count(out, "hello world"), "the second stream's earlier lines are not printed again")
 		})
 	}
+}
+
+// A stream followed again prints only the lines after those the last stream printed, and its
+// status lines: the log grows between the streams.
+func TestSubmitterPrintsEachLogLineOnce(t *testing.T) {
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
+		"job status": {{Files: []string{"ray-job-status-running.txt"}}, {Files: []string{"ray-job-status-running.txt"}}, {Files: []string{"ray-job-status-failed.txt"}}},
+		"job logs": {
+			{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-running.txt"}},
+			// The log has grown by the quick start's step line.
+			{Files: []string{"ray-job-logs.txt", "verl-quickstart-step0.txt"}, Then: []string{"ray-job-status-failed.txt"}},
+		},
+	})
+	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0"})
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, 5, strings.Count(out, "hello world"), out)
+	assert.Equal(t, 1, strings.Count(out, "step:0 - "), out)
+	assert.Contains(t, out, "Job 'raysubmit_tUAuCKubPAEXh6CW' failed", "the final status is printed")
 }
 
 // A retried submitter pod does not submit the job again.
 func TestSubmitterSubmitsOnce(t *testing.T) {
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
 		"job status": {{Files: []string{"ray-job-status-running.txt"}}, {Files: []string{"ray-job-status-failed.txt"}}},
-		"job logs":   {{Files: []string{"ray-job-logs.txt", "ray-job-status-failed.txt"}}},
+		"job logs":   {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-failed.txt"}}},
 	})
 	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0"})
 	require.Equal(t, 0, code, out)

@@ -26,7 +26,12 @@ type Replay struct {
 // exit code.
 type Reply struct {
 	Files []string
-	Code  int
+	// Then are printed after Files without their first line: output recorded from a run of its
+	// own (e.g. `ray job status`) that the same command prints after Files under the one banner
+	// line its run prints first (`ray job logs --follow` prints the log, then the job's status,
+	// after a single "Job submission server address" line: Ray's dashboard/modules/job/cli.py).
+	Then []string
+	Code int
 }
 
 // Groups are the first words that take a second one to name a subcommand.
@@ -44,6 +49,11 @@ func NewReplay(t testing.TB, name string, replies map[string][]Reply) Replay {
 				abs := filepath.Join(golden.RepoRoot(), "testdata", "recorded", file)
 				require.FileExists(t, abs)
 				fmt.Fprintf(&body, "cat %q\n", abs)
+			}
+			for _, file := range r.Then {
+				abs := filepath.Join(golden.RepoRoot(), "testdata", "recorded", file)
+				require.FileExists(t, abs)
+				fmt.Fprintf(&body, "tail -n +2 %q\n", abs)
 			}
 			fmt.Fprintf(&body, "exit %d\n", r.Code)
 			require.NoError(t, os.WriteFile(filepath.Join(f.dir, fmt.Sprintf("%s.%d", strings.ReplaceAll(sub, " ", "-"), i+1)), []byte(body.String()), 0o644))

@@ -77,7 +77,7 @@ func submitAfterPrep(t *testing.T, bp *infra.Blueprint, commit string) {
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
 		"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
 		"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
-		"job logs":   {{Files: []string{"ray-job-logs.txt", "ray-job-status-stopped.txt"}}},
+		"job logs":   {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-stopped.txt"}}},
 	})
 	submitter := bp.Run.RayJob.Spec.SubmitterPodTemplate.Spec.Containers[0]
 	env := envOf(submitter, map[string]string{"VERIFY_COMMIT": commit, "POLL_SECONDS": "0"})
