@@ -14,6 +14,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/cluster"
+	"gke-rl/gate"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/kube"
 	"gke-rl/infra/monitoring"
@@ -163,14 +164,14 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	if g := bp.Run.Gate; g != nil {
 		// The Ray cluster and the run start only once the gate has passed; its Jobs hold the
 		// GPUs while they run and release them when done.
-		gate, err := workloads.NewGate(ctx, "gate", &workloads.GateComponentArgs{
+		checks, err := gate.New(ctx, "gate", &gate.ComponentArgs{
 			NCCL: g.NCCL, Storage: g.Storage, Kubeconfig: cluster.Kubeconfig(gke.Cluster), Placement: rayPlacement,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("gate: %w", err)
 		}
-		rayPlacement = rayPlacement.WaitingFor(gate.Jobs...)
-		outputs["gateResults"] = gate.Results
+		rayPlacement = rayPlacement.WaitingFor(checks.Jobs...)
+		outputs["gateResults"] = checks.Results
 	}
 	training, err := deployRun(ctx, bp.Run, rayPlacement, prepPlacement)
 	if err != nil {

@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/gate"
+	"gke-rl/gate/gatetest"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
@@ -198,5 +201,28 @@ func TestGateRunsAgainOnANewRunID(t *testing.T) {
 			tmpl := g.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 			assert.NotContains(t, tmpl, "priorityClassName", "Ray workers have the default priority, which the gate preempts")
 		}
+	}
+}
+
+// The samples of gateResults in the README and in docs/operations.md are what the gate of a
+// shipped stack prints for the recorded healthy A4 pair: b200-spot, with the gate on and two
+// nodes.
+func TestDocsGateSampleIsTheGatesOutput(t *testing.T) {
+	bp := plantest.Resolve(t, "b200-spot", "gate.enabled=true", "gpu.nodes=2").Run
+	require.NotNil(t, bp.Gate)
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}.Run(t, bp.Gate.NCCL)
+	require.NoError(t, err, out)
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, gate.ResultPrefix) {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, 5)
+	sample := "```\n" + strings.Join(lines, "\n") + "\n```"
+	for _, doc := range []string{"../README.md", "../docs/operations.md"} {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		assert.True(t, strings.Contains(string(text), sample), "%s's gateResults sample should be:\n%s", doc, sample)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"gke-rl/cluster"
+	"gke-rl/gate"
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/kube"
@@ -239,7 +240,7 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 		// New names: Pulumi creates the new Jobs and deletes the old ones, so the gate runs again.
 		name += "-" + c.Gate.RunID
 	}
-	args := workloads.GateArgs{
+	args := gate.Args{
 		Name: name, Namespace: WorkloadNamespace,
 		GPUsPerNode:         bp.Hardware.GPUsPerNode,
 		MinBusBandwidthGBps: c.Gate.MinBusBandwidthGBps,
@@ -252,7 +253,7 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 	// Every GPU node: each checks its GPUs, and all_gather spans them all, so that a node with a
 	// broken GPU or NIC fails the gate before the run starts on it. One node checks its GPUs.
 	args.NCCLNodes = c.GPU.Nodes
-	return &GatePlan{NCCL: workloads.NCCLGateJob(args), Storage: workloads.StorageGateJob(args)}
+	return &GatePlan{NCCL: gate.NCCLJob(args), Storage: gate.StorageJob(args)}
 }
 
 // resolveJob builds the RayJob of the run and its data preparation.

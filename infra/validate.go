@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gke-rl/cluster"
+	"gke-rl/gate"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/naming"
 	"gke-rl/workloads"
@@ -525,17 +526,17 @@ func orUnset(s string) string {
 // validateGateBound refuses a minimum bus bandwidth that no all_gather on the GPU nodes can
 // reach (whether or not the gate is on): it could never pass.
 func validateGateBound(c *Config, spec GPUSpec, errs *Errors) {
-	bound := workloads.MaxAllGatherBusGBps(c.GPU.Nodes, spec.RDMANICs)
+	bound := gate.MaxAllGatherBusGBps(c.GPU.Nodes, spec.RDMANICs)
 	if c.Gate.MinBusBandwidthGBps <= bound {
 		return
 	}
 	if c.GPU.Nodes < 2 {
 		errs.Add("gate.minBusBandwidthGBps", "%d GB/s is above what all_gather can reach on one GPU node over its RDMA NICs (every hop of the ring crosses one %d Gb/s NIC: %d GB/s); allowed: 1 to %d",
-			c.Gate.MinBusBandwidthGBps, workloads.RDMANICGbps, bound, bound)
+			c.Gate.MinBusBandwidthGBps, gate.RDMANICGbps, bound, bound)
 		return
 	}
 	errs.Add("gate.minBusBandwidthGBps", "%d GB/s is above what all_gather can reach across %d nodes (%d NICs × %d Gb/s into each node × %d/%d = %d GB/s); allowed: 1 to %d",
-		c.Gate.MinBusBandwidthGBps, c.GPU.Nodes, spec.RDMANICs, workloads.RDMANICGbps, c.GPU.Nodes, c.GPU.Nodes-1, bound, bound)
+		c.Gate.MinBusBandwidthGBps, c.GPU.Nodes, spec.RDMANICs, gate.RDMANICGbps, c.GPU.Nodes, c.GPU.Nodes-1, bound, bound)
 }
 
 // validateGate checks `gate.*` whether or not the gate is on, so that turning it on later cannot

@@ -142,7 +142,7 @@ func PrepJob(a PrepJobArgs) *batchv1.Job {
 		corev1.ResourceCPU:    resource.MustParse("4"),
 		corev1.ResourceMemory: resource.MustParse("16Gi"),
 	}
-	return runOnceJob(a.Name, a.Namespace, 3, corev1.PodTemplateSpec{
+	return kube.RunOnceJob(a.Name, a.Namespace, 3, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,

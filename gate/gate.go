@@ -1,4 +1,7 @@
-package workloads
+// Package gate is the post-deploy gate: Jobs on the GPU nodes that check every GPU and RDMA NIC,
+// NCCL's all_gather over the RDMA fabric and the shared volume before the Ray cluster and the
+// run start, their scripts, and the component that registers and awaits them.
+package gate
 
 import (
 	_ "embed"
@@ -19,14 +22,14 @@ import (
 	"gke-rl/infra/kube"
 )
 
-// GateImage is container-engine-accelerators' NCCL diagnostic image for the gIB plugin, at the
+// Image is container-engine-accelerators' NCCL diagnostic image for the gIB plugin, at the
 // installer's version (gpudirect-rdma/nccl-test-a4.yaml): NCCL tests, MPI over ssh, and
 // /usr/local/gib/scripts/run_nccl_tests.sh.
-const GateImage = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1"
+const Image = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic:v1.1.1"
 
-// GateResultPrefix starts every line a gate Job prints as its result, which the stack output
+// ResultPrefix starts every line a gate Job prints as its result, which the stack output
 // `gateResults` collects.
-const GateResultPrefix = "gate:"
+const ResultPrefix = "gate:"
 
 // RDMANICGbps is the line rate of each RDMA NIC of the GPU machines (ConnectX-7, 400 Gb/s, on A4
 // and A3 Ultra: docs.cloud.google.com/compute/docs/gpus, "GPU network bandwidth").
@@ -64,8 +67,8 @@ const (
 	storageGateMinMBps = 50
 )
 
-// GateArgs place and size the post-deploy gate.
-type GateArgs struct {
+// Args place and size the post-deploy gate.
+type Args struct {
 	// Name prefixes the gate's objects; Namespace holds them.
 	Name, Namespace string
 	// GPUsPerNode is what each node must show; NCCLNodes is how many nodes are checked, and
@@ -82,19 +85,19 @@ type GateArgs struct {
 	Storage      kube.SharedVolume
 }
 
-// ncclGateScript is the NCCL gate's pod script (gate-nccl.sh); ncclGateEnv gives it its values.
+// ncclGateScript is the NCCL gate's pod script (nccl.sh); ncclGateEnv gives it its values.
 //
-//go:embed gate-nccl.sh
+//go:embed nccl.sh
 var ncclGateScript string
 
-// storageGateScript is the storage gate's script (gate-storage.sh).
+// storageGateScript is the storage gate's script (storage.sh).
 //
-//go:embed gate-storage.sh
+//go:embed storage.sh
 var storageGateScript string
 
 // ncclGateEnv are the NCCL gate script's values: the GPUs each node must show, the pods' host
 // names (index 0 first) and the minimum bus bandwidth.
-func ncclGateEnv(a GateArgs) []corev1.EnvVar {
+func ncclGateEnv(a Args) []corev1.EnvVar {
 	hosts := make([]string, a.NCCLNodes)
 	for i := range hosts {
 		hosts[i] = fmt.Sprintf("%s-nccl-%d.%s-nccl", a.Name, i, a.Name)
@@ -113,26 +116,26 @@ func ncclGateEnv(a GateArgs) []corev1.EnvVar {
 		{Name: "RDMA_INTERFACES", Value: strings.Join(gpunode.RDMAInterfaces(a.NICs), " ")},
 		{Name: "HOSTS", Value: strings.Join(hosts, " ")},
 		{Name: "MIN_BUS_BANDWIDTH_GBPS", Value: strconv.Itoa(a.MinBusBandwidthGBps)},
-		{Name: "PREFIX", Value: GateResultPrefix},
+		{Name: "PREFIX", Value: ResultPrefix},
 		{Name: "ONE_NODE_NCCL_ENV", Value: strings.Join(OneNodeNCCLEnv, " ")},
 	}
 }
 
-// NCCLGateJob is the Indexed Job of the NCCL test: one pod per node, each with all the node's
+// NCCLJob is the Indexed Job of the NCCL test: one pod per node, each with all the node's
 // GPUs and RDMA NICs, done when index 0 is.
-func NCCLGateJob(a GateArgs) *batchv1.Job {
+func NCCLJob(a Args) *batchv1.Job {
 	n := int32(a.NCCLNodes)
 	gpus := corev1.ResourceList{gpunode.GPUResource: resource.MustParse(strconv.Itoa(a.GPUsPerNode))}
-	job := runOnceJob(a.Name+"-nccl", a.Namespace, 0, corev1.PodTemplateSpec{
+	job := kube.RunOnceJob(a.Name+"-nccl", a.Namespace, 0, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: gpunode.InterfaceAnnotations(a.NICs)},
 		Spec: corev1.PodSpec{
 			Subdomain:         a.Name + "-nccl",
-			PriorityClassName: GatePriorityClass,
+			PriorityClassName: PriorityClass,
 			NodeSelector:      a.NodeSelector,
 			Tolerations:       []corev1.Toleration{gpunode.Toleration()},
 			Containers: []corev1.Container{{
 				Name:         "nccl",
-				Image:        GateImage,
+				Image:        Image,
 				Command:      []string{"/bin/bash", "-c", ncclGateScript},
 				Env:          append([]corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}}, ncclGateEnv(a)...),
 				Resources:    corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
@@ -151,36 +154,36 @@ func NCCLGateJob(a GateArgs) *batchv1.Job {
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.Completions, job.Spec.Parallelism = &n, &n
 	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
-	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(NCCLGateDeadlineSeconds(a.NCCLNodes)))
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(NCCLDeadlineSeconds(a.NCCLNodes)))
 	return job
 }
 
-// GatePriorityClass is the gate pods' priority class. A gate run again (`gate.runId`) while Ray
+// PriorityClass is the gate pods' priority class. A gate run again (`gate.runId`) while Ray
 // workers hold every GPU (the long-lived cluster of reservation and on-demand capacity) would
 // otherwise wait out its deadline: with a higher priority than the Ray pods (which have none, 0)
 // the scheduler preempts the workers the gate needs, and KubeRay re-creates them, to be
 // scheduled once the gate's pods have finished. The value stays far below the system classes
 // (system-cluster-critical is 2,000,000,000).
 const (
-	GatePriorityClass = "gke-rl-gate"
-	GatePriority      = 1000000
+	PriorityClass = "gke-rl-gate"
+	Priority      = 1000000
 )
 
-// GatePriorityClassObject is the cluster-scoped PriorityClass the gate's pods use.
-func GatePriorityClassObject() *schedulingv1.PriorityClass {
+// PriorityClassObject is the cluster-scoped PriorityClass the gate's pods use.
+func PriorityClassObject() *schedulingv1.PriorityClass {
 	return &schedulingv1.PriorityClass{
 		TypeMeta:         metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
-		ObjectMeta:       metav1.ObjectMeta{Name: GatePriorityClass},
-		Value:            GatePriority,
+		ObjectMeta:       metav1.ObjectMeta{Name: PriorityClass},
+		Value:            Priority,
 		PreemptionPolicy: ptr.To(corev1.PreemptLowerPriority),
 		Description:      "gke-rl's post-deploy gate: its pods preempt the Ray workers when it runs again while they hold the GPUs",
 	}
 }
 
-// NCCLGateDeadlineSeconds bounds the NCCL gate Job on nodes GPU nodes: the pull, the work, and
+// NCCLDeadlineSeconds bounds the NCCL gate Job on nodes GPU nodes: the pull, the work, and
 // a minute for each round of the ring's pairs that name a slow node (an mpirun start and 1 GiB
 // messages; the pairs of a round run at once): two rounds, three for an odd count.
-func NCCLGateDeadlineSeconds(nodes int) int {
+func NCCLDeadlineSeconds(nodes int) int {
 	rounds := 0
 	if nodes > 2 {
 		rounds = 2 + nodes%2
@@ -188,32 +191,32 @@ func NCCLGateDeadlineSeconds(nodes int) int {
 	return gatePullSeconds + ncclGateWorkSeconds + 60*rounds
 }
 
-// StorageGateDeadlineSeconds bounds the storage gate Job: the write and the read of mib MiB at
+// StorageDeadlineSeconds bounds the storage gate Job: the write and the read of mib MiB at
 // storageGateMinMBps each.
-func StorageGateDeadlineSeconds(mib int) int {
+func StorageDeadlineSeconds(mib int) int {
 	return gatePullSeconds + 2*int(math.Ceil(float64(mib)*1.048576/storageGateMinMBps))
 }
 
-// StorageGateJob writes (synced to the storage) and reads back StorageMiB on the shared volume
+// StorageJob writes (synced to the storage) and reads back StorageMiB on the shared volume
 // from a GPU node, and reports MB/s against the storage's aggregate throughput. It fails only on
 // an I/O error: one node's figure is a sample, not the aggregate.
-func StorageGateJob(a GateArgs) *batchv1.Job {
+func StorageJob(a Args) *batchv1.Job {
 	env := []corev1.EnvVar{
 		{Name: "FILE", Value: a.Storage.MountPath + "/.gke-rl-gate-" + a.Name},
 		{Name: "MIB", Value: strconv.Itoa(a.StorageMiB)},
 		{Name: "EXPECTED_MBPS", Value: strconv.Itoa(a.ExpectedMBps)},
-		{Name: "PREFIX", Value: GateResultPrefix},
+		{Name: "PREFIX", Value: ResultPrefix},
 	}
-	job := runOnceJob(a.Name+"-storage", a.Namespace, 0, corev1.PodTemplateSpec{
+	job := kube.RunOnceJob(a.Name+"-storage", a.Namespace, 0, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
-			PriorityClassName:  GatePriorityClass,
+			PriorityClassName:  PriorityClass,
 			NodeSelector:       a.NodeSelector,
 			Tolerations:        []corev1.Toleration{gpunode.Toleration()},
 			Containers: []corev1.Container{{
 				Name:         "storage",
-				Image:        GateImage,
+				Image:        Image,
 				Command:      []string{"/bin/bash", "-c", storageGateScript},
 				Env:          env,
 				VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
@@ -221,6 +224,6 @@ func StorageGateJob(a GateArgs) *batchv1.Job {
 			Volumes: []corev1.Volume{a.Storage.Volume()},
 		},
 	})
-	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(StorageGateDeadlineSeconds(a.StorageMiB)))
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(StorageDeadlineSeconds(a.StorageMiB)))
 	return job
 }

@@ -1,7 +1,6 @@
-package workloads_test
+package gate_test
 
 import (
-	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,15 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 
+	"gke-rl/gate"
+	"gke-rl/gate/gatetest"
 	"gke-rl/infra/clitest"
 	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kube"
-	"gke-rl/infra/plan/plantest"
-	"gke-rl/workloads"
 )
 
-func gateArgs(nodes int) workloads.GateArgs {
-	return workloads.GateArgs{
+func gateArgs(nodes int) gate.Args {
+	return gate.Args{
 		Name: "rl-gate", Namespace: "gke-rl", GPUsPerNode: 8, NCCLNodes: nodes,
 		MinBusBandwidthGBps: 100, StorageMiB: 4, ExpectedMBps: 1000,
 		NodeSelector: map[string]string{"cloud.google.com/gke-nodepool": "rl-gpu"},
@@ -30,118 +29,10 @@ func gateArgs(nodes int) workloads.GateArgs {
 	}
 }
 
-// gateNode fakes what a GPU node gives the NCCL gate: nvidia-smi replaying the line recorded on
-// a real H200 (testdata/recorded/nvidia-smi-h200.txt) once for each of `gpus` GPUs, renumbered,
-// with `ecc` uncorrected errors on the last; the diagnostic image's run_nccl_tests.sh replaying
-// `nccl`, a recorded run under testdata/recorded (none: it prints nothing); and ssh, which
-// reaches every peer (`ssh` replaces it) and gives a peer's GPU result as its pod wrote it.
-//
-// Its eight RDMA NICs (eth2 to eth9) are up in a sysfs tree of the kernel's layout
-// (/sys/class/net/<if>/operstate holds "up" or "down", Documentation/ABI/testing/sysfs-class-net),
-// but the one named by `down`, which is down, or `absent`, which is not there.
-//
-// `broken` names a pod whose fabric gives NCCL no figure: any run_nccl_tests.sh that includes it
-// prints nothing (the recorded run otherwise).
-//
-// `ncclExit` makes run_nccl_tests.sh print nothing and exit with that status; `ncclEnv` is the
-// body of the image's set_nccl_env.sh (an export of gIB's plugin by default). `ncclInfo`, a
-// recorded file, is printed before `nccl`: NCCL's INFO lines.
-//
-// run_nccl_tests.sh notes its arguments and the NCCL_* and OMPI_* variables it was given, and how
-// many runs of it were going on at once at most (each run lasts `ncclSeconds`, 0 by default).
-type gateNode struct {
-	gpus, ecc, nccl, ssh, down, absent, broken, ncclExit, ncclEnv, ncclInfo string
-	ncclSeconds                                                             string
-}
-
-// run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL),
-// with the container's environment and the absolute paths of the image and the node moved
-// under a temporary directory.
-func (n gateNode) run(t *testing.T, job *batchv1.Job) (string, error) {
-	t.Helper()
-	root := t.TempDir()
-	write := func(path, body string) {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte("#!/bin/bash\n"+body), 0o755))
-	}
-	recorded, err := os.ReadFile("../testdata/recorded/nvidia-smi-h200.txt")
-	require.NoError(t, err)
-	_, line, _ := strings.Cut(strings.TrimSpace(string(recorded)), "\n") // noheader: no first line
-	fields := strings.Split(line, ", ")
-	var smi strings.Builder
-	gpus, _ := strconv.Atoi(n.gpus)
-	for i := range gpus {
-		fields[0] = strconv.Itoa(i)
-		if i == gpus-1 {
-			fields[4] = n.ecc
-		}
-		smi.WriteString(strings.Join(fields, ", ") + "\n")
-	}
-	for i := 2; i <= 9; i++ {
-		nic := "eth" + strconv.Itoa(i)
-		if nic == n.absent {
-			continue
-		}
-		state := "up"
-		if nic == n.down {
-			state = "down"
-		}
-		require.NoError(t, os.MkdirAll(filepath.Join(root, "sys/class/net", nic), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(root, "sys/class/net", nic, "operstate"), []byte(state+"\n"), 0o644))
-	}
-	write("nvidia/bin/nvidia-smi", `[ "$*" = "--query-gpu=index,name,driver_version,ecc.mode.current,ecc.errors.uncorrected.volatile.total --format=csv,noheader" ] || exit 2
-printf '%s' '`+smi.String()+`'`)
-	write("scripts/container_entry.sh", "echo sshd started")
-	// The pod of index 0's host name, as Kubernetes sets it for an Indexed Job's pod.
-	write("bin/hostname", "echo "+job.Name+"-0")
-	ncclEnv := "export NCCL_NET=gIB"
-	if n.ncclEnv != "" {
-		ncclEnv = n.ncclEnv
-	}
-	write("gib/scripts/set_nccl_env.sh", ncclEnv)
-	nccl := "true"
-	if n.nccl != "" {
-		nccl = "cat " + filepath.Join("..", "testdata", "recorded", n.nccl)
-	}
-	if n.ncclInfo != "" {
-		nccl = "cat " + filepath.Join("..", "testdata", "recorded", n.ncclInfo) + "; " + nccl
-	}
-	if n.broken != "" {
-		nccl = `case "$*" in *` + n.broken + `.*) ;; *) ` + nccl + ` ;; esac`
-	}
-	if n.ncclExit != "" {
-		nccl = "exit " + n.ncclExit
-	}
-	write("gib/scripts/run_nccl_tests.sh", `dir=$(dirname "$0"); echo "$*" >> "$dir/args"; env | grep -E '^(NCCL|OMPI)_' | sort >> "$dir/env"
-mkdir -p "$dir/running"; touch "$dir/running/$$"; ls "$dir/running" | wc -l >> "$dir/concurrent"
-sleep `+cmp.Or(n.ncclSeconds, "0")+`; rm "$dir/running/$$"
-`+nccl)
-	ssh := n.ssh
-	if ssh == "" {
-		// The peer's file holds the lines its own pod printed: `hostname` there is the pod's name.
-		ssh = `host=${@: -3:1}; case "$*" in *"/gate-health") printf 'gate: GPU health on %s: 8 GPUs, 0 uncorrected ECC errors\ngate: RDMA NICs on %s: 8 of 8 up\n' "${host%%.*}" "${host%%.*}" ;; esac`
-	}
-	write("bin/ssh", ssh)
-	c := job.Spec.Template.Spec.Containers[0]
-	script := strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/", root+"/").Replace(c.Command[2])
-	cmd := exec.Command("/bin/bash", "-c", script)
-	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0", "ATTEMPTS=3", "RETRY_SECONDS=0", "SYSFS_NET="+root+"/sys/class/net")
-	for _, e := range c.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
-	}
-	out, err := cmd.CombinedOutput()
-	for _, f := range []string{"args", "env", "concurrent"} {
-		if noted, readErr := os.ReadFile(filepath.Join(root, "gib", "scripts", f)); readErr == nil {
-			out = append(out, "run_nccl_tests.sh "+f+": "+string(noted)...)
-		}
-	}
-	return string(out), err
-}
-
 // The recorded run of two healthy A4 nodes passes: the gate reads the bus bandwidth at 8 GB
 // (260 GB/s), not NCCL's average over all sizes (59 GB/s), and reports every node's GPUs.
 func TestNCCLGatePassesAHealthyFastPair(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}.Run(t, gate.NCCLJob(gateArgs(2)))
 	require.NoError(t, err, out)
 	assert.Contains(t, out, ": 8 GPUs, 0 uncorrected ECC errors")
 	assert.Contains(t, out, ": 8 of 8 up")
@@ -153,19 +44,19 @@ func TestNCCLGatePassesAHealthyFastPair(t *testing.T) {
 
 func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 	cases := map[string]struct {
-		node gateNode
+		node gatetest.Node
 		want string
 	}{
-		"a missing GPU":            {gateNode{gpus: "7", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
-		"an uncorrected ECC error": {gateNode{gpus: "8", ecc: "2", nccl: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
-		"no figure from NCCL":      {gateNode{gpus: "8", ecc: "0"}, "gate: FAILED: NCCL is below the minimum"},
-		"NCCL over TCP":            {gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_reduce-tcp-socket-2node.txt"}, "gate: FAILED: NCCL is below the minimum and ran over TCP sockets"},
-		"an RDMA NIC down":         {gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", down: "eth5"}, "gate: FAILED: RDMA NICs on " /* host */},
-		"an RDMA NIC missing":      {gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", absent: "eth9"}, ": eth9 absent"},
+		"a missing GPU":            {gatetest.Node{GPUs: "7", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
+		"an uncorrected ECC error": {gatetest.Node{GPUs: "8", ECC: "2", NCCL: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
+		"no figure from NCCL":      {gatetest.Node{GPUs: "8", ECC: "0"}, "gate: FAILED: NCCL is below the minimum"},
+		"NCCL over TCP":            {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_reduce-tcp-socket-2node.txt"}, "gate: FAILED: NCCL is below the minimum and ran over TCP sockets"},
+		"an RDMA NIC down":         {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Down: "eth5"}, "gate: FAILED: RDMA NICs on " /* host */},
+		"an RDMA NIC missing":      {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Absent: "eth9"}, ": eth9 absent"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out, err := tc.node.run(t, workloads.NCCLGateJob(gateArgs(2)))
+			out, err := tc.node.Run(t, gate.NCCLJob(gateArgs(2)))
 			require.Error(t, err, out)
 			assert.Contains(t, out, tc.want)
 		})
@@ -175,7 +66,7 @@ func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 // A peer whose sshd never answers is waited for a bounded time, then named in a FAILED line:
 // NCCL would not start on it anyway.
 func TestNCCLGateWaitsForItsPeersSSHD(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", ssh: `case "$*" in *rl-gate-nccl-1*) echo "ssh $*"; exit 255 ;; esac`}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", SSH: `case "$*" in *rl-gate-nccl-1*) echo "ssh $*"; exit 255 ;; esac`}.Run(t, gate.NCCLJob(gateArgs(2)))
 	require.Error(t, err, out)
 	assert.Equal(t, 2, strings.Count(out, "waiting for rl-gate-nccl-1.rl-gate-nccl's sshd"), out)
 	assert.Contains(t, out, "ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 rl-gate-nccl-1.rl-gate-nccl true")
@@ -188,7 +79,7 @@ func TestNCCLGateWaitsForItsPeersSSHD(t *testing.T) {
 // through pipefail with no gate line.
 func TestNCCLGateNamesAFailedNCCLRun(t *testing.T) {
 	for _, status := range []string{"1", "134"} {
-		out, err := gateNode{gpus: "8", ecc: "0", ncclExit: status}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+		out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCLExit: status}.Run(t, gate.NCCLJob(gateArgs(2)))
 		require.Error(t, err, out)
 		assert.Contains(t, out, "gate: FAILED: NCCL all_gather over 2 nodes exited with status "+status+" (1: mpirun could not start on every node; 134: NCCL aborted)")
 	}
@@ -198,7 +89,7 @@ func TestNCCLGateNamesAFailedNCCLRun(t *testing.T) {
 func TestNCCLGateBlamesTheFabricWhenEveryPairIsSlow(t *testing.T) {
 	args := gateArgs(4)
 	args.MinBusBandwidthGBps = 300 // above the recorded healthy pair's 260 GB/s: every pair is slow
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(args))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}.Run(t, gate.NCCLJob(args))
 	require.Error(t, err, out)
 	assert.Contains(t, out, "gate: FAILED: NCCL is below the minimum between every pair of nodes: the fabric or the transport, not a node")
 	assert.NotContains(t, out, "slow in both of its pairs")
@@ -207,7 +98,7 @@ func TestNCCLGateBlamesTheFabricWhenEveryPairIsSlow(t *testing.T) {
 // The gIB image's set_nccl_env.sh is sourced as upstream sources it, without `set -u`: a variable
 // it reads unset does not end the gate.
 func TestNCCLGateSourcesTheNCCLEnvironmentWithoutNounset(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", ncclEnv: `export LD_LIBRARY_PATH=/usr/local/gib/lib64:${GKE_RL_UNSET_IN_THE_IMAGE}`}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", NCCLEnv: `export LD_LIBRARY_PATH=/usr/local/gib/lib64:${GKE_RL_UNSET_IN_THE_IMAGE}`}.Run(t, gate.NCCLJob(gateArgs(2)))
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "bus bandwidth 260.03 GB/s")
 }
@@ -215,7 +106,7 @@ func TestNCCLGateSourcesTheNCCLEnvironmentWithoutNounset(t *testing.T) {
 func TestNCCLGateThresholdIsTheConfiguredOne(t *testing.T) {
 	args := gateArgs(2)
 	args.MinBusBandwidthGBps = 300
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(args))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}.Run(t, gate.NCCLJob(args))
 	require.Error(t, err, out)
 	assert.Contains(t, out, "(minimum 300)")
 }
@@ -227,9 +118,9 @@ func TestNCCLGateThresholdIsTheConfiguredOne(t *testing.T) {
 func TestNCCLGateOnOneNodeRunsOverItsNICs(t *testing.T) {
 	args := gateArgs(1)
 	args.MinBusBandwidthGBps = 25
-	job := workloads.NCCLGateJob(args)
+	job := gate.NCCLJob(args)
 	assert.Equal(t, int32(1), *job.Spec.Completions)
-	out, err := gateNode{gpus: "8", ecc: "0", ncclInfo: "nccl-gib-info-lines.txt", nccl: "nccl-all_gather-a4-gib-2node-vms.txt"}.run(t, job)
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCLInfo: "nccl-gib-info-lines.txt", NCCL: "nccl-all_gather-a4-gib-2node-vms.txt"}.Run(t, job)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "run_nccl_tests.sh args: -t all_gather -b 1K -e 8G rl-gate-nccl-0.rl-gate-nccl\n")
 	for _, v := range []string{"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "NCCL_NVLS_ENABLE=0", "OMPI_MCA_mca_base_env_list=NCCL_P2P_DISABLE;NCCL_SHM_DISABLE;NCCL_NVLS_ENABLE"} {
@@ -241,14 +132,14 @@ func TestNCCLGateOnOneNodeRunsOverItsNICs(t *testing.T) {
 		"nccl-all_gather-a4-gib-2node.txt":     "(no \"NCCL INFO Using network gIB\" line; )",
 		"nccl-all_reduce-tcp-socket-2node.txt": "(no \"NCCL INFO Using network gIB\" line; NCCL INFO Using network Socket)",
 	} {
-		out, err := gateNode{gpus: "8", ecc: "0", nccl: recording}.run(t, job)
+		out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: recording}.Run(t, job)
 		require.Error(t, err, out)
 		assert.Contains(t, out, "gate: FAILED: NCCL all_gather on one node over its RDMA NICs did not use the gIB plugin "+want, recording)
 	}
-	out, err = gateNode{gpus: "8", ecc: "0", ncclInfo: "nccl-gib-info-lines.txt", nccl: "nccl-all_gather-a4-gib-2node-vms.txt"}.run(t, workloads.NCCLGateJob(gateArgs(1)))
+	out, err = gatetest.Node{GPUs: "8", ECC: "0", NCCLInfo: "nccl-gib-info-lines.txt", NCCL: "nccl-all_gather-a4-gib-2node-vms.txt"}.Run(t, gate.NCCLJob(gateArgs(1)))
 	require.NoError(t, err, out)
 	args.MinBusBandwidthGBps = 400
-	out, err = gateNode{gpus: "8", ecc: "0", ncclInfo: "nccl-gib-info-lines.txt", nccl: "nccl-all_gather-a4-gib-2node-vms.txt"}.run(t, workloads.NCCLGateJob(args))
+	out, err = gatetest.Node{GPUs: "8", ECC: "0", NCCLInfo: "nccl-gib-info-lines.txt", NCCL: "nccl-all_gather-a4-gib-2node-vms.txt"}.Run(t, gate.NCCLJob(args))
 	require.Error(t, err, out)
 	assert.Contains(t, out, "(minimum 400)")
 	assert.Contains(t, out, "gate: FAILED: NCCL is below the minimum")
@@ -256,7 +147,7 @@ func TestNCCLGateOnOneNodeRunsOverItsNICs(t *testing.T) {
 
 // Across nodes NCCL keeps NVLink and shared memory inside each node.
 func TestNCCLGateAcrossNodesKeepsNVLink(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}.Run(t, gate.NCCLJob(gateArgs(2)))
 	require.NoError(t, err, out)
 	assert.NotContains(t, out, "NCCL_P2P_DISABLE")
 }
@@ -268,7 +159,7 @@ func TestNCCLGateRunsThePairsInParallelRounds(t *testing.T) {
 	for nodes, want := range map[int]int{8: 4, 5: 2} {
 		args := gateArgs(nodes)
 		args.MinBusBandwidthGBps = 300 // every pair below it: all of them run and are reported
-		out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", ncclSeconds: "1"}.run(t, workloads.NCCLGateJob(args))
+		out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", NCCLSeconds: "1"}.Run(t, gate.NCCLJob(args))
 		require.Error(t, err, out)
 		assert.Equal(t, nodes, strings.Count(out, "-t all_gather -b 1G -e 1G "), "one run a pair")
 		assert.Equal(t, nodes, strings.Count(out, "gate: NCCL all_gather between "))
@@ -285,13 +176,13 @@ func TestNCCLGateRunsThePairsInParallelRounds(t *testing.T) {
 
 // Every gate Job ends by a deadline sized from what it does; MPI keeps the pods' full names.
 func TestGateJobsHaveDeadlines(t *testing.T) {
-	nccl := workloads.NCCLGateJob(gateArgs(2))
+	nccl := gate.NCCLJob(gateArgs(2))
 	assert.EqualValues(t, 30*60, *nccl.Spec.ActiveDeadlineSeconds)
-	assert.EqualValues(t, 30*60+2*60, *workloads.NCCLGateJob(gateArgs(8)).Spec.ActiveDeadlineSeconds, "a minute for each round of the ring's pairs")
-	assert.EqualValues(t, 30*60+3*60, *workloads.NCCLGateJob(gateArgs(5)).Spec.ActiveDeadlineSeconds, "three rounds for an odd ring")
-	storage := workloads.StorageGateJob(gateArgs(2))
+	assert.EqualValues(t, 30*60+2*60, *gate.NCCLJob(gateArgs(8)).Spec.ActiveDeadlineSeconds, "a minute for each round of the ring's pairs")
+	assert.EqualValues(t, 30*60+3*60, *gate.NCCLJob(gateArgs(5)).Spec.ActiveDeadlineSeconds, "three rounds for an odd ring")
+	storage := gate.StorageJob(gateArgs(2))
 	assert.EqualValues(t, 15*60+2*1, *storage.Spec.ActiveDeadlineSeconds, "4 MiB at 50 MB/s, twice")
-	assert.Equal(t, 15*60+2*86, workloads.StorageGateDeadlineSeconds(4096), "4 GiB at 50 MB/s, twice")
+	assert.Equal(t, 15*60+2*86, gate.StorageDeadlineSeconds(4096), "4 GiB at 50 MB/s, twice")
 	env := map[string]string{}
 	for _, e := range nccl.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
@@ -302,15 +193,15 @@ func TestGateJobsHaveDeadlines(t *testing.T) {
 // The bound no all_gather across nodes can pass: 8 NICs × 400 Gb/s = 400 GB/s into a node,
 // × N/(N-1).
 func TestMaxAllGatherBusBandwidth(t *testing.T) {
-	assert.Equal(t, 800, workloads.MaxAllGatherBusGBps(2, 8))
-	assert.Equal(t, 457, workloads.MaxAllGatherBusGBps(8, 8))
-	assert.Equal(t, 50, workloads.MaxAllGatherBusGBps(1, 8), "one node: a ring through one NIC a hop")
+	assert.Equal(t, 800, gate.MaxAllGatherBusGBps(2, 8))
+	assert.Equal(t, 457, gate.MaxAllGatherBusGBps(8, 8))
+	assert.Equal(t, 50, gate.MaxAllGatherBusGBps(1, 8), "one node: a ring through one NIC a hop")
 }
 
 // The NCCL test's hosts are the Indexed Job's pods, named <job>-<index> in the headless
 // Service's subdomain; the Job is done when index 0 is, which stops the others.
 func TestNCCLGateJobShape(t *testing.T) {
-	job := workloads.NCCLGateJob(gateArgs(2))
+	job := gate.NCCLJob(gateArgs(2))
 	pod := job.Spec.Template.Spec
 	assert.Equal(t, batchv1.IndexedCompletion, *job.Spec.CompletionMode)
 	assert.Equal(t, int32(2), *job.Spec.Parallelism)
@@ -332,7 +223,7 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	dir := t.TempDir()
 	args := gateArgs(2)
 	args.Storage.MountPath = dir
-	job := workloads.StorageGateJob(args)
+	job := gate.StorageJob(args)
 	c := job.Spec.Template.Spec.Containers[0]
 	// A dd that notes its arguments before running the real one.
 	bin := t.TempDir()
@@ -378,8 +269,8 @@ func TestGateResultsScriptKeepsTheGateLines(t *testing.T) {
 		"gate: shared volume from one GPU node: write 900 MB/s, read 2000 MB/s (the storage aggregate: 1000 MB/s)\n")
 	api.AddPod("gke-rl", "other", map[string]string{"app": "x"}, "gate: not a gate pod\n")
 	run := func(jobs string, env ...string) clitest.Result {
-		return clitest.RunScript(t, workloads.GateResultsScript, append([]string{"KUBECONFIG_DATA=" + api.Kubeconfig(t),
-			"NAMESPACE=gke-rl", "JOBS=" + jobs, "PREFIX=" + workloads.GateResultPrefix}, env...)...)
+		return clitest.RunScript(t, gate.ResultsScript, append([]string{"KUBECONFIG_DATA=" + api.Kubeconfig(t),
+			"NAMESPACE=gke-rl", "JOBS=" + jobs, "PREFIX=" + gate.ResultPrefix}, env...)...)
 	}
 	res := run("rl-gate-nccl rl-gate-storage")
 	require.Equal(t, 0, res.Code, res.Stderr)
@@ -396,7 +287,7 @@ func TestGateResultsScriptKeepsTheGateLines(t *testing.T) {
 // each pair of the ring runs all_gather again, and the node in two failing pairs is named. A
 // healthy set of pairs names nobody.
 func TestNCCLGateNamesTheSlowNode(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt", broken: "rl-gate-nccl-2"}.run(t, workloads.NCCLGateJob(gateArgs(4)))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Broken: "rl-gate-nccl-2"}.Run(t, gate.NCCLJob(gateArgs(4)))
 	require.Error(t, err, out)
 	for _, pair := range []string{"rl-gate-nccl-0 and rl-gate-nccl-1: bus bandwidth 260.03", "rl-gate-nccl-1 and rl-gate-nccl-2: bus bandwidth none",
 		"rl-gate-nccl-2 and rl-gate-nccl-3: bus bandwidth none", "rl-gate-nccl-3 and rl-gate-nccl-0: bus bandwidth 260.03"} {
@@ -405,7 +296,7 @@ func TestNCCLGateNamesTheSlowNode(t *testing.T) {
 	assert.Contains(t, out, "gate: FAILED: NCCL is below the minimum; slow in both of its pairs: rl-gate-nccl-2 (drain it")
 	assert.Contains(t, out, "-t all_gather -b 1G -e 1G rl-gate-nccl-1.rl-gate-nccl rl-gate-nccl-2.rl-gate-nccl")
 
-	out, err = gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(4)))
+	out, err = gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}.Run(t, gate.NCCLJob(gateArgs(4)))
 	require.NoError(t, err, out)
 	assert.NotContains(t, out, "between", "a passing gate runs no pairs")
 }
@@ -413,7 +304,7 @@ func TestNCCLGateNamesTheSlowNode(t *testing.T) {
 // The recorded run over TCP (mpirun's `[1,0]<stdout>:` tags on every line) is read through its
 // tags: about 2 GB/s at 1 GiB, named as TCP.
 func TestNCCLGateReadsTaggedOutput(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_reduce-tcp-socket-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(2)))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_reduce-tcp-socket-2node.txt"}.Run(t, gate.NCCLJob(gateArgs(2)))
 	require.Error(t, err, out)
 	assert.Contains(t, out, "gate: NCCL all_gather over 2 nodes: bus bandwidth 2.00 GB/s at 1073741824 B (minimum 100); from 1 GiB: 1024 MiB 2.00 GB/s")
 }
@@ -421,33 +312,10 @@ func TestNCCLGateReadsTaggedOutput(t *testing.T) {
 // On eight nodes every node's GPU line reaches the results: index 0 prints its own and collects
 // the seven others'.
 func TestNCCLGateReportsEveryNode(t *testing.T) {
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, workloads.NCCLGateJob(gateArgs(8)))
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}.Run(t, gate.NCCLJob(gateArgs(8)))
 	require.NoError(t, err, out)
 	for i := 1; i < 8; i++ {
 		assert.Contains(t, out, "gate: GPU health on rl-gate-nccl-"+strconv.Itoa(i)+": 8 GPUs, 0 uncorrected ECC errors")
 	}
 	assert.Contains(t, out, "over 8 nodes")
-}
-
-// The samples of gateResults in the README and in docs/operations.md are what the gate of a
-// shipped stack prints for the recorded healthy A4 pair: b200-spot, with the gate on and two
-// nodes.
-func TestDocsGateSampleIsTheGatesOutput(t *testing.T) {
-	bp := plantest.Resolve(t, "b200-spot", "gate.enabled=true", "gpu.nodes=2").Run
-	require.NotNil(t, bp.Gate)
-	out, err := gateNode{gpus: "8", ecc: "0", nccl: "nccl-all_gather-a4-gib-2node.txt"}.run(t, bp.Gate.NCCL)
-	require.NoError(t, err, out)
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, workloads.GateResultPrefix) {
-			lines = append(lines, l)
-		}
-	}
-	require.Len(t, lines, 5)
-	sample := "```\n" + strings.Join(lines, "\n") + "\n```"
-	for _, doc := range []string{"../README.md", "../docs/operations.md"} {
-		text, err := os.ReadFile(doc)
-		require.NoError(t, err)
-		assert.True(t, strings.Contains(string(text), sample), "%s's gateResults sample should be:\n%s", doc, sample)
-	}
 }

@@ -1,4 +1,4 @@
-package workloads
+package gate
 
 import (
 	_ "embed"
@@ -15,8 +15,8 @@ import (
 	"gke-rl/infra/naming"
 )
 
-// GateComponentArgs are the gate's Jobs, built before registration, and where they go.
-type GateComponentArgs struct {
+// ComponentArgs are the gate's Jobs, built before registration, and where they go.
+type ComponentArgs struct {
 	// NCCL is the GPU health and NCCL Job (its pods resolve through a headless Service of its
 	// subdomain); Storage is the storage check.
 	NCCL, Storage *batchv1.Job
@@ -36,23 +36,25 @@ type Gate struct {
 	Results pulumi.StringOutput
 }
 
-// GateResultsScript prints the result lines of every pod of the Jobs in $JOBS (in $NAMESPACE)
-// that start with $PREFIX (GateResultPrefix).
-var GateResultsScript = kube.KubectlScript(gateResults)
+// ResultsScript prints the result lines of every pod of the Jobs in $JOBS (in $NAMESPACE)
+// that start with $PREFIX (ResultPrefix).
+var ResultsScript = kube.KubectlScript(gateResults)
 
-//go:embed gate-results.sh
+//go:embed results.sh
 var gateResults string
 
-// NewGate registers the gate.
-func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...pulumi.ResourceOption) (*Gate, error) {
+// New registers the gate.
+func New(ctx *pulumi.Context, name string, args *ComponentArgs, opts ...pulumi.ResourceOption) (*Gate, error) {
 	g := &Gate{}
+	// The type token is the one of the package the gate was first released in (workloads): it is
+	// part of the URN of every resource of the gate, which a new token would replace.
 	if err := ctx.RegisterComponentResource("gke-rl:workloads:Gate", name, g, opts...); err != nil {
 		return nil, err
 	}
 	kids := naming.Children{Component: name, Parent: g}
 	// The pods are refused by admission until their priority class exists.
 	priorityName, priorityOpts := kids.Of("priority", "")
-	priority, err := kube.NewObject(ctx, priorityName, GatePriorityClassObject(), args.Placement.ClusterScoped(priorityOpts...)...)
+	priority, err := kube.NewObject(ctx, priorityName, PriorityClassObject(), args.Placement.ClusterScoped(priorityOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("gate priority class: %w", err)
 	}
@@ -73,7 +75,7 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 	// count, a new release of this program) does not run it again, so that an unrelated change
 	// never stops a run. Running it again is deliberate: a new `gate.runId` renames the Jobs,
 	// which Pulumi then creates anew; their pods preempt Ray workers that hold the GPUs
-	// (GatePriorityClass).
+	// (PriorityClass).
 	onceOpts := append(lifecycle.Options(lifecycle.JobType), pulumi.IgnoreChanges([]string{"spec"}))
 	ncclName, ncclOpts := kids.Of("nccl", "", onceOpts...)
 	ncclJob, err := kube.NewObject(ctx, ncclName, args.NCCL, p.WaitingFor(svc).Namespaced(ncclOpts...)...)
@@ -89,12 +91,12 @@ func NewGate(ctx *pulumi.Context, name string, args *GateComponentArgs, opts ...
 
 	resultsName, resultsOpts := kids.Of("results", "", pulumi.DependsOn(slices.Clone(g.Jobs)))
 	results, err := kube.NewKubectlCommand(ctx, resultsName, kube.KubectlCommandArgs{
-		Script:     GateResultsScript,
+		Script:     ResultsScript,
 		Kubeconfig: args.Kubeconfig,
 		Env: pulumi.StringMap{
 			"NAMESPACE": pulumi.String(p.Namespace),
 			"JOBS":      pulumi.String(args.NCCL.Name + " " + args.Storage.Name),
-			"PREFIX":    pulumi.String(GateResultPrefix),
+			"PREFIX":    pulumi.String(ResultPrefix),
 		},
 		// The Jobs' uids change when a Job is replaced: the results are then collected again.
 		Triggers: pulumi.Array{ncclJob.Metadata.Uid(), storageJob.Metadata.Uid()},
