@@ -3,6 +3,7 @@ package infra
 import (
 	"fmt"
 	"net/netip"
+	"path"
 	"slices"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -314,7 +315,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 	case kinds.Verl:
 		args.Entrypoint = workloads.VerlEntrypoint(run)
 		args.RuntimeEnv = workloads.VerlRuntimeEnv(plan.Layout)
-		args.Verify = workloads.Checkout{Dir: plan.Layout.VerlSource(), Commit: workloads.VerlSourceCommit}
+		args.Verify = workloads.PinnedTree{Dir: path.Join(plan.Layout.VerlSource(), workloads.VerlPackageDir), Tree: workloads.VerlPackageTree}
 		steps = workloads.VerlPrepSteps(run)
 		// The verl image installs verl and uninstalls it again (verl's
 		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import

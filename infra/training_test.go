@@ -623,7 +623,8 @@ func TestDataPrepDoesNotWaitForTheGate(t *testing.T) {
 
 // The data preparation keeps Hugging Face's Xet chunk cache on the container's disk, not on the
 // shared volume; verl's runs against its checkout without writing bytecode into it. verl's
-// submitter checks that checkout's commit; NeMo RL ships no checkout.
+// submitter checks the files of the package it ships against the pinned tree; NeMo RL ships no
+// checkout.
 func TestPrepCachesAndTheCheckedCheckout(t *testing.T) {
 	verl := plantest.Plan(t, "h200-reserved")
 	prep := get(t, prepJob(t, verl), "spec.template.spec.containers.0.env").([]any)
@@ -639,8 +640,8 @@ func TestPrepCachesAndTheCheckedCheckout(t *testing.T) {
 	for _, e := range submitter {
 		senv[e.(map[string]any)["name"].(string)] = fmt.Sprint(e.(map[string]any)["value"])
 	}
-	assert.Equal(t, "/data/verl/v0.6.0", senv["VERIFY_DIR"])
-	assert.Equal(t, "ddd86f527a4af75095e4677b02b5aa272913a088", senv["VERIFY_COMMIT"])
+	assert.Equal(t, "/data/verl/v0.6.0/verl", senv["VERIFY_DIR"], "the package the job ships")
+	assert.Equal(t, "21dba16c55f23a0d01e69f444817769d91ce3465", senv["VERIFY_TREE"])
 
 	nemo := plantest.Resolve(t, "b200-spot")
 	assert.Contains(t, nemo.Run.Prep.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "HF_XET_CACHE", Value: "/tmp/hf-xet"})

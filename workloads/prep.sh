@@ -13,8 +13,7 @@ set -euo pipefail
 prep_step() {
   local name=$1 dir=$2 mode=$3 size_of=${4:-$2}
   shift 5
-  # Beside DIR, not in it: DIR holds exactly what the step made (the verl checkout that the
-  # submitter finds clean with `git status`, which verl's .gitignore would not keep so).
+  # Beside DIR, not in it: DIR holds exactly what the step made.
   local marker="$dir.gke-rl-complete"
   if [[ -e $marker ]]; then
     echo "$name: ready, skipped"
@@ -60,4 +59,17 @@ checkout_commit() {
     return 1
   fi
   echo "checked out $repo at $commit"
+}
+
+# run_verified DIR TREE [DIR TREE...] -- COMMAND... runs COMMAND only if each DIR holds exactly
+# its TREE's files (treehash.sh, which precedes this script), without writing Python's bytecode
+# into them: code from the shared volume runs here, as the reader of the tokens, only once
+# checked (the dataset scripts, and the verl package they import through PYTHONPATH).
+run_verified() {
+  while [[ $1 != -- ]]; do
+    verify_tree "$1" "$2" || return 1
+    shift 2
+  done
+  shift
+  PYTHONDONTWRITEBYTECODE=1 "$@"
 }

@@ -34,7 +34,10 @@ const (
 )
 
 //go:embed submit.sh
-var submitScript string
+var submitBody string
+
+// submitScript is the submitter's script: submit.sh, with treehash.sh's functions.
+var submitScript = withLibrary(submitBody, treeHashLibrary)
 
 // RuntimeEnv is a Ray job's runtime environment: no secret belongs here.
 type RuntimeEnv struct {
@@ -69,9 +72,9 @@ type JobArgs struct {
 	SubmitterImage string
 	NodeSelector   map[string]string
 	Storage        kube.SharedVolume
-	// Verify is a checkout on the shared volume the submitter checks before it submits: at
-	// Commit, unchanged. Empty Dir checks nothing.
-	Verify Checkout
+	// Verify is the code on the shared volume the submitter checks before it submits: Dir must
+	// hold exactly Tree's files. Empty Dir checks nothing.
+	Verify PinnedTree
 }
 
 // ClusterSpecKey is the RayJob metadata key (spec.metadata, which KubeRay also stores with the
@@ -88,8 +91,8 @@ func Fingerprint(v any) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
-// Checkout is a git checkout at a commit.
-type Checkout struct{ Dir, Commit string }
+// PinnedTree is a directory that must hold exactly the files of a git tree (Tree, its hash).
+type PinnedTree struct{ Dir, Tree string }
 
 // RayJob is the typed RayJob. It follows KubeRay's rules: exactly one of rayClusterSpec and
 // clusterSelector; backoffLimit only with a cluster of its own (a retry deletes the job's
@@ -166,7 +169,7 @@ func submitterTemplate(a JobArgs, runtimeEnvJSON string) *corev1.PodTemplateSpec
 					{Name: "POLL_SECONDS", Value: fmt.Sprint(SubmitterPollSeconds)},
 					{Name: "UNREACHABLE_SECONDS", Value: fmt.Sprint(SubmitterUnreachableSeconds)},
 					{Name: "VERIFY_DIR", Value: a.Verify.Dir},
-					{Name: "VERIFY_COMMIT", Value: a.Verify.Commit},
+					{Name: "VERIFY_TREE", Value: a.Verify.Tree},
 				},
 				// KubeRay's default submitter's (controllers/ray/common/job.go,
 				// GetDefaultSubmitterContainer).

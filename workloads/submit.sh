@@ -14,34 +14,19 @@ set -euo pipefail
 # Environment: RAY_DASHBOARD_ADDRESS and RAY_JOB_SUBMISSION_ID (set by KubeRay,
 # rayjob_controller.go configureSubmitterContainer); ENTRYPOINT and RUNTIME_ENV_JSON (the
 # RayJob's entrypoint and runtime environment); UNREACHABLE_SECONDS; POLL_SECONDS; with verl,
-# VERIFY_DIR and VERIFY_COMMIT: the checkout on the shared volume that the job ships to every
-# node must be that commit, unchanged, or nothing is submitted (anything that can write the
-# volume could otherwise plant code that every GPU node runs).
+# VERIFY_DIR and VERIFY_TREE: the package on the shared volume that the job ships to every node
+# must hold exactly the files of that git tree (treehash.sh, which precedes this script), or
+# nothing is submitted.
 address=http://${RAY_DASHBOARD_ADDRESS#http://}
 id=$RAY_JOB_SUBMISSION_ID
 
 log() { echo "gke-rl submitter: $*"; }
 
 if [[ -n ${VERIFY_DIR:-} ]]; then
-  # The volume is mounted read-only and its files may belong to another user: no optional
-  # lock, any owner.
-  export GIT_OPTIONAL_LOCKS=0
-  git=(git -c safe.directory='*' -C "$VERIFY_DIR")
-  head=$("${git[@]}" rev-parse HEAD) || {
-    log "$VERIFY_DIR is not a checkout; run the data preparation again"
-    exit 1
-  }
-  if [[ $head != "$VERIFY_COMMIT" ]]; then
-    log "$VERIFY_DIR is at $head, not $VERIFY_COMMIT; run the data preparation again"
-    exit 1
-  fi
-  changes=$("${git[@]}" status --porcelain)
-  if [[ -n $changes ]]; then
-    log "$VERIFY_DIR differs from $VERIFY_COMMIT; not submitting:"
-    printf '%s\n' "$changes"
-    exit 1
-  fi
-  log "$VERIFY_DIR is $VERIFY_COMMIT, unchanged"
+  # The code the job ships to every node is checked by its content, not by the volume's git
+  # state: anything that can write the volume could otherwise plant a package that an exclude
+  # file hides from `git status`, or a command that git runs (core.fsmonitor).
+  verify_tree "$VERIFY_DIR" "$VERIFY_TREE" 2>&1 || exit 1
 fi
 
 # A retried submitter pod finds the job already submitted, as KubeRay's does.

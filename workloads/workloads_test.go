@@ -356,9 +356,10 @@ func TestVerlPrepSteps(t *testing.T) {
 	raw := "/data/datasets/hub/openai/gsm8k@740312add88f781978c0658806c59bc2815b9866"
 	assert.Equal(t, raw, steps[1].Dir)
 	assert.Equal(t, []string{"dataset", "openai/gsm8k", "740312add88f781978c0658806c59bc2815b9866", raw}, steps[1].Command[3:])
-	assert.Equal(t, []string{"python3", "/data/verl/v0.6.0/examples/data_preprocess/gsm8k.py", "--local_dataset_path", raw,
+	assert.Equal(t, []string{"run_verified", "/data/verl/v0.6.0/examples/data_preprocess", "d4b2959ebe2b070646015de73a487a558325cd13",
+		"/data/verl/v0.6.0/verl", "21dba16c55f23a0d01e69f444817769d91ce3465", "--", "python3", "/data/verl/v0.6.0/examples/data_preprocess/gsm8k.py", "--local_dataset_path", raw,
 		"--local_save_dir", "/data/datasets/gsm8k@740312add88f781978c0658806c59bc2815b9866"}, steps[2].Command,
-		"verl's script converts the pinned copy instead of downloading the default branch itself")
+		"verl's script converts the pinned copy, once its directory is the pinned tree, instead of downloading the default branch itself")
 	assert.Equal(t, "/data/models/Qwen/Qwen2.5-32B-Instruct", steps[3].Dir)
 	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-32B-Instruct", "", "/data/models/Qwen/Qwen2.5-32B-Instruct"}, steps[3].Command[3:])
 	for _, name := range []string{"gsm8k", "math"} {

@@ -37,7 +37,7 @@ func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, 4, strings.Count(out, ": ready, skipped"), out)
 
-	submitAfterPrep(t, bp, commit)
+	submitAfterPrep(t, bp, standIn, commit)
 }
 
 // A volume prepared by an earlier release, which wrote each step's marker inside its directory:
@@ -56,7 +56,7 @@ func TestSmokeSubmitsOnAVolumeOfTheEarlierRelease(t *testing.T) {
 	assert.Contains(t, out, "verl "+workloads.VerlSourceTag+": preparing")
 	assert.NoFileExists(t, filepath.Join(checkout, ".gke-rl-complete"))
 
-	submitAfterPrep(t, bp, commit)
+	submitAfterPrep(t, bp, standIn, commit)
 }
 
 // runPrep runs the stack's data preparation container on its volume, with verl's repository
@@ -66,13 +66,15 @@ func runPrep(t *testing.T, bp *infra.Blueprint, standIn, commit, downloads strin
 	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
 	prep.Command = slices.Clone(prep.Command)
 	script := len(prep.Command) - 1
-	prep.Command[script] = strings.ReplaceAll(prep.Command[script], workloads.VerlSourceCommit, commit)
+	prep.Command[script] = strings.NewReplacer(workloads.VerlSourceCommit, commit,
+		workloads.VerlPackageTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPackageDir),
+		workloads.VerlPreprocessTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPreprocessDir)).Replace(prep.Command[script])
 	env := append(envOf(prep, nil), verlRedirect(standIn)...)
 	return run(t, prep, append(env, "PATH="+downloads+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
 }
 
 // submitAfterPrep runs the stack's submitter on the prepared volume and checks that it submits.
-func submitAfterPrep(t *testing.T, bp *infra.Blueprint, commit string) {
+func submitAfterPrep(t *testing.T, bp *infra.Blueprint, standIn, commit string) {
 	t.Helper()
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
 		"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
@@ -80,11 +82,12 @@ func submitAfterPrep(t *testing.T, bp *infra.Blueprint, commit string) {
 		"job logs":   {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-stopped.txt"}}},
 	})
 	submitter := bp.Run.RayJob.Spec.SubmitterPodTemplate.Spec.Containers[0]
-	env := envOf(submitter, map[string]string{"VERIFY_COMMIT": commit, "POLL_SECONDS": "0"})
+	tree := clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPackageDir)
+	env := envOf(submitter, map[string]string{"VERIFY_TREE": tree, "POLL_SECONDS": "0"})
 	out, code := run(t, submitter, append(env, ray.Path(),
 		"RAY_DASHBOARD_ADDRESS="+bp.Run.RayJob.Name+"-head-svc.gke-rl.svc.cluster.local:8265",
 		"RAY_JOB_SUBMISSION_ID=raysubmit_tUAuCKubPAEXh6CW"))
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "is "+commit+", unchanged")
+	assert.Contains(t, out, "is "+tree+" (git tree hash), as pinned")
 	assert.Contains(t, strings.Join(ray.Calls(), "\n"), "job submit ")
 }

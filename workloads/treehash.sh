@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+set -euo pipefail
+# tree_hash DIR prints the git tree hash of DIR's files as they are, every file read as a plain
+# file (mode 100644), or nothing when it cannot read them. It works in a repository of its own,
+# outside DIR: nothing DIR holds (a .git directory, its config, hooks, excludes, fsmonitor
+# command, .gitignore files) is read or run, and every file counts, ignored or not. For a
+# directory of a commit whose files are all plain, it is the commit's own tree hash
+# (`git rev-parse <commit>:<dir>`), a content hash that git computes the same everywhere.
+tree_hash() {
+  local dir=$1 tmp hash=""
+  tmp=$(mktemp -d)
+  # core.fileMode=false: a file new to the index gets mode 100644 whatever its bits (a shared
+  # volume may show every file executable, or none).
+  hash=$(cd "$dir" && export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME="$tmp" \
+    GIT_DIR="$tmp/git" GIT_WORK_TREE=. GIT_TEMPLATE_DIR="" &&
+    git init -q && git -c core.fileMode=false add --all --force && git write-tree) || hash=""
+  rm -rf "$tmp"
+  echo "$hash"
+}
+
+# verify_tree DIR TREE fails, naming what it found, unless DIR holds exactly TREE's files.
+verify_tree() {
+  local dir=$1 want=$2 got
+  got=$(tree_hash "$dir")
+  if [[ $got != "$want" ]]; then
+    echo "$dir is not the code this program pins: its files hash to ${got:-nothing readable}, not $want (git tree hash); run the data preparation again (it fetches the pinned commit)" >&2
+    return 1
+  fi
+  echo "$dir is $want (git tree hash), as pinned"
+}
