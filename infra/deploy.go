@@ -268,11 +268,10 @@ func dashboardOutput(portForward string) pulumi.String {
 	return pulumi.String(fmt.Sprintf("%s  # then `ray job list --address http://localhost:%d`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", portForward, ray.DashboardPort))
 }
 
-// tokenReader is the Workload Identity principal of the pods that mount the tokens (the Ray
-// pods and the data preparation): the Kubernetes service account they run as
-// (workloads.Tokens.Reader).
-func tokenReader(bp *Blueprint) func(projectNumber string) string {
-	return func(number string) string {
-		return storage.WorkloadIdentityPrincipal(number, bp.Project, WorkloadNamespace, bp.Tokens.Reader)
+// tokenReader is the Workload Identity principal of a Kubernetes service account of the
+// workload namespace: a token's reader (workloads.Token.Reader).
+func tokenReader(bp *Blueprint) func(projectNumber, serviceAccount string) string {
+	return func(number, serviceAccount string) string {
+		return storage.WorkloadIdentityPrincipal(number, bp.Project, WorkloadNamespace, serviceAccount)
 	}
 }

@@ -66,7 +66,10 @@ func Resolve(c *Config) (*Blueprint, error) {
 	bp.Cluster = resolveCluster(c, bp)
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
 	bp.Storage = resolveStorage(c, bp.Hardware)
-	bp.Tokens.Reader = bp.Tokens.ReaderFor(bp.Storage.Volume.ServiceAccountName)
+	if b := bp.Storage.Bucket; b != nil {
+		// The pods that read a token run as its reader, which mounts the bucket too.
+		b.Readers = bp.Tokens.Readers()
+	}
 	bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
 	bp.Bill = billOf(c, bp)
 	if c.Monitoring.Enabled {
@@ -186,7 +189,10 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		// The run's name names its checkpoint directory: the same on every retry.
 		Layout: workloads.Layout{Root: c.Storage.MountPath, Run: c.Cluster.Name + "-grpo"},
 	}
-	env := append(bp.Tokens.Env(), corev1.EnvVar{Name: "HF_HOME", Value: plan.Layout.HFHome()})
+	// Each group of pods mounts only the token it reads (workloads.Tokens.ForRay, ForPrep).
+	hfHome := corev1.EnvVar{Name: "HF_HOME", Value: plan.Layout.HFHome()}
+	rayTokens := bp.Tokens.ForRay()
+	env := append(slices.Clone(rayTokens.Env), hfHome)
 	pods := ray.SpecArgs{
 		Image:      pulledImage(release.Image, bp.Cluster.ImageMirror),
 		RayVersion: release.RayVersion,
@@ -202,12 +208,12 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		WorkerNodeSelector: bp.WorkerSelector,
 		HeadNodeSelector:   bp.HeadSelector,
 		NICs:               bp.NICs,
-		Storage:            tokenPodsVolume(bp),
+		Storage:            runningAs(bp.Storage.Volume, rayTokens.ServiceAccount),
 		HeadRayCPUs:        workloads.HeadRayCPUs(c.Framework),
 		// Offline on the Ray pods only: the data preparation is what downloads.
 		Env:     slices.Concat(env, workloads.OfflineEnv()),
-		Volumes: bp.Tokens.Volumes(),
-		Mounts:  bp.Tokens.Mounts(),
+		Volumes: rayTokens.Volumes,
+		Mounts:  rayTokens.Mounts,
 	}
 
 	if c.Gate.Enabled {
@@ -221,7 +227,7 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		}
 	}
 	if plan.Mode.HasJob() {
-		job, prep, err := resolveJob(c, bp, plan, pods, env)
+		job, prep, err := resolveJob(c, bp, plan, pods)
 		if err != nil {
 			return RunPlan{}, err
 		}
@@ -258,7 +264,7 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 }
 
 // resolveJob builds the RayJob of the run and its data preparation.
-func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env []corev1.EnvVar) (*rayv1.RayJob, *batchv1.Job, error) {
+func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*rayv1.RayJob, *batchv1.Job, error) {
 	billions, _ := modelParameters(c)
 	run := workloads.Run{
 		Model:                c.Job.Model,
@@ -289,7 +295,8 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		BackoffLimit:   c.Job.BackoffLimit,
 		SubmitterImage: pods.Image,
 		NodeSelector:   pods.HeadNodeSelector,
-		// The submitter mounts no token: it runs as the shared volume's account.
+		// The submitter reads no token: it runs as the shared volume's account, which may read
+		// none.
 		Storage: bp.Storage.Volume,
 	}
 	deadline := c.Job.ActiveDeadlineSeconds
@@ -310,6 +317,8 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 	}
 	// The model and the dataset are staged on CPU nodes before the RayJob asks for GPU
 	// workers; on spot and flex-start capacity no GPU node exists meanwhile.
+	prepTokens := bp.Tokens.ForPrep()
+	env := append(slices.Clone(prepTokens.Env), corev1.EnvVar{Name: "HF_HOME", Value: plan.Layout.HFHome()})
 	steps, prepEnv := workloads.NeMoRLPrepSteps(run), env
 	switch c.Framework {
 	case kinds.Verl:
@@ -333,10 +342,10 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs, env [
 		Image:        pods.Image,
 		Script:       workloads.PrepScript(steps),
 		NodeSelector: pods.HeadNodeSelector,
-		Storage:      pods.Storage,
+		Storage:      runningAs(bp.Storage.Volume, prepTokens.ServiceAccount),
 		Env:          prepEnv,
-		Volumes:      pods.Volumes,
-		Mounts:       pods.Mounts,
+		Volumes:      prepTokens.Volumes,
+		Mounts:       prepTokens.Mounts,
 	})
 	if plan.Mode == kinds.OwnCluster {
 		spec := ray.ClusterSpec(pods)
@@ -385,12 +394,11 @@ func pulledImage(image string, m *cluster.ImageMirror) string {
 	return image
 }
 
-// tokenPodsVolume is the shared volume as the pods that mount the tokens use it (the Ray pods
-// and the data preparation): run as the tokens' reader, the one principal that may read them.
-func tokenPodsVolume(bp *Blueprint) kube.SharedVolume {
-	v := bp.Storage.Volume
-	if bp.Tokens.Reader != "" {
-		v.ServiceAccountName = bp.Tokens.Reader
+// runningAs is the shared volume as pods that run as account use it (the readers of a token:
+// workloads.PodTokens.ServiceAccount); an empty account keeps the volume's.
+func runningAs(v kube.SharedVolume, account string) kube.SharedVolume {
+	if account != "" {
+		v.ServiceAccountName = account
 	}
 	return v
 }

@@ -235,44 +235,49 @@ func TestTunerFileMatchesTheGPU(t *testing.T) {
 	}
 }
 
-// Tokens reach pods only as files from Secret Manager, never as environment variables: NeMo RL
-// copies the driver's environment into every actor's runtime environment, which the Ray
-// dashboard shows.
+// Each token reaches only the pods that read it, and only as a file: the Hugging Face token the
+// data preparation (the Ray pods run offline), the W&B netrc the Ray pods (the run logs from
+// them); never through the environment, which NeMo RL copies into every actor's runtime
+// environment and the Ray dashboard shows.
 func TestTokensReachPodsOnlyAsFiles(t *testing.T) {
 	for _, stack := range plantest.Stacks {
 		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "tokens.wandb=true")
-		one(t, res, "SecretProviderClass")
+		assert.Len(t, res.OfType("kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass"), 2, "one a token")
 		assert.Empty(t, res.OfType(secretType), "no token in the cluster's API or in Pulumi's state")
 		spec := clusterSpecOf(t, res)
-		pods := map[string]any{
-			"head":   get(t, spec, "headGroupSpec.template.spec"),
-			"worker": get(t, spec, "workerGroupSpecs.0.template.spec"),
-			"prep":   get(t, prepJob(t, res), "spec.template.spec"),
+		pods := map[string]struct {
+			pod                 any
+			env, absent, class string
+		}{
+			"head":   {get(t, spec, "headGroupSpec.template.spec"), "NETRC", "HF_TOKEN_PATH", "rl-wandb-netrc"},
+			"worker": {get(t, spec, "workerGroupSpecs.0.template.spec"), "NETRC", "HF_TOKEN_PATH", "rl-wandb-netrc"},
+			"prep":   {get(t, prepJob(t, res), "spec.template.spec"), "HF_TOKEN_PATH", "NETRC", "rl-hf-token"},
 		}
-		for name, pod := range pods {
-			container := get(t, pod, "containers.0")
-			env := envOf(t, container)
-			assert.Equal(t, "/var/run/secrets/gke-rl/tokens/hf-token", env["HF_TOKEN_PATH"], "%s %s", stack, name)
-			assert.Equal(t, "/var/run/secrets/gke-rl/tokens/netrc", env["NETRC"], "%s %s", stack, name)
+		for name, p := range pods {
+			env := envOf(t, get(t, p.pod, "containers.0"))
+			assert.Equal(t, map[string]string{"NETRC": "/var/run/secrets/gke-rl/tokens/netrc", "HF_TOKEN_PATH": "/var/run/secrets/gke-rl/tokens/hf-token"}[p.env], env[p.env], "%s %s", stack, name)
+			assert.NotContains(t, env, p.absent, "%s %s reads the other token", stack, name)
 			for key, v := range env {
 				_, byRef := v.(map[string]any)
 				assert.False(t, byRef, "%s %s: %s comes from a Secret into the environment", stack, name, key)
 			}
 			assert.NotContains(t, env, "HF_TOKEN")
 			assert.NotContains(t, env, "WANDB_API_KEY")
-			var mounted bool
-			for _, v := range get(t, pod, "volumes").([]any) {
-				if get(t, v, "csi.volumeAttributes.secretProviderClass") == "rl-tokens" {
-					mounted = true
+			var classes []any
+			for _, v := range get(t, p.pod, "volumes").([]any) {
+				if c, ok := v.(map[string]any)["csi"]; ok && get(t, c, "driver") == "secrets-store-gke.csi.k8s.io" {
+					classes = append(classes, get(t, c, "volumeAttributes.secretProviderClass"))
 				}
 			}
-			assert.True(t, mounted, "%s %s mounts the token files", stack, name)
+			assert.Equal(t, []any{p.class}, classes, "%s %s mounts its token alone", stack, name)
 		}
 		rayJob := res.OfType(rayJobType)[0]
 		for _, binding := range res.OfType("gcp:secretmanager/secretIamMember:SecretIamMember") {
 			assert.True(t, res.DependencyClosure(rayJob)[binding.URN], "pods start once they may read the secrets")
 		}
-		assert.True(t, res.DependencyClosure(rayJob)[res.OfType("kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass")[0].URN])
+		for _, class := range res.OfType("kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass") {
+			assert.True(t, res.DependencyClosure(rayJob)[class.URN])
+		}
 	}
 	assert.Contains(t, get(t, one(t, plantest.Plan(t, "b200-spot", "tokens.wandb=true"), "RayJob"), "spec.entrypoint"), "logger.wandb_enabled=True", "W&B is on with its token")
 }
@@ -658,36 +663,65 @@ func TestCPUNodesHaveRoomForTheFrameworkImages(t *testing.T) {
 	}
 }
 
-// Only the pods that mount the tokens may read them: the Ray pods and the data preparation run
-// as the tokens' reader (on Lustre a service account of their own, on GCS FUSE the bucket's),
-// the binding names that principal alone, and the submitter and the gate run as another.
-func TestOnlyThePodsThatMountTheTokensMayReadThem(t *testing.T) {
-	for stack, reader := range map[string]string{"b200-spot": "rl-tokens-reader", "h200-reserved": "rl-storage"} {
-		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "gate.enabled=true")
+// Only the pods that read a token may read it: each secret's binding names its reader alone, a
+// service account of its own that only those pods run as; the submitter, the gate and the other
+// group of pods run as another. On GCS FUSE each reader also gets the bucket (its pods mount
+// it); on Lustre nothing more.
+func TestOnlyThePodsThatReadATokenMayReadIt(t *testing.T) {
+	for _, stack := range []string{"b200-spot", "h200-reserved"} {
+		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "tokens.wandb=true", "gate.enabled=true")
+		readers := map[string]string{}
 		for _, binding := range res.OfType("gcp:secretmanager/secretIamMember:SecretIamMember") {
-			assert.True(t, strings.HasSuffix(plantest.Input(t, binding, "member").(string), "/subject/ns/gke-rl/sa/"+reader), stack)
+			member := plantest.Input(t, binding, "member").(string)
+			_, account, ok := strings.Cut(member, "/subject/ns/gke-rl/sa/")
+			require.True(t, ok, member)
+			readers[fmt.Sprint(plantest.Input(t, binding, "secretId"))] = account
 		}
+		cluster := map[string]string{"b200-spot": "ray-a4-gpu-spot", "h200-reserved": "verl-h200"}[stack]
+		assert.Equal(t, map[string]string{cluster + "-hf-token": "rl-hf-reader", cluster + "-wandb-netrc": "rl-wandb-reader"}, readers, stack)
+
 		spec := clusterSpecOf(t, res)
-		assert.Equal(t, reader, get(t, spec, "headGroupSpec.template.spec.serviceAccountName"), stack)
-		assert.Equal(t, reader, get(t, spec, "workerGroupSpecs.0.template.spec.serviceAccountName"), stack)
-		assert.Equal(t, reader, get(t, prepJob(t, res), "spec.template.spec.serviceAccountName"), stack)
-		submitter := get(t, one(t, res, "RayJob"), "spec.submitterPodTemplate.spec.serviceAccountName")
-		assert.NotEqual(t, "rl-tokens-reader", submitter, "%s: the submitter mounts no token", stack)
+		accounts := map[string]any{
+			"head":         get(t, spec, "headGroupSpec.template.spec.serviceAccountName"),
+			"worker":       get(t, spec, "workerGroupSpecs.0.template.spec.serviceAccountName"),
+			"prep":         get(t, prepJob(t, res), "spec.template.spec.serviceAccountName"),
+			"submitter":    get(t, one(t, res, "RayJob"), "spec.submitterPodTemplate.spec.serviceAccountName"),
+			"gate-nccl":    nil,
+			"gate-storage": nil,
+		}
 		for _, name := range []string{"gate-nccl", "gate-storage"} {
 			gate := res.Find(jobType, name)
 			require.NotNil(t, gate, name)
-			sa, _ := gate.Input("spec.template.spec.serviceAccountName")
-			assert.NotEqual(t, "rl-tokens-reader", sa, "%s %s", stack, name)
+			accounts[name], _ = gate.Input("spec.template.spec.serviceAccountName")
 		}
-		accounts := res.OfType("kubernetes:core/v1:ServiceAccount")
-		created := false
-		for _, a := range accounts {
-			if plantest.Input(t, a, "metadata.name") == "rl-tokens-reader" {
-				created = true
+		assert.Equal(t, "rl-wandb-reader", accounts["head"], stack)
+		assert.Equal(t, "rl-wandb-reader", accounts["worker"], stack)
+		assert.Equal(t, "rl-hf-reader", accounts["prep"], stack)
+		for _, name := range []string{"submitter", "gate-nccl", "gate-storage"} {
+			assert.NotContains(t, []any{"rl-wandb-reader", "rl-hf-reader"}, accounts[name], "%s %s reads no token", stack, name)
+		}
+
+		created := map[string]bool{}
+		for _, a := range res.OfType("kubernetes:core/v1:ServiceAccount") {
+			name := plantest.Input(t, a, "metadata.name").(string)
+			created[name] = true
+			if strings.HasSuffix(name, "-reader") {
 				assert.Equal(t, false, plantest.Input(t, a, "automountServiceAccountToken"))
-				assert.True(t, res.DependencyClosure(res.OfType(rayJobType)[0])[a.URN], "the RayJob waits for its account")
+				assert.True(t, res.DependencyClosure(res.OfType(rayJobType)[0])[a.URN], "the RayJob waits for %s", name)
 			}
 		}
-		assert.Equal(t, reader == "rl-tokens-reader", created, "%s: the reader account is created only where the volume brings none", stack)
+		assert.True(t, created["rl-hf-reader"] && created["rl-wandb-reader"], "%s: each reader's account is created", stack)
+
+		bucketReaders := map[string]bool{}
+		for _, b := range res.OfType("gcp:storage/bucketIAMMember:BucketIAMMember") {
+			member := plantest.Input(t, b, "member").(string)
+			_, account, _ := strings.Cut(member, "/subject/ns/gke-rl/sa/")
+			bucketReaders[account] = true
+		}
+		if stack == "h200-reserved" { // GCS FUSE
+			assert.Equal(t, map[string]bool{"rl-storage": true, "rl-hf-reader": true, "rl-wandb-reader": true}, bucketReaders, "the readers mount the bucket too")
+		} else {
+			assert.Empty(t, bucketReaders, "Lustre grants no bucket")
+		}
 	}
 }

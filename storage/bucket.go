@@ -71,6 +71,10 @@ type BucketSpec struct {
 	// Adopt takes over the existing bucket of the same name (a retained bucket is no longer in
 	// the stack's state, and creating it again fails with 409 "you already own this bucket").
 	Adopt bool
+	// Readers are further Kubernetes service accounts of the namespace whose pods mount the
+	// bucket (the readers of a token, each an account of its own): each is granted the same
+	// access as BucketServiceAccount. Their owner creates them.
+	Readers []string
 }
 
 // BucketArgs are the spec and where its in-cluster objects go.
@@ -87,6 +91,8 @@ type Bucket struct {
 	Bucket         *storage.Bucket
 	ServiceAccount *corev1.ServiceAccount
 	Binding        *storage.BucketIAMMember
+	// ReaderBindings grant BucketSpec.Readers the bucket.
+	ReaderBindings []*storage.BucketIAMMember
 	PV             *corev1.PersistentVolume
 	Claim          *corev1.PersistentVolumeClaim
 }
@@ -154,6 +160,22 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 		return nil, fmt.Errorf("bucket binding: %w", err)
 	}
 
+	for _, reader := range args.Readers {
+		readerMember := b.Bucket.ProjectNumber.ApplyT(func(number any) string {
+			return WorkloadIdentityPrincipal(fmt.Sprint(number), args.Project, args.Placement.Namespace, reader)
+		}).(pulumi.StringOutput)
+		readerName, readerOpts := kids.Of("object-user-"+reader, "")
+		binding, err := storage.NewBucketIAMMember(ctx, readerName, &storage.BucketIAMMemberArgs{
+			Bucket: b.Bucket.Name,
+			Role:   pulumi.String(BucketRole),
+			Member: readerMember,
+		}, readerOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("bucket binding of %s: %w", reader, err)
+		}
+		b.ReaderBindings = append(b.ReaderBindings, binding)
+	}
+
 	b.PV, b.Claim, err = newClaim(ctx, kids, "gcsfuse", claimArgs{
 		PVName:       naming.New(args.NamePrefix).Name(63, "gcsfuse"),
 		Capacity:     bucketCapacity,
@@ -188,7 +210,11 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 }
 
 // Ready implements Shared: pods wait for the claim, the service account they run as and its
-// access to the bucket.
+// access to the bucket, and the token readers' access.
 func (b *Bucket) Ready() []pulumi.Resource {
-	return []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding}
+	ready := []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding}
+	for _, r := range b.ReaderBindings {
+		ready = append(ready, r)
+	}
+	return ready
 }

@@ -25,23 +25,25 @@ import (
 // as files. Pulumi's state, its previews, the stack's passphrase and the preview identity
 // never see a token.
 
-// Token is one token: the suffix of its secret's ID, and the file pods read it from.
-type Token struct{ Secret, File string }
+// Token is one token: the suffix of its secret's ID, the file pods read it from and the
+// variable that tells its library where that file is; the pods that read it run as Reader, the
+// only principal granted access to its secret, and mount it alone through ProviderClass.
+type Token struct{ Secret, File, Env, Reader, ProviderClass string }
 
 var (
-	// HFToken is the Hugging Face token, read by huggingface_hub from HF_TOKEN_PATH.
-	HFToken = Token{Secret: "hf-token", File: "hf-token"}
+	// HFToken is the Hugging Face token, read by huggingface_hub from HF_TOKEN_PATH. Only the
+	// data preparation downloads from the Hub (the Ray pods run offline: OfflineEnv), so only
+	// its pods read it.
+	HFToken = Token{Secret: "hf-token", File: "hf-token", Env: "HF_TOKEN_PATH", Reader: "rl-hf-reader", ProviderClass: "rl-hf-token"}
 	// WandBNetrc is a netrc entry for api.wandb.ai: W&B reads its key from the netrc file that
-	// NETRC names when WANDB_API_KEY is not set.
-	WandBNetrc = Token{Secret: "wandb-netrc", File: "netrc"}
+	// NETRC names when WANDB_API_KEY is not set. The run logs from the Ray pods (NeMo RL's driver
+	// on the head, verl's TaskRunner actor on a worker: verl/trainer/main_ppo.py at v0.6.0), so
+	// only they read it.
+	WandBNetrc = Token{Secret: "wandb-netrc", File: "netrc", Env: "NETRC", Reader: "rl-wandb-reader", ProviderClass: "rl-wandb-netrc"}
 )
 
-// TokensMountPath is where pods mount the token files, read-only.
+// TokensMountPath is where pods mount their token's file, read-only.
 const TokensMountPath = "/var/run/secrets/gke-rl/tokens"
-
-// TokensProviderClass is the SecretProviderClass that names the tokens' secrets for the
-// Secret Manager add-on.
-const TokensProviderClass = "rl-tokens"
 
 // SecretManagerCSIDriver is the CSI driver of GKE's Secret Manager add-on (its SecretProviderClass
 // provider is "gke"); the open-source Secrets Store CSI driver's is secrets-store.csi.k8s.io.
@@ -52,33 +54,11 @@ const SecretAccessorRole = "roles/secretmanager.secretAccessor"
 
 const tokensVolume = "tokens"
 
-// TokenReaderServiceAccount is the Kubernetes service account that the pods which mount the
-// tokens run as when the shared volume needs none (Lustre): a principal of their own, so that
-// no other pod of the namespace (the submitter, the gate) can read the secrets through the
-// metadata server.
-const TokenReaderServiceAccount = "rl-tokens-reader"
-
 // Tokens are the tokens a run reads, and where their secrets are.
 type Tokens struct {
 	HF, WandB bool
 	// Project holds the secrets; Prefix starts their IDs (the cluster's name).
 	Project, Prefix string
-	// Reader is the Kubernetes service account the pods that mount the tokens run as: the
-	// shared volume's, or TokenReaderServiceAccount, which NewTokens then creates.
-	Reader string
-}
-
-// ReaderFor is the service account of the pods that mount the tokens, given the shared
-// volume's (empty when it needs none): that one, or TokenReaderServiceAccount; empty without
-// tokens.
-func (t Tokens) ReaderFor(volumeServiceAccount string) string {
-	switch {
-	case !t.Any():
-		return ""
-	case volumeServiceAccount != "":
-		return volumeServiceAccount
-	}
-	return TokenReaderServiceAccount
 }
 
 // Any reports whether the run reads a token.
@@ -96,46 +76,56 @@ func (t Tokens) List() []Token {
 	return out
 }
 
+// Readers are the Kubernetes service accounts of the pods that read a token, one a token: on a
+// volume reached through Workload Identity (GCS FUSE) each needs the volume's access too.
+func (t Tokens) Readers() []string {
+	var out []string
+	for _, tok := range t.List() {
+		out = append(out, tok.Reader)
+	}
+	return out
+}
+
 // SecretID is the Secret Manager secret that holds a token: `<prefix>-hf-token` or
 // `<prefix>-wandb-netrc`.
 func (t Tokens) SecretID(tok Token) string { return t.Prefix + "-" + tok.Secret }
 
-// Env tells the Hugging Face and W&B libraries where the token files are. No token is in any
-// environment variable: NeMo RL copies the driver's whole environment into every actor's
-// runtime environment (nemo_rl/distributed/virtual_cluster.py, init_ray), which the Ray
-// dashboard shows.
-func (t Tokens) Env() []k8scorev1.EnvVar {
-	var env []k8scorev1.EnvVar
-	if t.HF {
-		env = append(env, k8scorev1.EnvVar{Name: "HF_TOKEN_PATH", Value: path.Join(TokensMountPath, HFToken.File)})
-	}
-	if t.WandB {
-		env = append(env, k8scorev1.EnvVar{Name: "NETRC", Value: path.Join(TokensMountPath, WandBNetrc.File)})
-	}
-	return env
+// PodTokens is what one group of pods gets of the tokens: the service account it runs as (empty
+// when it reads none: the volume's, or the namespace's default), and its token's variable, volume
+// and mount. No token is in any environment variable: NeMo RL copies the driver's whole
+// environment into every actor's runtime environment (nemo_rl/distributed/virtual_cluster.py,
+// init_ray), which the Ray dashboard shows.
+type PodTokens struct {
+	ServiceAccount string
+	Env            []k8scorev1.EnvVar
+	Volumes        []k8scorev1.Volume
+	Mounts         []k8scorev1.VolumeMount
 }
 
-// Volumes are the pod volumes of the token files (none without tokens): the add-on's CSI
-// volume, which fetches the secrets with the pod's Workload Identity when the pod starts.
-func (t Tokens) Volumes() []k8scorev1.Volume {
-	if !t.Any() {
-		return nil
-	}
-	return []k8scorev1.Volume{{Name: tokensVolume, VolumeSource: k8scorev1.VolumeSource{
-		CSI: &k8scorev1.CSIVolumeSource{
-			Driver:           SecretManagerCSIDriver,
-			ReadOnly:         ptr.To(true),
-			VolumeAttributes: map[string]string{"secretProviderClass": TokensProviderClass},
-		},
-	}}}
-}
+// ForPrep is the data preparation's: the Hugging Face token.
+func (t Tokens) ForPrep() PodTokens { return podTokens(HFToken, t.HF) }
 
-// Mounts mount the token files read-only (none without tokens).
-func (t Tokens) Mounts() []k8scorev1.VolumeMount {
-	if !t.Any() {
-		return nil
+// ForRay is the Ray pods': the W&B netrc.
+func (t Tokens) ForRay() PodTokens { return podTokens(WandBNetrc, t.WandB) }
+
+// podTokens mounts tok when on: the add-on's CSI volume, which fetches the secret with the pod's
+// Workload Identity when the pod starts.
+func podTokens(tok Token, on bool) PodTokens {
+	if !on {
+		return PodTokens{}
 	}
-	return []k8scorev1.VolumeMount{{Name: tokensVolume, MountPath: TokensMountPath, ReadOnly: true}}
+	return PodTokens{
+		ServiceAccount: tok.Reader,
+		Env:            []k8scorev1.EnvVar{{Name: tok.Env, Value: path.Join(TokensMountPath, tok.File)}},
+		Volumes: []k8scorev1.Volume{{Name: tokensVolume, VolumeSource: k8scorev1.VolumeSource{
+			CSI: &k8scorev1.CSIVolumeSource{
+				Driver:           SecretManagerCSIDriver,
+				ReadOnly:         ptr.To(true),
+				VolumeAttributes: map[string]string{"secretProviderClass": tok.ProviderClass},
+			},
+		}}},
+		Mounts: []k8scorev1.VolumeMount{{Name: tokensVolume, MountPath: TokensMountPath, ReadOnly: true}},
+	}
 }
 
 // providerSecret is one entry of the add-on's `secrets` parameter.
@@ -144,24 +134,20 @@ type providerSecret struct {
 	Path         string `json:"path"`
 }
 
-// ProviderClass is the SecretProviderClass that maps each token's latest version to its file.
-// The add-on's format: provider "gke", and a `secrets` parameter listing resourceName and path
-// (Secret Manager documentation, "Use the Secret Manager add-on with GKE").
-func (t Tokens) ProviderClass(namespace string) (*secretsstorev1.SecretProviderClass, error) {
-	var entries []providerSecret
-	for _, tok := range t.List() {
-		entries = append(entries, providerSecret{
-			ResourceName: fmt.Sprintf("projects/%s/secrets/%s/versions/latest", t.Project, t.SecretID(tok)),
-			Path:         tok.File,
-		})
-	}
-	secrets, err := yaml.Marshal(entries)
+// ProviderClass is the SecretProviderClass that maps tok's latest version to its file, and no
+// other secret. The add-on's format: provider "gke", and a `secrets` parameter listing
+// resourceName and path (Secret Manager documentation, "Use the Secret Manager add-on with GKE").
+func (t Tokens) ProviderClass(namespace string, tok Token) (*secretsstorev1.SecretProviderClass, error) {
+	secrets, err := yaml.Marshal([]providerSecret{{
+		ResourceName: fmt.Sprintf("projects/%s/secrets/%s/versions/latest", t.Project, t.SecretID(tok)),
+		Path:         tok.File,
+	}})
 	if err != nil {
 		return nil, err
 	}
 	return &secretsstorev1.SecretProviderClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: secretsstorev1.GroupVersion.String(), Kind: "SecretProviderClass"},
-		ObjectMeta: metav1.ObjectMeta{Name: TokensProviderClass, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: tok.ProviderClass, Namespace: namespace},
 		Spec: secretsstorev1.SecretProviderClassSpec{
 			Provider:   "gke",
 			Parameters: map[string]string{"secrets": string(secrets)},
@@ -178,9 +164,9 @@ func (t Tokens) AddVersionCommand(tok Token) string {
 // TokensArgs place the tokens.
 type TokensArgs struct {
 	Tokens Tokens
-	// Principal is the Workload Identity principal of Tokens.Reader, the only principal
-	// granted access, on these secrets alone.
-	Principal func(projectNumber string) string
+	// Principal is the Workload Identity principal of a Kubernetes service account of the
+	// namespace: each token's Reader is granted access to its secret alone.
+	Principal func(projectNumber, serviceAccount string) string
 	// Placement places the SecretProviderClass; it waits for the add-on's CRD.
 	Placement kube.Placement
 }
@@ -189,8 +175,8 @@ type TokensArgs struct {
 type TokenStore struct {
 	pulumi.ResourceState
 
-	// Ready is what pods that mount the tokens wait for: each secret's binding, the reader's
-	// service account, the SecretProviderClass.
+	// Ready is what pods that mount a token wait for: each secret's binding, its reader's
+	// service account, its SecretProviderClass.
 	Ready []pulumi.Resource
 	// Commands are the commands that store each token's value.
 	Commands pulumi.StringArray
@@ -229,7 +215,7 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 			if err != nil {
 				return "", err
 			}
-			return args.Principal(number), nil
+			return args.Principal(number, tok.Reader), nil
 		}).(pulumi.StringOutput)
 		bindingName, bindingOpts := kids.Of(tok.Secret+"-reader", "")
 		binding, err := secretmanager.NewSecretIamMember(ctx, bindingName, &secretmanager.SecretIamMemberArgs{
@@ -243,27 +229,25 @@ func NewTokens(ctx *pulumi.Context, name string, args *TokensArgs, opts ...pulum
 		}
 		s.Ready = append(s.Ready, binding)
 		s.Commands = append(s.Commands, pulumi.String(t.AddVersionCommand(tok)))
-	}
-	if t.Reader == TokenReaderServiceAccount {
-		reader, err := corev1.NewServiceAccount(ctx, naming.Child(name, "reader"), &corev1.ServiceAccountArgs{
-			Metadata: &metav1args.ObjectMetaArgs{Name: pulumi.String(TokenReaderServiceAccount), Namespace: pulumi.String(args.Placement.Namespace)},
+		// The pods that read it run as an account of their own, which no other pod uses.
+		reader, err := corev1.NewServiceAccount(ctx, naming.Child(name, tok.Secret+"-reader-account"), &corev1.ServiceAccountArgs{
+			Metadata: &metav1args.ObjectMetaArgs{Name: pulumi.String(tok.Reader), Namespace: pulumi.String(args.Placement.Namespace)},
 			// Its pods call no Kubernetes API (kube.Harden).
 			AutomountServiceAccountToken: pulumi.Bool(false),
 		}, args.Placement.Namespaced(pulumi.Parent(s))...)
 		if err != nil {
-			return nil, fmt.Errorf("token reader service account: %w", err)
+			return nil, fmt.Errorf("%s reader service account: %w", tok.Secret, err)
 		}
-		s.Ready = append(s.Ready, reader)
+		class, err := t.ProviderClass(args.Placement.Namespace, tok)
+		if err != nil {
+			return nil, err
+		}
+		classObj, err := kube.NewObject(ctx, naming.Child(name, tok.Secret+"-provider-class"), class, args.Placement.Namespaced(pulumi.Parent(s))...)
+		if err != nil {
+			return nil, fmt.Errorf("%s secret provider class: %w", tok.Secret, err)
+		}
+		s.Ready = append(s.Ready, reader, classObj)
 	}
-	class, err := t.ProviderClass(args.Placement.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	classObj, err := kube.NewObject(ctx, naming.Child(name, "provider-class"), class, args.Placement.Namespaced(pulumi.Parent(s))...)
-	if err != nil {
-		return nil, fmt.Errorf("secret provider class: %w", err)
-	}
-	s.Ready = append(s.Ready, classObj)
 	if err := ctx.RegisterResourceOutputs(s, pulumi.Map{"commands": s.Commands}); err != nil {
 		return nil, err
 	}

@@ -204,49 +204,59 @@ func envValue(env []corev1.EnvVar, name string) string {
 
 // Tokens reach pods as files from Secret Manager, through the add-on's CSI volume: an
 // environment variable would be copied into every NeMo RL actor's runtime environment, which
-// the Ray dashboard shows.
-func TestTokensReachPodsAsFiles(t *testing.T) {
+// the Ray dashboard shows. Each group of pods gets only the token it reads, and runs as that
+// token's reader: the data preparation the Hugging Face token, the Ray pods the W&B netrc.
+func TestTokensReachOnlyTheirReadersAsFiles(t *testing.T) {
 	both := workloads.Tokens{HF: true, WandB: true, Project: "p", Prefix: "c"}
-	env := map[string]string{}
-	for _, e := range both.Env() {
-		assert.Nil(t, e.ValueFrom, "a path, never the token by reference")
-		env[e.Name] = e.Value
+	for _, tc := range []struct {
+		pods                 workloads.PodTokens
+		account, env, path   string
+		providerClass, other string
+	}{
+		{both.ForPrep(), "rl-hf-reader", "HF_TOKEN_PATH", "/var/run/secrets/gke-rl/tokens/hf-token", "rl-hf-token", "NETRC"},        // read by huggingface_hub
+		{both.ForRay(), "rl-wandb-reader", "NETRC", "/var/run/secrets/gke-rl/tokens/netrc", "rl-wandb-netrc", "HF_TOKEN_PATH"}, // read by wandb
+	} {
+		assert.Equal(t, tc.account, tc.pods.ServiceAccount)
+		require.Len(t, tc.pods.Env, 1)
+		assert.Nil(t, tc.pods.Env[0].ValueFrom, "a path, never the token by reference")
+		assert.Equal(t, corev1.EnvVar{Name: tc.env, Value: tc.path}, tc.pods.Env[0])
+		require.Len(t, tc.pods.Volumes, 1)
+		csi := tc.pods.Volumes[0].CSI
+		require.NotNil(t, csi)
+		assert.Equal(t, "secrets-store-gke.csi.k8s.io", csi.Driver, "the managed add-on's driver, not the open-source one's")
+		assert.True(t, *csi.ReadOnly)
+		assert.Equal(t, map[string]string{"secretProviderClass": tc.providerClass}, csi.VolumeAttributes)
+		require.Len(t, tc.pods.Mounts, 1)
+		assert.True(t, tc.pods.Mounts[0].ReadOnly)
+		assert.Equal(t, tc.pods.Volumes[0].Name, tc.pods.Mounts[0].Name)
 	}
-	assert.Equal(t, map[string]string{
-		"HF_TOKEN_PATH": "/var/run/secrets/gke-rl/tokens/hf-token", // read by huggingface_hub
-		"NETRC":         "/var/run/secrets/gke-rl/tokens/netrc",    // read by wandb
-	}, env)
-	require.Len(t, both.Volumes(), 1)
-	csi := both.Volumes()[0].CSI
-	require.NotNil(t, csi)
-	assert.Equal(t, "secrets-store-gke.csi.k8s.io", csi.Driver, "the managed add-on's driver, not the open-source one's")
-	assert.True(t, *csi.ReadOnly)
-	assert.Equal(t, map[string]string{"secretProviderClass": "rl-tokens"}, csi.VolumeAttributes)
-	require.Len(t, both.Mounts(), 1)
-	assert.True(t, both.Mounts()[0].ReadOnly)
-	assert.Equal(t, both.Volumes()[0].Name, both.Mounts()[0].Name)
+	assert.Equal(t, []string{"rl-hf-reader", "rl-wandb-reader"}, both.Readers())
 
 	none := workloads.Tokens{}
-	assert.Empty(t, none.Env())
-	assert.Empty(t, none.Volumes())
-	assert.Empty(t, none.Mounts())
-	assert.Len(t, workloads.Tokens{WandB: true}.Env(), 1)
+	assert.Equal(t, workloads.PodTokens{}, none.ForPrep(), "no token: the volume's account, nothing mounted")
+	assert.Equal(t, workloads.PodTokens{}, none.ForRay())
+	assert.Empty(t, none.Readers())
+	assert.Equal(t, workloads.PodTokens{}, workloads.Tokens{WandB: true}.ForPrep(), "the data preparation reads no W&B key")
+	assert.Equal(t, workloads.PodTokens{}, workloads.Tokens{HF: true}.ForRay(), "the Ray pods run offline and read no Hugging Face token")
 }
 
-// The SecretProviderClass maps each secret's latest version to the file its library reads, in
+// Each SecretProviderClass maps one secret's latest version to the file its library reads, in
 // the add-on's format (provider gke, a YAML list of resourceName and path).
 func TestTokensProviderClass(t *testing.T) {
 	tokens := workloads.Tokens{HF: true, WandB: true, Project: "my-project", Prefix: "ray-a4"}
-	class, err := tokens.ProviderClass("gke-rl")
-	require.NoError(t, err)
-	assert.Equal(t, "secrets-store.csi.x-k8s.io/v1", class.APIVersion)
-	assert.Equal(t, "gke", string(class.Spec.Provider))
-	var entries []map[string]string
-	require.NoError(t, yaml.Unmarshal([]byte(class.Spec.Parameters["secrets"]), &entries))
-	assert.Equal(t, []map[string]string{
-		{"resourceName": "projects/my-project/secrets/ray-a4-hf-token/versions/latest", "path": "hf-token"},
-		{"resourceName": "projects/my-project/secrets/ray-a4-wandb-netrc/versions/latest", "path": "netrc"},
-	}, entries)
+	for tok, want := range map[workloads.Token]map[string]string{
+		workloads.HFToken:    {"resourceName": "projects/my-project/secrets/ray-a4-hf-token/versions/latest", "path": "hf-token"},
+		workloads.WandBNetrc: {"resourceName": "projects/my-project/secrets/ray-a4-wandb-netrc/versions/latest", "path": "netrc"},
+	} {
+		class, err := tokens.ProviderClass("gke-rl", tok)
+		require.NoError(t, err)
+		assert.Equal(t, "secrets-store.csi.x-k8s.io/v1", class.APIVersion)
+		assert.Equal(t, tok.ProviderClass, class.Name)
+		assert.Equal(t, "gke", string(class.Spec.Provider))
+		var entries []map[string]string
+		require.NoError(t, yaml.Unmarshal([]byte(class.Spec.Parameters["secrets"]), &entries))
+		assert.Equal(t, []map[string]string{want}, entries, "this token's secret alone")
+	}
 	assert.Equal(t, "gcloud secrets versions add ray-a4-hf-token --project my-project --data-file=-", tokens.AddVersionCommand(workloads.HFToken),
 		"the value comes from standard input, never the command line")
 }
@@ -517,9 +527,3 @@ func TestREADMEVerlRewardSampleIsRecorded(t *testing.T) {
 	}
 }
 
-func TestTokensReaderIsTheVolumesAccountOrItsOwn(t *testing.T) {
-	with := workloads.Tokens{HF: true}
-	assert.Equal(t, "rl-storage", with.ReaderFor("rl-storage"), "GCS FUSE: the bucket's account")
-	assert.Equal(t, workloads.TokenReaderServiceAccount, with.ReaderFor(""), "Lustre: an account of its own, not the namespace's default")
-	assert.Empty(t, workloads.Tokens{}.ReaderFor(""), "no tokens, no reader")
-}

@@ -217,7 +217,7 @@ func TestTokensNeverPassThroughThePlan(t *testing.T) {
 					classes++
 				}
 			}
-			assert.Equal(t, 1, classes, "one SecretProviderClass names the tokens' secrets")
+			assert.Equal(t, 2, classes, "one SecretProviderClass a token names its secret")
 		})
 	}
 }
