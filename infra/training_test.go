@@ -246,7 +246,7 @@ func TestTokensReachPodsOnlyAsFiles(t *testing.T) {
 		assert.Empty(t, res.OfType(secretType), "no token in the cluster's API or in Pulumi's state")
 		spec := clusterSpecOf(t, res)
 		pods := map[string]struct {
-			pod                 any
+			pod                any
 			env, absent, class string
 		}{
 			"head":   {get(t, spec, "headGroupSpec.template.spec"), "NETRC", "HF_TOKEN_PATH", "rl-wandb-netrc"},

@@ -213,7 +213,7 @@ func TestTokensReachOnlyTheirReadersAsFiles(t *testing.T) {
 		account, env, path   string
 		providerClass, other string
 	}{
-		{both.ForPrep(), "rl-hf-reader", "HF_TOKEN_PATH", "/var/run/secrets/gke-rl/tokens/hf-token", "rl-hf-token", "NETRC"},        // read by huggingface_hub
+		{both.ForPrep(), "rl-hf-reader", "HF_TOKEN_PATH", "/var/run/secrets/gke-rl/tokens/hf-token", "rl-hf-token", "NETRC"},   // read by huggingface_hub
 		{both.ForRay(), "rl-wandb-reader", "NETRC", "/var/run/secrets/gke-rl/tokens/netrc", "rl-wandb-netrc", "HF_TOKEN_PATH"}, // read by wandb
 	} {
 		assert.Equal(t, tc.account, tc.pods.ServiceAccount)
@@ -526,4 +526,3 @@ func TestREADMEVerlRewardSampleIsRecorded(t *testing.T) {
 		assert.True(t, strings.Contains(string(readme), field), "the README shows %s", field)
 	}
 }
-
