@@ -14,9 +14,20 @@ import (
 // inside its network namespace, and NCCL's traffic on the RDMA NICs is not on the pod network.
 const (
 	WorkloadPolicyName = "workload-ingress"
+	RayPolicyName      = "ray-ingress"
 	HeadPolicyName     = "ray-head-ingress"
 	MetricsPolicyName  = "ray-metrics-ingress"
 )
+
+// SubmitterLabels label the RayJob's submitter pods (its submitterPodTemplate, which KubeRay
+// v1.5.0 passes to the submitter Job as it is: rayjob_controller.go, getSubmitterTemplate): the
+// only pods of the namespace that reach a head's job API.
+var SubmitterLabels = map[string]string{"gke-rl/role": "ray-job-submitter"}
+
+// rayPods selects every Ray pod (KubeRay labels heads and workers with ray.io/node-type).
+func rayPods() metav1.LabelSelector {
+	return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: utils.RayNodeTypeLabelKey, Operator: metav1.LabelSelectorOpExists}}}
+}
 
 // metricsPort is where KubeRay has Ray export Prometheus metrics when the pod names no metrics
 // port (ray-operator v1.5.0 controllers/ray/utils/constant.go, DefaultMetricsPort); the Ray
@@ -49,25 +60,43 @@ func ingressPolicy(namespace, name string, pods metav1.LabelSelector, rules ...n
 	}
 }
 
-// WorkloadIngressPolicy admits traffic to every pod of the namespace (Ray heads and workers,
-// the gate's pods and their sshd, the Jobs) from the namespace's own pods only, on every port:
-// Ray's GCS (6379), its client (10001, which runs any code it is sent), every node's dashboard
-// agent (52365, whose job API runs any command), the object manager and the workers' ports.
-// Nothing outside the namespace reaches them; the exceptions are the policies below.
+// WorkloadIngressPolicy admits traffic to the namespace's pods that are not Ray pods (the gate's,
+// whose sshd carries MPI between them, the data preparation, the submitter) from the
+// namespace's own pods only, on every port. Nothing outside the namespace reaches them.
 func WorkloadIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
-	return ingressPolicy(namespace, WorkloadPolicyName, metav1.LabelSelector{},
+	notRay := metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: utils.RayNodeTypeLabelKey, Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	return ingressPolicy(namespace, WorkloadPolicyName, notRay,
 		networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}})
 }
 
-// HeadIngressPolicy also admits the Ray heads' dashboard and job API (8265) from every pod of
-// the cluster, and from nothing outside it (no node, no address): the GKE-hosted KubeRay
-// operator polls it for the RayJob's status from a place GKE's documentation does not name,
-// through a pod or through the API server's proxy and its Konnectivity agents, which are pods
-// too (closing it could leave a RayJob without a status).
+// RayIngressPolicy admits traffic to the Ray pods from the Ray pods only, on every port: Ray's
+// GCS (6379), its client (10001, which runs any code it is sent), every node's dashboard agent
+// (52365, whose job API runs any command), the object manager and the workers' ports. The
+// namespace's other pods (the gate, the data preparation) do not reach them; the exceptions are
+// the policies below.
+func RayIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
+	sources := rayPods()
+	return ingressPolicy(namespace, RayPolicyName, rayPods(),
+		networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &sources}}})
+}
+
+// HeadIngressPolicy also admits the Ray heads' dashboard and job API (8265), which runs any
+// command it is sent, from the submitter's pods (SubmitterLabels) and from the pods of other
+// namespaces, and from nothing outside the cluster (no node, no address). The other namespaces
+// stay admitted for the GKE-hosted KubeRay operator, which polls the job API for the RayJob's
+// status from a place GKE's documentation does not name (a pod, or the API server's proxy
+// through its Konnectivity agents, which are pods too): closing them could leave a RayJob
+// without a status. In this namespace, only the submitter.
 func HeadIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 	heads := metav1.LabelSelector{MatchLabels: map[string]string{utils.RayNodeTypeLabelKey: string(rayv1.HeadNode)}}
+	otherNamespaces := metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{namespace},
+	}}}
 	return ingressPolicy(namespace, HeadPolicyName, heads, networkingv1.NetworkPolicyIngressRule{
-		From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}},
+		From: []networkingv1.NetworkPolicyPeer{
+			{PodSelector: &metav1.LabelSelector{MatchLabels: SubmitterLabels}},
+			{NamespaceSelector: &otherNamespaces},
+		},
 		Ports: []networkingv1.NetworkPolicyPort{port(DashboardPort)},
 	})
 }
@@ -75,8 +104,7 @@ func HeadIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 // MetricsIngressPolicy also admits the metrics port of every Ray pod from Managed Service for
 // Prometheus' collectors only.
 func MetricsIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
-	rayPods := metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: utils.RayNodeTypeLabelKey, Operator: metav1.LabelSelectorOpExists}}}
-	return ingressPolicy(namespace, MetricsPolicyName, rayPods, networkingv1.NetworkPolicyIngressRule{
+	return ingressPolicy(namespace, MetricsPolicyName, rayPods(), networkingv1.NetworkPolicyIngressRule{
 		From: []networkingv1.NetworkPolicyPeer{{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": collectorNamespace}},
 			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{collectorLabel: collectorName}},
@@ -87,5 +115,5 @@ func MetricsIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 
 // IngressPolicies are the workload namespace's policies, the default first.
 func IngressPolicies(namespace string) []*networkingv1.NetworkPolicy {
-	return []*networkingv1.NetworkPolicy{WorkloadIngressPolicy(namespace), HeadIngressPolicy(namespace), MetricsIngressPolicy(namespace)}
+	return []*networkingv1.NetworkPolicy{WorkloadIngressPolicy(namespace), RayIngressPolicy(namespace), HeadIngressPolicy(namespace), MetricsIngressPolicy(namespace)}
 }

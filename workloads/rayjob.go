@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"gke-rl/infra/kube"
+	"gke-rl/ray"
 )
 
 // FinishedClusterTTLSeconds keeps a job's own cluster this long after the job ends, to read its
@@ -153,7 +155,8 @@ func submitterTemplate(a JobArgs, runtimeEnvJSON string) *corev1.PodTemplateSpec
 	mount := a.Storage.Mount()
 	mount.ReadOnly = true
 	t := &corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
+		// The label lets the pods reach the head's job API (ray.HeadIngressPolicy).
+		ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(ray.SubmitterLabels), Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			RestartPolicy:      corev1.RestartPolicyNever,
 			ServiceAccountName: a.Storage.ServiceAccountName,

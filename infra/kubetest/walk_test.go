@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"gke-rl/infra"
+	"gke-rl/infra/gpunode"
 	"gke-rl/infra/kubetest"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
@@ -128,6 +129,18 @@ func TestFirstUpSubmitsTheRun(t *testing.T) {
 				roles[role]++
 				assert.Equal(t, wantPool(cpuPool, gpuPool), kubetest.PoolName(node), "%s pod %s", role, p.Name)
 				assert.ElementsMatch(t, wantPolicies, selecting(policies.Items, p), "%s pod %s is selected by", role, p.Name)
+				// A Device network's NIC is beyond every NetworkPolicy: only the GPU workers and
+				// the gate's NCCL pods may hold one (docs/architecture.md, gVNIC VPC).
+				_, onGVNIC := p.Annotations[gpunode.InterfacesAnnotation]
+				ncclGate := bp.Run.Gate != nil && p.Labels["batch.kubernetes.io/job-name"] == bp.Run.Gate.NCCL.Name
+				assert.Equal(t, role == "ray worker" || ncclGate, onGVNIC, "%s pod %s has a gVNIC and RDMA NICs", role, p.Name)
+				if role == "submitter" {
+					// KubeRay passes the submitter's template on as it is: its pods carry the
+					// label that the head's job API admits.
+					for k, v := range ray.SubmitterLabels {
+						assert.Equal(t, v, p.Labels[k], "submitter pod %s", p.Name)
+					}
+				}
 			}
 			assert.Equal(t, 1, roles["ray head"], "one head of the run's cluster: %v", roles)
 			assert.Equal(t, bp.Cluster.GPUPool.Nodes, roles["ray worker"], "a worker per GPU node: %v", roles)
@@ -158,16 +171,16 @@ func (c testCluster) jobCreated(t *testing.T, name string) time.Time {
 }
 
 // podRole says what a pod of the workload namespace is, the pool it must run on and the
-// NetworkPolicies that must select it: every pod the namespace's default; the Ray heads the
-// dashboard's too; every Ray pod the metrics one.
+// NetworkPolicies that must select it: the Ray pods the Ray pods' policy and the metrics one,
+// the heads the dashboard's too; every other pod the namespace's default.
 func podRole(p corev1.Pod, bp *infra.Blueprint) (string, func(cpu, gpu string) string, []string) {
 	cpu := func(c, _ string) string { return c }
 	gpu := func(_, g string) string { return g }
 	switch p.Labels["ray.io/node-type"] {
 	case "head":
-		return "ray head", cpu, []string{ray.WorkloadPolicyName, ray.HeadPolicyName, ray.MetricsPolicyName}
+		return "ray head", cpu, []string{ray.RayPolicyName, ray.HeadPolicyName, ray.MetricsPolicyName}
 	case "worker":
-		return "ray worker", gpu, []string{ray.WorkloadPolicyName, ray.MetricsPolicyName}
+		return "ray worker", gpu, []string{ray.RayPolicyName, ray.MetricsPolicyName}
 	}
 	job := p.Labels["batch.kubernetes.io/job-name"]
 	switch {
