@@ -6,6 +6,7 @@ require (
 	al.essio.dev/pkg/shellescape v1.6.1
 	github.com/GoogleCloudPlatform/gke-networking-api v0.2.11
 	github.com/VictoriaMetrics/metricsql v0.87.3
+	github.com/google/cel-go v0.26.0
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510
 	github.com/pulumi/pulumi-command/sdk v1.2.1
 	github.com/pulumi/pulumi-gcp/sdk/v8 v8.41.1
@@ -76,7 +77,6 @@ require (
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/glog v1.2.5 // indirect
 	github.com/google/btree v1.1.3 // indirect
-	github.com/google/cel-go v0.26.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
