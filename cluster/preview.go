@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"gke-rl/infra/kube"
+	"gke-rl/workloads"
 )
 
 // PreviewAccessName names the objects that give the preview identity its access.
@@ -27,6 +28,9 @@ var ManagedKinds = []rbacv1.PolicyRule{
 	{APIGroups: []string{"networking.gke.io"}, Resources: []string{"gkenetworkparamsets", "networks"}},
 	{APIGroups: []string{"secrets-store.csi.x-k8s.io"}, Resources: []string{"secretproviderclasses"}},
 	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings"}},
+	// The run's script (workloads.RunScriptObject) by its name only: other ConfigMaps of the
+	// cluster may hold what a preview has no business reading.
+	{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{workloads.RunScriptConfigMap}},
 }
 
 // readVerbs read objects; dryRunVerbs are the writes a server-side dry run makes (the Kubernetes
@@ -55,6 +59,13 @@ type PreviewObjects struct {
 func PreviewAccess(user string) PreviewObjects {
 	rules := []rbacv1.PolicyRule{}
 	for _, r := range ManagedKinds {
+		if len(r.ResourceNames) > 0 {
+			// RBAC names no object for list, watch or create (it is not known yet): get and
+			// the dry-run updates by name, and a dry-run create of the kind.
+			r.Verbs = []string{"get", "update", "patch"}
+			rules = append(rules, r, rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources, Verbs: []string{"create"}})
+			continue
+		}
 		r.Verbs = append(append([]string{}, readVerbs...), dryRunVerbs...)
 		rules = append(rules, r)
 	}

@@ -155,7 +155,10 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"the preview identity is a service account's email", "b200-spot", []string{"cluster.previewServiceAccount=alice@example.com"}, "cluster.previewServiceAccount", "<name>@<project>.iam.gserviceaccount.com"},
 		{"a checkpoint period longer than the run is refused", "b200-spot", []string{"job.checkpointPeriod=30"}, "job.checkpointPeriod", "allowed: 1 to 20"},
 		{"a checkpoint period longer than the epochs' steps is refused", "h200-reserved", []string{"job.checkpointPeriod=100"}, "job.checkpointPeriod", "58 steps: job.epochs 2 × 29 steps"},
-		{"checkpoints that do not fit the Lustre instance are refused", "b200-spot", []string{"job.keepCheckpoints=20"}, "job.keepCheckpoints", "allowed: at most 15, or a larger storage.capacityGib"},
+		{"checkpoints that do not fit the Lustre instance are refused", "b200-spot", []string{"job.keepCheckpoints=20"}, "job.keepCheckpoints", "21 checkpoints at the peak (the one being saved beside those kept) need 24192 GB (1152 GB each), more than the Lustre instance's 19327 GB (storage.capacityGib 18000); allowed: at most 15, or a larger storage.capacityGib"},
+		// verl rotates only what its own process saved: a retried run holds an earlier attempt's
+		// checkpoints beside the new ones (verl v0.6.0 checkpoint_manager.py).
+		{"verl's checkpoints of a retried run must fit twice", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]", "job.keepCheckpoints=9"}, "job.keepCheckpoints", "18 checkpoints at the peak (verl keeps an earlier attempt's checkpoints beside a retry's until the next attempt) need 20736 GB (1152 GB each), more than the Lustre instance's 19327 GB (storage.capacityGib 18000); allowed: at most 8,"},
 		{"a model size that contradicts the model's name is refused", "b200-spot", []string{"job.modelSize=8B"}, "job.modelSize", "whose name says 72B"},
 		{"an authorized network listed twice is refused", "b200-spot", []string{"cluster.authorizedNetworks[1]=203.0.113.7/32"}, "cluster.authorizedNetworks[1]", "each block once"},
 		{"a notification channel listed twice is refused", "b200-spot", []string{"monitoring.notificationChannels[0]=projects/acme/notificationChannels/1", "monitoring.notificationChannels[1]=projects/acme/notificationChannels/1"}, "monitoring.notificationChannels[1]", "each channel once"},

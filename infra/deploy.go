@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	k8smetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/cluster"
@@ -152,6 +154,16 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		rayPlacement = rayPlacement.WaitingFor(gke.Images)
 		prepPlacement = prepPlacement.WaitingFor(gke.Images)
 	}
+	// The Ray pods mount run.sh, which the run's entrypoint runs on the head.
+	script := workloads.RunScriptObject(WorkloadNamespace)
+	runScript, err := k8scorev1.NewConfigMap(ctx, "run-script", &k8scorev1.ConfigMapArgs{
+		Metadata: &k8smetav1.ObjectMetaArgs{Name: pulumi.String(script.Name), Namespace: pulumi.String(script.Namespace)},
+		Data:     pulumi.ToStringMap(script.Data),
+	}, inCluster.Namespaced()...)
+	if err != nil {
+		return nil, fmt.Errorf("run script: %w", err)
+	}
+	rayPlacement = rayPlacement.WaitingFor(runScript)
 	// The Ray pods and the gate start behind the namespace's NetworkPolicies.
 	for _, policy := range ray.IngressPolicies(WorkloadNamespace) {
 		// Each policy's logical name is its own name: ray-head-ingress keeps its URN.

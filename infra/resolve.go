@@ -211,9 +211,11 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		Storage:            runningAs(bp.Storage.Volume, rayTokens.ServiceAccount),
 		HeadRayCPUs:        workloads.HeadRayCPUs(c.Framework),
 		// Offline on the Ray pods only: the data preparation is what downloads.
-		Env:     slices.Concat(env, workloads.OfflineEnv()),
-		Volumes: rayTokens.Volumes,
-		Mounts:  rayTokens.Mounts,
+		Env: slices.Concat(env, workloads.OfflineEnv()),
+		// run.sh, which the entrypoint runs on the head, from its ConfigMap; the token the Ray
+		// pods read.
+		Volumes: append([]corev1.Volume{workloads.RunScriptVolume()}, rayTokens.Volumes...),
+		Mounts:  append([]corev1.VolumeMount{workloads.RunScriptMount()}, rayTokens.Mounts...),
 	}
 
 	if c.Gate.Enabled {

@@ -486,10 +486,10 @@ func TestRenderedCommandsPassTheFrameworksChecks(t *testing.T) {
 				bp := plantest.Resolve(t, stack, switchTo[string(fw)]...)
 				words, err := shlex.Split(bp.Run.RayJob.Spec.Entrypoint)
 				require.NoError(t, err)
-				// The framework's command follows run.sh: `env ... bash -c <run.sh> gke-rl-run ...`.
+				// The framework's command follows run.sh: `env ... bash /etc/gke-rl/run.sh ...`.
 				prep := slices.Index(words, "bash")
-				require.Equal(t, "gke-rl-run", words[prep+3])
-				words = words[prep+4:]
+				require.Equal(t, workloads.RunScriptPath, words[prep+1])
+				words = words[prep+2:]
 				recipe := ""
 				for i, w := range words {
 					if w == "--config" {

@@ -468,15 +468,35 @@ func validateJobBounds(c *Config, errs *Errors) {
 	if steps, basis, ok := runSteps(c); ok && j.CheckpointPeriod > steps && j.CheckpointPeriod > 0 {
 		errs.Add("job.checkpointPeriod", "%d steps is longer than the run (%d steps: %s): no checkpoint would be saved, and a preempted run would start over; allowed: 1 to %d", j.CheckpointPeriod, steps, basis, steps)
 	}
-	// A save writes the new checkpoint before the oldest is removed: keepCheckpoints + 1 must fit.
-	// Only against a valid capacity (validateStorage runs first): a wrong size is its own error.
+	// The checkpoints the volume holds at their peak must fit. Only against a valid capacity
+	// (validateStorage runs first): a wrong size is its own error.
 	if e := estimateCheckpoint(c); e != nil && c.Storage.Type == kinds.Lustre && j.KeepCheckpoints > 0 && !errs.Has("storage.capacityGib") {
 		capacityGB := float64(c.Storage.CapacityGiB) * (1 << 30) / 1e9
-		if need := float64(j.KeepCheckpoints+1) * e.GB; need > capacityGB {
-			errs.Add("job.keepCheckpoints", "%d checkpoints plus the one being saved need %.0f GB (%.0f GB each), more than the Lustre instance's %.0f GB (storage.capacityGib %d); allowed: at most %d, or a larger storage.capacityGib",
-				j.KeepCheckpoints, need, e.GB, capacityGB, c.Storage.CapacityGiB, max(int(capacityGB/e.GB)-1, 0))
+		fits := func(keep int) bool { peak, _ := checkpointsAtPeak(c, keep); return float64(peak)*e.GB <= capacityGB }
+		if !fits(j.KeepCheckpoints) {
+			allowed := j.KeepCheckpoints
+			for allowed > 0 && !fits(allowed) {
+				allowed--
+			}
+			peak, why := checkpointsAtPeak(c, j.KeepCheckpoints)
+			errs.Add("job.keepCheckpoints", "%d checkpoints at the peak (%s) need %.0f GB (%.0f GB each), more than the Lustre instance's %.0f GB (storage.capacityGib %d); allowed: at most %d, or a larger storage.capacityGib",
+				peak, why, float64(peak)*e.GB, e.GB, capacityGB, c.Storage.CapacityGiB, allowed)
 		}
 	}
+}
+
+// checkpointsAtPeak is how many checkpoints the shared volume holds at most during a run that
+// keeps keep, and why. A save writes the new checkpoint before the oldest is removed: keepCheckpoints + 1. verl
+// rotates only the checkpoints its own process saved (v0.6.0, verl/utils/checkpoint/
+// checkpoint_manager.py: previous_saved_paths starts empty), so in a retried run those of the
+// earlier attempt (run.sh leaves keepCheckpoints of them) stay beside the new attempt's
+// keepCheckpoints until the next attempt starts: twice keepCheckpoints (verl removes before it
+// saves).
+func checkpointsAtPeak(c *Config, keep int) (int, string) {
+	if c.Framework == kinds.Verl && c.Job.BackoffLimit > 0 {
+		return 2 * keep, "verl keeps an earlier attempt's checkpoints beside a retry's until the next attempt"
+	}
+	return keep + 1, "the one being saved beside those kept"
 }
 
 // oneOf records an error unless value is one of allowed, and reports whether it is.

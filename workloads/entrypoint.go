@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"al.essio.dev/pkg/shellescape"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"gke-rl/infra/kinds"
 	"gke-rl/workloads/frameworkconfig"
@@ -108,6 +111,48 @@ func NeMoRLOverrides(r Run) []Override {
 //go:embed run.sh
 var runScript string
 
+// The run's script reaches the Ray pods as a file of a ConfigMap, not inlined in the entrypoint:
+// Ray shows every job's entrypoint (`ray job list`, the dashboard) and stores it with the job,
+// and run.sh with its comments is some 7 KB. The entrypoint stays a short command that names it.
+const (
+	// RunScriptConfigMap holds run.sh (key RunScriptKey) in the workload namespace.
+	RunScriptConfigMap = "gke-rl-run-script"
+	RunScriptKey       = "run.sh"
+	// RunScriptDir is where the Ray pods mount it, read-only.
+	RunScriptDir    = "/etc/gke-rl"
+	runScriptVolume = "run-script"
+)
+
+// RunScriptPath is run.sh's path on the Ray pods.
+var RunScriptPath = path.Join(RunScriptDir, RunScriptKey)
+
+// RunScript is run.sh, what RunScriptPath holds.
+func RunScript() string { return runScript }
+
+// RunScriptObject is the ConfigMap that holds run.sh. A new release of the script updates it in
+// place: the kubelet swaps the mounted file atomically, so an attempt that is running keeps
+// reading the script it started with, and the next attempt runs the new one.
+func RunScriptObject(namespace string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: RunScriptConfigMap, Namespace: namespace},
+		Data:       map[string]string{RunScriptKey: runScript},
+	}
+}
+
+// RunScriptVolume and RunScriptMount put RunScriptObject's file at RunScriptPath, read-only.
+func RunScriptVolume() corev1.Volume {
+	return corev1.Volume{Name: runScriptVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: RunScriptConfigMap},
+		DefaultMode:          ptr.To(int32(0o444)),
+	}}}
+}
+
+// RunScriptMount mounts RunScriptVolume at RunScriptDir.
+func RunScriptMount() corev1.VolumeMount {
+	return corev1.VolumeMount{Name: runScriptVolume, MountPath: RunScriptDir, ReadOnly: true}
+}
+
 // NeMoRLConvertedDir is where NeMo RL v0.5.0 converts a Hugging Face model to Megatron's format
 // on its first attempt: $HF_HOME/nemo_rl/<model name>, a local path's name as
 // model_<path with _> (nemo_rl/models/policy/utils.py get_megatron_checkpoint_dir;
@@ -132,9 +177,9 @@ const (
 	RetryPollSeconds = 30
 )
 
-// Command is the entrypoint of a run: run.sh with its values, then the framework's command
-// line. It is one list of words with no shell operator, so that it means the same to whichever
-// shell splits it (the submitter's, Ray's `/bin/sh -c` on the head).
+// Command is the entrypoint of a run: run.sh (the file at RunScriptPath) with its values, then
+// the framework's command line. It is one list of words with no shell operator, so that it means
+// the same to whichever shell splits it (the submitter's, Ray's `/bin/sh -c` on the head).
 func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 	attempts := max(r.Attempts, 1)
 	env := []string{
@@ -153,8 +198,8 @@ func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 		env = append(env, "CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.ModelDir()))
 	}
 	words := append([]string{"env"}, env...)
-	// `bash -c SCRIPT NAME ARGS...`: NAME is the script's $0, ARGS its "$@".
-	words = append(words, "bash", "-c", runScript, "gke-rl-run")
+	// `bash FILE ARGS...`: ARGS are the script's "$@".
+	words = append(words, "bash", RunScriptPath)
 	return shellescape.QuoteCommand(append(words, argv...))
 }
 

@@ -18,11 +18,22 @@ import (
 	"gke-rl/workloads"
 )
 
-// runEntrypoint runs an entrypoint's words (`env VAR=... bash -c <run.sh> gke-rl-run ...`)
-// with some of run.sh's values replaced, as the shell on the Ray head would run it.
+// onHead is an entrypoint with run.sh's path on the Ray head moved to a file that holds what its
+// ConfigMap holds, as the head's mount would.
+func onHead(t *testing.T, entrypoint string) string {
+	t.Helper()
+	require.Contains(t, entrypoint, " "+workloads.RunScriptPath+" ", "the entrypoint runs run.sh from its ConfigMap's mount")
+	script := filepath.Join(t.TempDir(), workloads.RunScriptKey)
+	require.NoError(t, os.WriteFile(script, []byte(workloads.RunScriptObject("gke-rl").Data[workloads.RunScriptKey]), 0o444))
+	return strings.ReplaceAll(entrypoint, " "+workloads.RunScriptPath+" ", " "+script+" ")
+}
+
+// runEntrypoint runs an entrypoint's words (`env VAR=... bash /etc/gke-rl/run.sh ...`) with some
+// of run.sh's values replaced, as the shell on the Ray head would run it, run.sh's path moved
+// to a file that holds what its ConfigMap holds.
 func runEntrypoint(t *testing.T, entrypoint string, ray clitest.Replay, set map[string]string) (string, int) {
 	t.Helper()
-	ws := words(t, entrypoint)
+	ws := words(t, onHead(t, entrypoint))
 	for i, w := range ws {
 		if k, _, ok := strings.Cut(w, "="); ok && set[k] != "" && i < len(ws)-1 {
 			ws[i] = k + "=" + set[k]

@@ -50,15 +50,14 @@ func overrides(ws []string) map[string]string {
 }
 
 // framework are an entrypoint's words after run.sh, which runs them in attempts:
-// `env VAR=... bash -c <run.sh> gke-rl-run ...`.
+// `env VAR=... bash /etc/gke-rl/run.sh ...`.
 func framework(t *testing.T, ws []string) []string {
 	t.Helper()
 	require.Equal(t, "env", ws[0])
 	i := slices.Index(ws, "bash")
 	require.Positive(t, i)
-	require.Equal(t, "-c", ws[i+1])
-	require.Equal(t, "gke-rl-run", ws[i+3])
-	return ws[i+4:]
+	require.Equal(t, workloads.RunScriptPath, ws[i+1])
+	return ws[i+2:]
 }
 
 // runEnv are the values an entrypoint gives run.sh.
@@ -488,7 +487,7 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 			for _, p := range tc.before {
 				create(p)
 			}
-			res := clitest.Run(t, nil, bash, "-c", workloads.Command(tc.framework, r, r.Layout.Root, []string{"true"}))
+			res := clitest.Run(t, nil, bash, "-c", onHead(t, workloads.Command(tc.framework, r, r.Layout.Root, []string{"true"})))
 			require.Equal(t, 0, res.Code, res.Stderr)
 			res.Stdout = strings.Replace(res.Stdout, "gke-rl run: attempt 1 of 1\n", "", 1)
 			for _, p := range append(slices.Clone(tc.before), tc.after...) {
