@@ -47,6 +47,9 @@ type Blueprint struct {
 	Bill cost.Bill
 	// Warnings are worth a look but do not stop the deployment.
 	Warnings Errors
+	// Placeholders are the shipped placeholders the stack still holds: the plan names them,
+	// `pulumi preview` and `pulumi up` refuse them.
+	Placeholders Errors
 }
 
 // StoragePlan is the shared storage: one of Lustre and Bucket is set.

@@ -27,18 +27,20 @@ import (
 )
 
 // Program is the Pulumi program: LoadConfig → Resolve → warnings → Deploy → exports. It reads
-// the names of the stack's config keys from the engine's environment.
+// the names of the stack's config keys from the engine's environment, and refuses a stack that
+// still holds the shipped placeholders (PlaceholderError) before registering anything.
 func Program(ctx *pulumi.Context) error {
-	return ProgramWithKeys(EnvConfigKeys())(ctx)
+	return program(ctx, EnvConfigKeys(), true)
 }
 
 // ProgramWithKeys is Program for a stack whose config keys are known otherwise, as the offline
-// planner knows them from the stack file.
+// planner knows them from the stack file. It plans a stack with placeholders, which its warnings
+// name: the plan of a fresh clone's shipped stacks needs no edit.
 func ProgramWithKeys(presentKeys []string) pulumi.RunFunc {
-	return func(ctx *pulumi.Context) error { return program(ctx, presentKeys) }
+	return func(ctx *pulumi.Context) error { return program(ctx, presentKeys, false) }
 }
 
-func program(ctx *pulumi.Context, presentKeys []string) error {
+func program(ctx *pulumi.Context, presentKeys []string, refusePlaceholders bool) error {
 	cfg, err := LoadConfig(ctx, presentKeys)
 	if err != nil {
 		return err
@@ -46,6 +48,9 @@ func program(ctx *pulumi.Context, presentKeys []string) error {
 	bp, err := Resolve(cfg)
 	if err != nil {
 		return err
+	}
+	if len(bp.Placeholders) > 0 && refusePlaceholders {
+		return &PlaceholderError{Placeholders: bp.Placeholders}
 	}
 	for _, w := range bp.Warnings {
 		if err := ctx.Log.Warn(w.Error(), nil); err != nil {

@@ -19,11 +19,20 @@ import (
 	"gke-rl/infra/recorder"
 )
 
+// yours replaces the shipped stacks' placeholders by values of a user's own, as the README's
+// first steps do.
+var yours = []string{"gcp:project=acme-rl", "cluster.authorizedNetworks[0]=35.235.240.0/20", "gpu.reservation=acme-h200"}
+
 // runProgram runs infra.Program itself, as `pulumi up` does: the config keys come from the
-// engine's environment variable.
+// engine's environment variable. The placeholders are replaced unless the test names its own
+// overrides of them.
 func runProgram(t *testing.T, stack string, overrides ...string) (*recorder.Recording, error) {
 	t.Helper()
-	sc, err := plan.LoadStackConfig(plantest.RepoRoot(), stack, overrides)
+	base := yours
+	if stack != "h200-reserved" {
+		base = yours[:2] // the others take no reservation
+	}
+	sc, err := plan.LoadStackConfig(plantest.RepoRoot(), stack, append(slices.Clone(base), overrides...))
 	require.NoError(t, err)
 	env, err := json.Marshal(sc.Values)
 	require.NoError(t, err)
@@ -123,4 +132,31 @@ func TestRenamedResourcesKeepTheirURNs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A stack that still holds the shipped placeholders is refused by the program under the engine
+// (`pulumi preview`, `pulumi up`) before anything is registered, each named with the command
+// that sets it; the offline plan shows the same stack.
+func TestProgramRefusesThePlaceholders(t *testing.T) {
+	rec, err := runProgram(t, "h200-reserved", "gcp:project=your-project-id", "cluster.authorizedNetworks[0]=203.0.113.7/32", "gpu.reservation=your-h200-reservation")
+	var refused *infra.PlaceholderError
+	require.ErrorAs(t, err, &refused)
+	assert.Empty(t, rec.Resources, "nothing registered")
+	var keys []string
+	for _, p := range refused.Placeholders {
+		keys = append(keys, p.Key)
+	}
+	assert.Equal(t, []string{"gcp:project", "cluster.authorizedNetworks[0]", "gpu.reservation"}, keys)
+	assert.Contains(t, err.Error(), "pulumi config set gcp:project <project-id>")
+	assert.Contains(t, err.Error(), `pulumi config set --path 'cluster.authorizedNetworks[0]' "$(curl -4 -s ifconfig.me)/32"`)
+	assert.Contains(t, err.Error(), "pulumi config set --path gpu.reservation <name>")
+
+	// Any documentation address is a placeholder; a real one is not.
+	_, err = runProgram(t, "b200-spot", "cluster.authorizedNetworks[0]=198.51.100.0/24")
+	require.ErrorAs(t, err, &refused)
+	_, err = runProgram(t, "b200-spot")
+	require.NoError(t, err)
+
+	planned := plantest.Plan(t, "h200-reserved")
+	assert.Len(t, planned.Placeholders, 3, "the plan of the shipped stack names them and goes on")
 }

@@ -70,6 +70,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 		// The pods that read a token run as its reader, which mounts the bucket too.
 		b.Readers = bp.Tokens.Readers()
 	}
+	bp.Placeholders = placeholders(c)
 	bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
 	bp.Bill = billOf(c, bp)
 	if c.Monitoring.Enabled {

@@ -109,6 +109,12 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	if *prices != "" {
 		result.Price(extra)
 	}
+	for _, p := range result.Placeholders {
+		fmt.Fprintf(stderr, "placeholder: %s: %s\n", p.Key, p.Message)
+	}
+	if len(result.Placeholders) > 0 {
+		fmt.Fprintf(stderr, "placeholder: `pulumi preview` and `pulumi up` refuse a stack with placeholders; this plan shows it with them\n")
+	}
 	for _, w := range result.Warnings {
 		fmt.Fprintf(stderr, "warning: %s: %s\n", w.Key, w.Message)
 	}

@@ -35,6 +35,9 @@ type Result struct {
 	Outputs map[string]any
 	// Warnings are what `pulumi up` logs as warnings: worth a look, not fatal.
 	Warnings []infra.FieldError
+	// Placeholders are the shipped placeholders the stack still holds, which `pulumi preview`
+	// and `pulumi up` refuse (infra.PlaceholderError).
+	Placeholders []infra.FieldError
 	// Costs is the stack's bill priced from the shipped price table (cost.Catalog); Price
 	// re-prices it with prices of the user's.
 	Costs cost.Estimate
@@ -97,7 +100,7 @@ func Run(sc *StackConfig, stack string) (*Result, error) {
 		return nil, err
 	}
 	return &Result{
-		Recording: recording, Stack: stack, Project: sc.Project, Blueprint: bp, Outputs: outputs, Warnings: bp.Warnings,
+		Recording: recording, Stack: stack, Project: sc.Project, Blueprint: bp, Outputs: outputs, Warnings: bp.Warnings, Placeholders: bp.Placeholders,
 		Costs: bp.Bill.Price(cost.Catalog),
 	}, nil
 }

@@ -267,3 +267,18 @@ func TestJSONPlanRefersToManifests(t *testing.T) {
 	}
 	assert.Equal(t, len(files), refs, "one reference per manifest")
 }
+
+// The plan of a shipped stack works on a fresh clone and names each placeholder with the
+// command that sets it; a stack of the user's own values names none.
+func TestPlanFlagsThePlaceholders(t *testing.T) {
+	code, _, errOut := runMain(t, "--stack", "h200-reserved")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "placeholder: gcp:project: \"your-project-id\" is the shipped placeholder; set your project: pulumi config set gcp:project <project-id>")
+	assert.Contains(t, errOut, "placeholder: cluster.authorizedNetworks[0]: 203.0.113.7/32 is the shipped placeholder")
+	assert.Contains(t, errOut, "placeholder: gpu.reservation: \"your-h200-reservation\" is the shipped placeholder")
+	assert.Contains(t, errOut, "`pulumi preview` and `pulumi up` refuse a stack with placeholders")
+
+	code, _, errOut = runMain(t, "--stack", "b200-spot", "--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=35.235.240.0/20")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.NotContains(t, errOut, "placeholder:")
+}

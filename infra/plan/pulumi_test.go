@@ -16,8 +16,9 @@ import (
 	"gke-rl/infra/plan/plantest"
 )
 
-// workstationIP stands for `$(curl -4 -s ifconfig.me)` in the documented commands.
-const workstationIP = "203.0.113.9"
+// workstationIP stands for `$(curl -4 -s ifconfig.me)` in the documented commands: an address
+// out of the documentation ranges, which the program takes for the shipped placeholder.
+const workstationIP = "100.64.0.9"
 
 // runsOffline reports whether a pulumi command works on a local state backend without the cloud
 // or the providers' plugins: logging in to it, creating and selecting stacks, setting config.
@@ -71,6 +72,20 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 		require.Zero(t, code, out)
 	}
 
+	// The README copies a shipped stack file to a stack of the user's own before configuring it:
+	// its cp commands run here, with the real cp.
+	copied := 0
+	for _, cmd := range documentedCommandsOf(t, "cp") {
+		if len(cmd.Args) == 3 && strings.HasPrefix(cmd.Args[1], "Pulumi.") && strings.HasPrefix(cmd.Args[2], "Pulumi.my-") {
+			r := clitest.RunIn(t, work, env, "cp", cmd.Args[1:]...)
+			require.Zero(t, r.Code, r.Stderr)
+			copied++
+		}
+	}
+	require.Positive(t, copied, "the README copies a stack file")
+	shipped, err := os.ReadFile(filepath.Join(work, "Pulumi.smoke.yaml"))
+	require.NoError(t, err)
+
 	cmds := documentedCommandsOf(t, "pulumi")
 	seen := map[string]bool{}
 	ran, parsed := 0, 0
@@ -104,16 +119,21 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 	assert.GreaterOrEqual(t, ran, 5, "the README's deploy steps ran")
 	assert.GreaterOrEqual(t, parsed, 5)
 
-	smoke, err := os.ReadFile(filepath.Join(work, "Pulumi.smoke.yaml"))
+	smoke, err := os.ReadFile(filepath.Join(work, "Pulumi.my-smoke.yaml"))
 	require.NoError(t, err)
 	assert.Contains(t, string(smoke), "\nencryptionsalt: ", "creating the stack adds encryptionsalt, as the README says")
+	after, err := os.ReadFile(filepath.Join(work, "Pulumi.smoke.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, string(shipped), string(after), "the shipped stack file stays as it is")
 	for _, stack := range plantest.Stacks {
 		var stdout, stderr bytes.Buffer
 		code := plan.Main([]string{"--stack", stack}, work, &stdout, &stderr)
 		assert.Equal(t, plan.ExitOK, code, "%s after the documented config commands:\n%s", stack, stderr.String())
 	}
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, plan.ExitOK, plan.Main([]string{"--stack", "smoke", "--json"}, work, &stdout, &stderr), stderr.String())
+	require.Equal(t, plan.ExitOK, plan.Main([]string{"--stack", "my-smoke", "--json"}, work, &stdout, &stderr), stderr.String())
+	assert.NotContains(t, stderr.String(), "placeholder:", "the README's steps replace every placeholder of smoke")
 	assert.Contains(t, stdout.String(), workstationIP+"/32", "the authorized network the README sets reaches the cluster")
 	assert.Contains(t, stdout.String(), "gke-rl-smoke-hf-token", "tokens.huggingFace set by the README turns the token on")
+	assert.Contains(t, stdout.String(), `"project": "my-project-id"`, "the project the README sets")
 }
