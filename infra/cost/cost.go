@@ -5,10 +5,12 @@
 package cost
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // HoursPerMonth is the month Google's price lists use (730 hours).
@@ -209,4 +211,70 @@ func Dollars(usd float64) string {
 		b.WriteRune(d)
 	}
 	return fmt.Sprintf("$%s.%02d", b.String(), frac)
+}
+
+// Unmatched are the SKUs of extra that no line of the bill prices, sorted, each with the bill's
+// SKUs it could have meant: a price file entry that matches nothing (a misspelt name, another
+// region) would otherwise be ignored without a word while the total still lacks that line.
+func (b Bill) Unmatched(extra Table) []Mismatch {
+	used := map[SKU]bool{}
+	for _, l := range b.Lines {
+		used[l.SKU] = true
+	}
+	var out []Mismatch
+	for s := range extra.Prices {
+		if used[s] {
+			continue
+		}
+		m := Mismatch{SKU: s}
+		for u := range used {
+			if u.Name == s.Name || normalized(u.Name) == normalized(s.Name) || strings.HasPrefix(u.Name, family(s.Name)) {
+				m.Candidates = append(m.Candidates, u)
+			}
+		}
+		slices.SortFunc(m.Candidates, compareSKU)
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Mismatch) int { return compareSKU(a.SKU, b.SKU) })
+	return out
+}
+
+// Mismatch is a price file entry that matches no line of a bill, and the bill's SKUs it could
+// have meant (same name elsewhere, the same name spelt otherwise, the same machine family).
+type Mismatch struct {
+	SKU        SKU
+	Candidates []SKU
+}
+
+func (m Mismatch) String() string {
+	msg := m.SKU.String() + " prices no line of this stack's bill, and is ignored"
+	if len(m.Candidates) == 0 {
+		return msg
+	}
+	names := make([]string, len(m.Candidates))
+	for i, c := range m.Candidates {
+		names[i] = fmt.Sprintf("%q in %s", c.Name, c.Region)
+	}
+	return msg + "; did you mean " + strings.Join(names, " or ") + "?"
+}
+
+// normalized is a SKU name without its separators: "a4-highgpu-8g-spot" and
+// "a4-highgpu-8g/spot" are the same.
+func normalized(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '/' || r == '_' || r == ' ' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, name)
+}
+
+// family is a SKU name's first part: a machine series ("a4") or a product ("lustre").
+func family(name string) string {
+	f, _, _ := strings.Cut(name, "-")
+	return f + "-"
+}
+
+func compareSKU(a, b SKU) int {
+	return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Region, b.Region))
 }

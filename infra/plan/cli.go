@@ -107,7 +107,9 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	}
 
 	if *prices != "" {
-		result.Price(extra)
+		for _, m := range result.Price(extra) {
+			fmt.Fprintf(stderr, "warning: --prices %s: %s\n", *prices, m)
+		}
 	}
 	for _, p := range result.Placeholders {
 		fmt.Fprintf(stderr, "placeholder: %s: %s\n", p.Key, p.Message)

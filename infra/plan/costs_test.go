@@ -97,6 +97,20 @@ func TestCLIPricesFileAddsPrices(t *testing.T) {
 	assert.Regexp(t, `\n  per hour while training  \$10\.92\n`, out, "every item priced: a total, not a bound")
 	assert.Regexp(t, `\n    GPU nodes +1 × a4-highgpu-8g, spot, us-east1-b +training \$10\.00/h, idle \$0\.00/month; \$10 per hour \(2026-11-30\)`, out)
 
+	assert.NotContains(t, errOut, "prices no line", "every entry priced a line")
+
+	// An entry that prices nothing is named, with the lines it could have meant.
+	typo := filepath.Join(t.TempDir(), "typo.json")
+	require.NoError(t, os.WriteFile(typo, []byte(`{"date": "2026-11-30", "source": "my billing console", "prices": [
+		{"sku": "a4-highgpu-8g-spot", "region": "us-east1", "usd": 10},
+		{"sku": "a4-highgpu-8g/spot", "region": "us-central1", "usd": 10},
+		{"sku": "tpu-v5p", "region": "us-east1", "usd": 4}]}`), 0o600))
+	code, _, errOut = runMain(t, "--stack", "smoke", "--prices", typo)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "warning: --prices "+typo+`: a4-highgpu-8g-spot in us-east1 prices no line of this stack's bill, and is ignored; did you mean "a4-highgpu-8g/spot" in us-east1?`)
+	assert.Contains(t, errOut, "warning: --prices "+typo+`: a4-highgpu-8g/spot in us-central1 prices no line of this stack's bill, and is ignored; did you mean "a4-highgpu-8g/spot" in us-east1?`)
+	assert.Contains(t, errOut, "warning: --prices "+typo+`: tpu-v5p in us-east1 prices no line of this stack's bill, and is ignored`+"\n")
+
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"date": "yesterday", "source": "x", "prices": []}`), 0o600))
 	code, out, errOut = runMain(t, "--stack", "smoke", "--prices", bad)

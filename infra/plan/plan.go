@@ -43,9 +43,11 @@ type Result struct {
 	Costs cost.Estimate
 }
 
-// Price prices the stack's bill from the shipped table with extra's prices added.
-func (r *Result) Price(extra cost.Table) {
+// Price prices the stack's bill from the shipped table with extra's prices added, and returns
+// extra's entries that price no line of the bill.
+func (r *Result) Price(extra cost.Table) []cost.Mismatch {
 	r.Costs = r.Blueprint.Bill.Price(cost.Catalog.With(extra))
+	return r.Blueprint.Bill.Unmatched(extra)
 }
 
 // SecretPlaceholder stands for a secret value wherever the plan prints one.
