@@ -110,14 +110,15 @@ func TestCLITreeShowsTheOutputs(t *testing.T) {
 }
 
 func TestCLIPrintsWarningsOnStderrAndStillPlans(t *testing.T) {
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--config", "storage.checkpointBudgetSeconds=60")
+	yours := []string{"--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=35.235.240.0/20"}
+	code, out, errOut := runMain(t, append([]string{"--stack", "b200-spot", "--config", "storage.checkpointBudgetSeconds=60"}, yours...)...)
 	require.Equal(t, plan.ExitOK, code, errOut)
 	assert.Regexp(t, `resources to create`, out)
 	assert.Equal(t, "warning: storage.checkpointBudgetSeconds: ", errOut[:len("warning: storage.checkpointBudgetSeconds: ")])
 	assert.Contains(t, errOut, "over the 60 s budget")
 
-	_, _, quiet := runMain(t, "--stack", "b200-spot")
-	assert.Empty(t, quiet, "no warning within the default budget")
+	_, _, quiet := runMain(t, append([]string{"--stack", "b200-spot"}, yours...)...)
+	assert.Empty(t, quiet, "no warning within the default budget, no placeholder left")
 }
 
 func TestCLIInvalidConfigPrintsOnlyErrors(t *testing.T) {
