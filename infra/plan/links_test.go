@@ -1,0 +1,70 @@
+package plan_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/plan/plantest"
+)
+
+var (
+	// markdownLink is a link of the README or the docs to a file of the repository, with or
+	// without a section: [text](path#section) or [text](#section).
+	markdownLink = regexp.MustCompile(`\]\(([^)\s]*)\)`)
+	heading      = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
+	// notInSlug is what GitHub drops from a heading's text to make its anchor: everything but
+	// letters, digits, spaces, hyphens and underscores.
+	notInSlug = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+)
+
+// anchors are the section anchors GitHub makes for a Markdown file's headings: lower case,
+// punctuation dropped, spaces as hyphens.
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range heading.FindAllStringSubmatch(text, -1) {
+		slug := strings.ReplaceAll(notInSlug.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
+		out[slug] = true
+	}
+	return out
+}
+
+// Every link of the README and the docs to a file of the repository resolves: the file exists,
+// and its section, when the link names one, is a heading of that file. Text that cites a
+// section by name ("see Deploy") is not a link and is not checked here.
+func TestInternalLinksResolve(t *testing.T) {
+	root := plantest.RepoRoot()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	checked := 0
+	for _, doc := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, doc)
+		for _, m := range markdownLink.FindAllStringSubmatch(string(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || target == "" {
+				continue
+			}
+			path, section, _ := strings.Cut(target, "#")
+			file := doc
+			if path != "" {
+				file = filepath.Join(filepath.Dir(doc), path)
+			}
+			body, err := os.ReadFile(file)
+			if !assert.NoError(t, err, "%s links to %s, which does not exist", rel, target) {
+				continue
+			}
+			if section != "" {
+				assert.True(t, anchors(string(body))[section], "%s links to %s: no such section in %s", rel, target, path)
+			}
+			checked++
+		}
+	}
+	assert.Greater(t, checked, 10)
+}
