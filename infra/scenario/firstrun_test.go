@@ -31,6 +31,9 @@ func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	calls, err := os.ReadFile(filepath.Join(py, "calls"))
 	require.NoError(t, err)
 	assert.Equal(t, "download dataset openai/gsm8k\nconvert "+filepath.Join(volume, "verl", workloads.VerlSourceTag, "examples/data_preprocess/gsm8k.py")+"\ndownload model Qwen/Qwen2.5-0.5B-Instruct\n", string(calls))
+	// Each download filled its own directory on the volume, the model where the run loads it.
+	assert.FileExists(t, filepath.Join(volume, "models", "Qwen/Qwen2.5-0.5B-Instruct@7ae557604adf67be50417f59c2c2f167def9a775", "stand-in"))
+	assert.FileExists(t, filepath.Join(volume, "datasets", "hub", "openai/gsm8k@740312add88f781978c0658806c59bc2815b9866", "stand-in"))
 
 	// A second preparation (the Job retried, or `up` again) skips every step.
 	out, code = runPrep(t, bp, standIn, commit, py)

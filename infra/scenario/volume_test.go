@@ -43,9 +43,10 @@ func verlRedirect(standIn string) []string {
 }
 
 // downloads is a directory holding a python3 that stands for the data preparation's Python
-// steps, which need the network: the Hugging Face downloads (hub_fetch.py, whose last argument
-// is the directory it fills) and verl's conversion (--local_save_dir). It fills the directory
-// with one file and logs its arguments' first words to calls.
+// steps, which need the network: the Hugging Face downloads (`python3 -c <hub_fetch.py> KIND
+// REPO REVISION [DIR]`: DIR, when given, is the directory it fills, the Hub cache otherwise) and
+// verl's conversion (--local_save_dir). It fills the directory with one file and logs its
+// arguments' first words to calls.
 func downloads(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -57,7 +58,7 @@ for a in "$@"; do
   [[ $prev == --local_save_dir ]] && out=$a
   prev=$a
 done
-if [[ $1 == -c ]]; then out=${5:-$HOME/hub-cache}; echo "download $3 $4" >>"$(dirname "$0")/calls"
+if [[ $1 == -c ]]; then out=${6:-$HOME/hub-cache}; echo "download $3 $4" >>"$(dirname "$0")/calls"
 else echo "convert $1" >>"$(dirname "$0")/calls"; fi
 mkdir -p "$out"
 echo data >"$out/stand-in"
