@@ -226,3 +226,35 @@ func TestDocsGateSampleIsTheGatesOutput(t *testing.T) {
 		assert.True(t, strings.Contains(string(text), sample), "%s's gateResults sample should be:\n%s", doc, sample)
 	}
 }
+
+// Each shipped stack's rendered NCCL gate, run on fake nodes that replay recorded runs: smoke's
+// single node goes over its NICs with gIB (Google's recorded INFO lines and table), the others
+// across their nodes at the machine's default minimum; on b200-spot's eight nodes a node whose
+// pairs give NCCL no figure is named.
+func TestShippedStacksGatesPassHealthyNodesAndNameABrokenOne(t *testing.T) {
+	for _, tc := range []struct {
+		stack         string
+		node          gatetest.Node
+		want, minimum string
+	}{
+		{"smoke", gatetest.Node{GPUs: "8", ECC: "0", NCCLInfo: "nccl-gib-info-lines.txt", NCCL: "nccl-all_gather-a4-gib-2node-vms.txt"}, "on one node over its RDMA NICs", "(minimum 25)"},
+		{"h200-reserved", gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}, "over 2 nodes", "(minimum 244)"},
+		{"b200-spot", gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}, "over 8 nodes", "(minimum 195)"},
+	} {
+		t.Run(tc.stack, func(t *testing.T) {
+			bp := plantest.Resolve(t, tc.stack, "gate.enabled=true")
+			require.NotNil(t, bp.Run.Gate)
+			out, err := tc.node.Run(t, bp.Run.Gate.NCCL)
+			require.NoError(t, err, out)
+			assert.Contains(t, out, "gate: NCCL all_gather "+tc.want+": bus bandwidth ")
+			assert.Contains(t, out, tc.minimum)
+		})
+	}
+	// The broken node gives the whole all_gather no figure; the ring's pairs without it pass the
+	// default minimum.
+	bp := plantest.Resolve(t, "b200-spot", "gate.enabled=true")
+	broken := bp.Run.Gate.NCCL.Name + "-5"
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Broken: broken}.Run(t, bp.Run.Gate.NCCL)
+	require.Error(t, err, out)
+	assert.Contains(t, out, "gate: FAILED: NCCL is below the minimum; slow in both of its pairs: "+broken+" (drain it")
+}
