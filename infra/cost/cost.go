@@ -79,9 +79,15 @@ type Table struct {
 	Prices map[SKU]Price
 }
 
-// Lookup returns the unit price of a SKU.
+// AnyRegion is the region of a price that is the same in every region (GKE's cluster fee).
+const AnyRegion = "*"
+
+// Lookup returns the unit price of a SKU: its region's, or the one of every region.
 func (t Table) Lookup(s SKU) (Price, bool) {
-	p, ok := t.Prices[s]
+	if p, ok := t.Prices[s]; ok {
+		return p, ok
+	}
+	p, ok := t.Prices[SKU{Name: s.Name, Region: AnyRegion}]
 	return p, ok
 }
 
@@ -194,7 +200,9 @@ func (t Total) String() string {
 	case t.KnownUSD == 0:
 		return "unknown (" + strings.Join(t.Unknown, ", ") + ")"
 	default:
-		return fmt.Sprintf("at least %s (unknown: %s)", Dollars(t.KnownUSD), strings.Join(t.Unknown, ", "))
+		// The unknown items first: the known part alone would read as the cost, and the GPU
+		// nodes, the bulk of any bill, are the ones a table most often lacks.
+		return fmt.Sprintf("unknown: %s have no price (plan --prices FILE adds them); the rest: %s", strings.Join(t.Unknown, ", "), Dollars(t.KnownUSD))
 	}
 }
 

@@ -59,7 +59,7 @@ func TestAnUnknownQuantityIsUnknownEvenWithAPrice(t *testing.T) {
 
 func TestTotalsSayWhatTheyLack(t *testing.T) {
 	assert.Equal(t, "$1,234.57", Total{KnownUSD: 1234.567}.String())
-	assert.Equal(t, "at least $0.82 (unknown: GPU nodes, Lustre instance)",
+	assert.Equal(t, "unknown: GPU nodes, Lustre instance have no price (plan --prices FILE adds them); the rest: $0.82",
 		Total{KnownUSD: 0.8215, Unknown: []string{"GPU nodes", "Lustre instance"}}.String())
 	assert.Equal(t, "unknown (GPU nodes)", Total{Unknown: []string{"GPU nodes"}}.String())
 	assert.Equal(t, "unknown", Amount{}.String())
@@ -124,9 +124,12 @@ func TestTheCatalogIsDatedAndHasOnlyPositivePrices(t *testing.T) {
 	for _, s := range []Source{CatalogSource, FeeSource} {
 		assert.Regexp(t, `^\d{4}-\d{2}-\d{2}$`, s.Date)
 	}
-	// Every region with a machine price has the cluster fee.
-	for sku := range Catalog.Prices {
-		_, ok := Catalog.Lookup(SKU{Name: "gke-cluster", Region: sku.Region})
-		assert.True(t, ok, sku.Region)
+	// The cluster fee is the same in every region, those without a machine price included.
+	for _, region := range []string{"us-east1", "europe-west2", "me-central2"} {
+		p, ok := Catalog.Lookup(SKU{Name: "gke-cluster", Region: region})
+		assert.True(t, ok, region)
+		assert.InDelta(t, 0.10, p.USD, 1e-9)
 	}
+	_, ok := Catalog.Lookup(SKU{Name: "n2-standard-16", Region: "me-central2"})
+	assert.False(t, ok, "a machine's price is its region's only")
 }

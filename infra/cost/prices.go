@@ -27,17 +27,11 @@ var FeeSource = Source{
 const ClusterFeeUSDPerHour = 0.10
 
 // Catalog is the shipped table: CatalogSource's prices for the regions that offer B200 or H200
-// machines (that compilation's tools/acceleratortyperegion.csv), and GKE's cluster fee there.
-var Catalog = tableOf(&CatalogSource, catalogPrices).With(clusterFees(&FeeSource, catalogPrices["n2-standard-16"]))
-
-// clusterFees prices the "gke-cluster" SKU in each region of a price list.
-func clusterFees(src *Source, regions map[string]float64) Table {
-	t := Table{Prices: map[SKU]Price{}}
-	for region := range regions {
-		t.Prices[SKU{Name: "gke-cluster", Region: region}] = Price{USD: ClusterFeeUSDPerHour, Source: src}
-	}
-	return t
-}
+// machines (that compilation's tools/acceleratortyperegion.csv), and GKE's cluster fee, the same
+// in every region (FeeSource: "applies to all GKE clusters").
+var Catalog = tableOf(&CatalogSource, catalogPrices).With(Table{Prices: map[SKU]Price{
+	{Name: "gke-cluster", Region: AnyRegion}: {USD: ClusterFeeUSDPerHour, Source: &FeeSource},
+}})
 
 // catalogPrices are USD per hour (machine types, on-demand) or per GiB-month (pd-balanced: the
 // CPU nodes' boot disks, GKE's default disk type; gcs-standard: Standard storage in a regional
