@@ -59,14 +59,7 @@ func submitterVerifying(t *testing.T, dir, tree string) (string, int, bool) {
 // the repository and the package's git tree hash (what the program pins for verl).
 func packageRepo(t *testing.T) (string, string) {
 	t.Helper()
-	dir := t.TempDir()
-	for name, body := range map[string]string{"pkg/__init__.py": "", "pkg/trainer.py": "print('v0.6.0')\n", "README.md": "verl\n"} {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "v0.6.0"}} {
-		clitest.Git(t, dir, args...)
-	}
+	dir, _ := clitest.GitRepo(t, map[string]string{"pkg/__init__.py": "", "pkg/trainer.py": "print('v0.6.0')\n", "README.md": "verl\n"})
 	return dir, clitest.Git(t, dir, "rev-parse", "HEAD:pkg")
 }
 

@@ -104,3 +104,22 @@ func Git(t testing.TB, dir string, args ...string) string {
 	}
 	return strings.TrimSpace(res.Stdout)
 }
+
+// GitRepo is a new local repository holding files (path: content) in one commit, made with the
+// real git; it returns the repository's directory and the commit.
+func GitRepo(t testing.TB, files map[string]string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "first"}} {
+		Git(t, dir, args...)
+	}
+	return dir, Git(t, dir, "rev-parse", "HEAD")
+}

@@ -18,22 +18,13 @@ import (
 // returns the repository and its commit, which stands for workloads.VerlSourceCommit.
 func verlStandIn(t *testing.T) (string, string) {
 	t.Helper()
-	dir := t.TempDir()
 	ignore, err := os.ReadFile(filepath.Join(golden.RepoRoot(), "testdata", "verl", "v0.6.0.gitignore"))
 	require.NoError(t, err)
-	files := map[string]string{
+	return clitest.GitRepo(t, map[string]string{
 		".gitignore":                        string(ignore),
 		"verl/__init__.py":                  "",
 		"examples/data_preprocess/gsm8k.py": "# stands for verl's GSM8K conversion\n",
-	}
-	for name, body := range files {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "v0.6.0"}} {
-		clitest.Git(t, dir, args...)
-	}
-	return dir, clitest.Git(t, dir, "rev-parse", "HEAD")
+	})
 }
 
 // verlRedirect makes git fetch verl's repository from the stand-in (git's url.<base>.insteadOf,
