@@ -3,6 +3,7 @@ package infra_test
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,6 +244,11 @@ func TestTokensReachPodsOnlyAsFiles(t *testing.T) {
 	for _, stack := range plantest.Stacks {
 		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "tokens.wandb=true")
 		assert.Len(t, res.OfType("kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass"), 2, "one a token")
+		providerSecrets := map[any]string{}
+		for _, class := range manifestsOf(res, "SecretProviderClass") {
+			providerSecrets[get(t, class, "metadata.name")] = fmt.Sprint(get(t, class, "spec.parameters.secrets"))
+		}
+		tokenSecretOf := map[string]string{"HF_TOKEN_PATH": "-hf-token/versions/latest", "NETRC": "-wandb-netrc/versions/latest"}
 		assert.Empty(t, res.OfType(secretType), "no token in the cluster's API or in Pulumi's state")
 		spec := clusterSpecOf(t, res)
 		pods := map[string]struct {
@@ -270,6 +276,10 @@ func TestTokensReachPodsOnlyAsFiles(t *testing.T) {
 				}
 			}
 			assert.Equal(t, []any{p.class}, classes, "%s %s mounts its token alone", stack, name)
+			// The class the pod names is one the plan creates, and it names this token's secret.
+			secrets, ok := providerSecrets[p.class]
+			require.True(t, ok, "%s %s mounts %v, which the plan does not create", stack, name, p.class)
+			assert.Contains(t, secrets, tokenSecretOf[p.env], "%s %s", stack, name)
 		}
 		rayJob := res.OfType(rayJobType)[0]
 		for _, binding := range res.OfType("gcp:secretmanager/secretIamMember:SecretIamMember") {
@@ -722,6 +732,48 @@ func TestOnlyThePodsThatReadATokenMayReadIt(t *testing.T) {
 			assert.Equal(t, map[string]bool{"rl-storage": true, "rl-hf-reader": true, "rl-wandb-reader": true}, bucketReaders, "the readers mount the bucket too")
 		} else {
 			assert.Empty(t, bucketReaders, "Lustre grants no bucket")
+		}
+	}
+}
+
+// The entrypoint runs run.sh from a path on the Ray head; that path is the file of the ConfigMap
+// the plan creates, mounted on the head of the cluster the job runs on, and the Ray objects wait
+// for the ConfigMap: what the entrypoint names is there when the head starts.
+func TestTheEntrypointsScriptIsMountedOnTheHead(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack)
+		job := one(t, res, "RayJob")
+		assert.Contains(t, get(t, job, "spec.entrypoint"), " bash "+workloads.RunScriptPath+" ", stack)
+
+		scripts := manifestsOf(res, "ConfigMap")
+		require.Len(t, scripts, 1, stack)
+		assert.Equal(t, workloads.RunScriptConfigMap, get(t, scripts[0], "metadata.name"))
+		assert.Equal(t, infra.WorkloadNamespace, get(t, scripts[0], "metadata.namespace"))
+		data, _ := get(t, scripts[0], "data").(map[string]any)
+		assert.True(t, data[workloads.RunScriptKey] == workloads.RunScript(), "%s: the ConfigMap holds run.sh under %s", stack, workloads.RunScriptKey)
+
+		head := get(t, clusterSpecOf(t, res), "headGroupSpec.template.spec").(map[string]any)
+		var volume string
+		for _, v := range get(t, head, "volumes").([]any) {
+			if get(t, v, "configMap.name") == workloads.RunScriptConfigMap {
+				volume = get(t, v, "name").(string)
+			}
+		}
+		require.NotEmpty(t, volume, "%s: the head has the ConfigMap as a volume", stack)
+		var mountedAt any
+		for _, m := range get(t, head, "containers.0.volumeMounts").([]any) {
+			if get(t, m, "name") == volume {
+				mountedAt = get(t, m, "mountPath")
+			}
+		}
+		assert.Equal(t, path.Dir(workloads.RunScriptPath), mountedAt, "%s: mounted where the entrypoint looks", stack)
+
+		configMap := res.Find("kubernetes:core/v1:ConfigMap", "run-script")
+		require.NotNil(t, configMap, stack)
+		for _, typ := range []string{rayJobType, rayClusterType} {
+			for _, r := range res.OfType(typ) {
+				assert.True(t, res.DependencyClosure(r)[configMap.URN], "%s %s waits for the script", stack, typ)
+			}
 		}
 	}
 }

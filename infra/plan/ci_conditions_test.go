@@ -139,8 +139,9 @@ func TestDeployIdentityAdmitsOnlyTheDeployJob(t *testing.T) {
 }
 
 // The deploy identity's roles that reach the project's data hold on the stack's own resources
-// only: its secrets, its bucket and objects, its mirror's repositories; the project-level calls
-// that create or list them carry another resource type and stay allowed.
+// only: its secrets, its bucket and objects, its mirror's repositories, as the program names them
+// (read from the stack's plan); the project-level calls that create or list them carry another
+// resource type and stay allowed.
 func TestDeployRolesHoldOnTheStacksResourcesOnly(t *testing.T) {
 	conditions := map[string]string{}
 	for _, cmd := range ciCommands(t) {
@@ -154,19 +155,33 @@ func TestDeployRolesHoldOnTheStacksResourcesOnly(t *testing.T) {
 	require.Len(t, conditions, 3, "%v", conditions)
 	resource := func(typ, name string) map[string]any { return map[string]any{"type": typ, "name": name} }
 	projectLevel := resource("cloudresourcemanager.googleapis.com/Project", "projects/"+project)
+	// The stack's own resources, as the program names them: b200-spot (the loop's first stack)
+	// with the tokens and a bucket.
+	own := map[string][]map[string]any{}
+	res := plantest.Plan(t, "b200-spot", "gcp:project="+project, "storage.type=gcsfuse", "tokens.huggingFace=true", "tokens.wandb=true")
+	for _, r := range res.OfType("gcp:secretmanager/secret:Secret") {
+		own["projects/"+project+"/roles/gkeRlSecrets"] = append(own["projects/"+project+"/roles/gkeRlSecrets"],
+			resource("secretmanager.googleapis.com/Secret", "projects/"+number+"/secrets/"+plantest.Input(t, r, "secretId").(string)))
+	}
+	for _, r := range res.OfType("gcp:storage/bucket:Bucket") {
+		bucket := "projects/_/buckets/" + plantest.Input(t, r, "name").(string)
+		own["roles/storage.admin"] = append(own["roles/storage.admin"],
+			resource("storage.googleapis.com/Bucket", bucket), resource("storage.googleapis.com/Object", bucket+"/objects/checkpoints/step_10"))
+	}
+	for _, r := range res.OfType("gcp:artifactregistry/repository:Repository") {
+		own["roles/artifactregistry.admin"] = append(own["roles/artifactregistry.admin"], resource("artifactregistry.googleapis.com/Repository",
+			"projects/"+project+"/locations/"+plantest.Input(t, r, "location").(string)+"/repositories/"+plantest.Input(t, r, "repositoryId").(string)))
+	}
 	for role, tc := range map[string]struct{ own, others []map[string]any }{
 		"projects/" + project + "/roles/gkeRlSecrets": {
-			own: []map[string]any{resource("secretmanager.googleapis.com/Secret", "projects/"+number+"/secrets/ray-a4-gpu-spot-hf-token")},
+			own: own["projects/"+project+"/roles/gkeRlSecrets"],
 			others: []map[string]any{
 				resource("secretmanager.googleapis.com/Secret", "projects/"+number+"/secrets/prod-database-password"),
 				resource("secretmanager.googleapis.com/Secret", "projects/"+number+"/secrets/verl-h200-hf-token"),
 			},
 		},
 		"roles/storage.admin": {
-			own: []map[string]any{
-				resource("storage.googleapis.com/Bucket", "projects/_/buckets/"+project+"-ray-a4-gpu-spot-rl"),
-				resource("storage.googleapis.com/Object", "projects/_/buckets/"+project+"-ray-a4-gpu-spot-rl/objects/checkpoints/step_10"),
-			},
+			own: own["roles/storage.admin"],
 			others: []map[string]any{
 				resource("storage.googleapis.com/Bucket", "projects/_/buckets/"+project+"-pulumi-state"),
 				resource("storage.googleapis.com/Object", "projects/_/buckets/"+project+"-pulumi-state/objects/.pulumi/stacks/b200-spot.json"),
@@ -174,10 +189,11 @@ func TestDeployRolesHoldOnTheStacksResourcesOnly(t *testing.T) {
 			},
 		},
 		"roles/artifactregistry.admin": {
-			own:    []map[string]any{resource("artifactregistry.googleapis.com/Repository", "projects/"+project+"/locations/us-east1/repositories/ray-a4-gpu-spot-nvcr")},
+			own:    own["roles/artifactregistry.admin"],
 			others: []map[string]any{resource("artifactregistry.googleapis.com/Repository", "projects/"+project+"/locations/us-east1/repositories/team-images")},
 		},
 	} {
+		require.NotEmpty(t, tc.own, "%s: the plan has the stack's resources", role)
 		expr, ok := conditions[role]
 		require.True(t, ok, "%s has a condition", role)
 		assert.True(t, celTrue(t, expr, "resource", projectLevel), "%s: the project-level calls (create, list)", role)
