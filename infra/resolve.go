@@ -191,9 +191,8 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		Layout: workloads.Layout{Root: c.Storage.MountPath, Run: c.Cluster.Name + "-grpo"},
 	}
 	// Each group of pods mounts only the token it reads (workloads.Tokens.ForRay, ForPrep).
-	hfHome := corev1.EnvVar{Name: "HF_HOME", Value: plan.Layout.HFHome()}
 	rayTokens := bp.Tokens.ForRay()
-	env := append(slices.Clone(rayTokens.Env), hfHome)
+	env := append(slices.Clone(rayTokens.Env), hfHomeEnv(plan.Layout))
 	pods := ray.SpecArgs{
 		Image:      pulledImage(release.Image, bp.Cluster.ImageMirror),
 		RayVersion: release.RayVersion,
@@ -321,8 +320,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	// The model and the dataset are staged on CPU nodes before the RayJob asks for GPU
 	// workers; on spot and flex-start capacity no GPU node exists meanwhile.
 	prepTokens := bp.Tokens.ForPrep()
-	env := append(slices.Clone(prepTokens.Env), corev1.EnvVar{Name: "HF_HOME", Value: plan.Layout.HFHome()})
-	steps, prepEnv := workloads.NeMoRLPrepSteps(run), env
+	steps, prepEnv := workloads.NeMoRLPrepSteps(run), append(slices.Clone(prepTokens.Env), hfHomeEnv(plan.Layout))
 	switch c.Framework {
 	case kinds.Verl:
 		args.Entrypoint = workloads.VerlEntrypoint(run)
@@ -333,7 +331,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
 		// verl.utils: they run against the checkout the first step makes, without writing
 		// bytecode next to it.
-		prepEnv = append(slices.Clone(env),
+		prepEnv = append(prepEnv,
 			corev1.EnvVar{Name: "PYTHONPATH", Value: plan.Layout.VerlSource()},
 			corev1.EnvVar{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"})
 	default:
@@ -395,6 +393,12 @@ func pulledImage(image string, m *cluster.ImageMirror) string {
 		return m.Image
 	}
 	return image
+}
+
+// hfHomeEnv puts the Hugging Face cache on the shared volume, for the pods that download into it
+// (the data preparation) and those that read it offline (the Ray pods).
+func hfHomeEnv(l workloads.Layout) corev1.EnvVar {
+	return corev1.EnvVar{Name: "HF_HOME", Value: l.HFHome()}
 }
 
 // runningAs is the shared volume as pods that run as account use it (the readers of a token:

@@ -37,8 +37,12 @@ if ! ray job status --address "$address" "$id" >/dev/null 2>&1; then
     --runtime-env-json "$RUNTIME_ENV_JSON" -- bash -c "$ENTRYPOINT"
 fi
 
+# running_status starts the line Ray's CLI prints for a job that runs (cli.py, _log_job_status),
+# after `ray job status` and at the end of a `ray job logs --follow` stream.
+running_status="Status for job '$id': "
+
 # job_state prints succeeded, failed, stopped, running or unknown, from the line `ray job status`
-# prints (cli.py, _log_job_status).
+# prints.
 job_state() {
   local out
   if ! out=$(ray job status --address "$address" "$id" 2>&1); then
@@ -49,7 +53,7 @@ job_state() {
   *"Job '$id' succeeded"*) echo succeeded ;;
   *"Job '$id' failed"*) echo failed ;;
   *"Job '$id' was stopped"*) echo stopped ;;
-  *"Status for job '$id': "*) echo running ;;
+  *"$running_status"*) echo running ;;
   *) echo unknown ;;
   esac
 }
@@ -67,7 +71,7 @@ follow_log() {
     if ((n > printed)); then
       printf '%s\n' "$line"
     fi
-    if ((status_at == 0)) && [[ $line == "Status for job '$id': "* ]]; then
+    if ((status_at == 0)) && [[ $line == "$running_status"* ]]; then
       status_at=$n
     fi
   done < <(ray job logs --address "$address" --follow "$id" || true)

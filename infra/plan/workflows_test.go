@@ -82,6 +82,13 @@ func TestWorkflowsAreLeastPrivilegeAndPinned(t *testing.T) {
 				case "google-github-actions/auth":
 					deploy := s.With["service_account"] == "${{ vars.GCP_DEPLOY_SERVICE_ACCOUNT }}"
 					assert.Equal(t, deploy, j.Environment == "production", "%s: the deploy identity only behind the production environment", where)
+					// The deploy identity through its own pool's provider, whose condition admits
+					// this job only (docs/ci.md; TestDeployIdentityAdmitsOnlyTheDeployJob).
+					provider := map[bool]string{true: "${{ vars.GCP_DEPLOY_WORKLOAD_IDENTITY_PROVIDER }}", false: "${{ vars.GCP_WORKLOAD_IDENTITY_PROVIDER }}"}[deploy]
+					assert.Equal(t, provider, s.With["workload_identity_provider"], where)
+					if deploy {
+						assert.Equal(t, "deploy.yml", name, "the deploy provider's condition names deploy.yml's workflow file")
+					}
 					assert.Equal(t, "write", j.Permissions["id-token"], where)
 				}
 			}
