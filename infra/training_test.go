@@ -230,7 +230,7 @@ func TestInterfaceAnnotationNamesTheNetworkObjects(t *testing.T) {
 
 func TestTunerFileMatchesTheGPU(t *testing.T) {
 	for gpu, tuner := range map[string]string{"b200": "tuner_config_a4.txtpb", "h200": "tuner_config_a3u.txtpb"} {
-		res := plantest.Plan(t, "b200-spot", "gpu.type="+gpu)
+		res := plantest.Plan(t, "b200-spot", plantest.GPU(gpu)...)
 		worker := get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.spec.containers.0")
 		assert.Equal(t, "/usr/local/gib/configs/"+tuner, envOf(t, worker)["NCCL_TUNER_CONFIG_PATH"], gpu)
 	}
@@ -367,7 +367,7 @@ func TestRunMatrix(t *testing.T) {
 					for _, mode := range kinds.Modes {
 						name := fmt.Sprintf("%s %s %s %s %s", gpu, prov, st, fw, mode)
 						t.Run(name, func(t *testing.T) {
-							o := []string{"gpu.type=" + gpu, "gpu.provisioning=" + string(prov), "storage.type=" + string(st), "framework=" + string(fw), "cluster.mode=" + string(mode)}
+							o := append(plantest.GPU(gpu), "gpu.provisioning="+string(prov), "storage.type="+string(st), "framework="+string(fw), "cluster.mode="+string(mode))
 							if prov == kinds.Reservation {
 								o = append(o, "gpu.reservation=res-1")
 							}

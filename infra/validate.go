@@ -14,6 +14,7 @@ import (
 	"gke-rl/gate"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/naming"
+	"gke-rl/infra/offers"
 	"gke-rl/workloads"
 )
 
@@ -52,6 +53,11 @@ func validate(c *Config, errs *Errors) {
 	validateLocation(c, errs)
 	validateCluster(c, errs)
 	spec, gpuOK := validateGPU(c, errs)
+	if gpuOK && !errs.Has(KeyZone) && !errs.Has(KeyGCPRegion) {
+		if refusal := offers.Check(spec.MachineType, c.Region, c.Zone).Refusal; refusal != "" {
+			errs.Add(KeyZone, "%s (gpu.type %s)", refusal, c.GPU.Type)
+		}
+	}
 	validateNetwork(c, spec, gpuOK, errs)
 	validateStorage(c, errs)
 	validateFramework(c, errs)

@@ -10,6 +10,7 @@ import (
 
 	"gke-rl/cluster"
 	"gke-rl/infra/kinds"
+	"gke-rl/infra/offers"
 	"gke-rl/workloads"
 )
 
@@ -19,6 +20,11 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 	if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] && d == nil {
 		warns.Add("job.activeDeadlineSeconds", "the run has no deadline: its length is unknown (job.epochs %d on %s, whose size the planner does not know); a run that hangs holds its GPUs until someone stops it: set job.maxSteps or job.activeDeadlineSeconds",
 			c.Job.Epochs, quote(c.Job.Dataset))
+	}
+	if spec, ok := LookupGPU(c.GPU.Type); ok {
+		if warning := offers.Check(spec.MachineType, c.Region, c.Zone).Warning; warning != "" {
+			warns.Add(KeyZone, "%s", warning)
+		}
 	}
 	warnUnpinned(c, &warns)
 	warnExclusion(c, &warns)

@@ -71,3 +71,10 @@ func Input(t testing.TB, res *plan.Resource, path string) any {
 	require.True(t, ok, "%s %s has no input %s", res.Type, res.Name, path)
 	return v
 }
+
+// GPU is the overrides that switch a shipped stack to gpu: its type and, since each GPU is
+// offered in its own zones (infra/offers), a zone that offers it (the shipped stacks' own).
+func GPU(gpu string) []string {
+	zone := map[string][2]string{"b200": {"us-east1", "us-east1-b"}, "h200": {"us-south1", "us-south1-b"}}[gpu]
+	return []string{"gpu.type=" + gpu, "gcp:region=" + zone[0], "zone=" + zone[1]}
+}
