@@ -21,13 +21,19 @@ var (
 	// notInSlug is what GitHub drops from a heading's text to make its anchor: everything but
 	// letters, digits, spaces, hyphens and underscores.
 	notInSlug = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+	// fencedCode is a fenced code block, whose text is neither a link nor a heading (a shell
+	// comment starts with #, gcloud's --format='csv[no-heading](...)' looks like a link).
+	fencedCode = regexp.MustCompile("(?ms)^ *```.*?^ *```")
 )
+
+// prose is a Markdown file's text without its fenced code blocks.
+func prose(text []byte) string { return fencedCode.ReplaceAllString(string(text), "") }
 
 // anchors are the section anchors GitHub makes for a Markdown file's headings: lower case,
 // punctuation dropped, spaces as hyphens.
 func anchors(text string) map[string]bool {
 	out := map[string]bool{}
-	for _, m := range heading.FindAllStringSubmatch(text, -1) {
+	for _, m := range heading.FindAllStringSubmatch(prose([]byte(text)), -1) {
 		slug := strings.ReplaceAll(notInSlug.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
 		out[slug] = true
 	}
@@ -46,7 +52,7 @@ func TestInternalLinksResolve(t *testing.T) {
 		text, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		rel, _ := filepath.Rel(root, doc)
-		for _, m := range markdownLink.FindAllStringSubmatch(string(text), -1) {
+		for _, m := range markdownLink.FindAllStringSubmatch(prose(text), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || target == "" {
 				continue
