@@ -128,4 +128,7 @@ func TestREADMECostsSampleIsTheSmokePlans(t *testing.T) {
 		"\n  per month while idle     " + r.Costs.IdlePerMonth.String() + "\n```"
 	assert.Contains(t, string(readme), sample)
 	assert.Contains(t, string(readme), "Cloud Billing Catalog list prices of "+cost.CatalogSource.Date)
+	// The first run's spend, in its own words: the known part of smoke's hour, at the table's date.
+	assert.Contains(t, string(readme), "bills\nwhile it exists: "+cost.Dollars(r.Costs.TrainingPerHour.KnownUSD)+" an hour")
+	assert.Contains(t, string(readme), "(list prices of\n"+cost.CatalogSource.Date)
 }
