@@ -49,6 +49,11 @@ func TestPreviewIdentityOnlyDryRuns(t *testing.T) {
 
 	objects := stackObjects(t)
 	require.NotEmpty(t, objects)
+	var kinds []string
+	for _, obj := range objects {
+		kinds = append(kinds, obj.kind())
+	}
+	assert.Contains(t, kinds, "SecretProviderClass", "the tokens' classes are dry-run too")
 	for _, obj := range objects {
 		if obj.kind() == "Namespace" {
 			_, err := admin.Apply(ctx, obj.object, false)
@@ -181,24 +186,36 @@ func stackObjects(t *testing.T) []stackObject {
 	}
 	var out []stackObject
 	seen := map[string]bool{}
+	// Each stack as shipped, then with both tokens on: the tokens add their readers' service
+	// accounts and one SecretProviderClass each, which a preview of a stack with tokens dry-runs.
+	variants := [][]string{nil, {"tokens.huggingFace=true", "tokens.wandb=true"}}
 	for _, stack := range plantest.Stacks {
-		res := plantest.Plan(t, stack, "cluster.previewServiceAccount="+previewUser)
-		for _, m := range plan.Manifests(res) {
-			o := stackObject{stack: stack, object: m.Object}
-			group, _, _ := strings.Cut(m.Object["apiVersion"].(string), "/")
-			if !strings.Contains(m.Object["apiVersion"].(string), "/") {
-				group = ""
-			}
-			resource, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: o.kind()})
-			// One cluster holds one object of each name: the first stack's.
-			id := fmt.Sprint(o.kind(), "/", o.meta()["namespace"], "/", o.meta()["name"])
-			if !managed[group+"/"+resource.Resource] || seen[id] {
-				continue
-			}
-			seen[id] = true
-			out = append(out, o)
+		for _, variant := range variants {
+			res := plantest.Plan(t, stack, append([]string{"cluster.previewServiceAccount=" + previewUser}, variant...)...)
+			out = appendManaged(out, seen, managed, stack, res)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].kind() == "Namespace" && out[j].kind() != "Namespace" })
+	return out
+}
+
+// appendManaged appends the objects of res whose kinds the preview identity manages, skipping
+// those seen already.
+func appendManaged(out []stackObject, seen, managed map[string]bool, stack string, res *plan.Result) []stackObject {
+	for _, m := range plan.Manifests(res) {
+		o := stackObject{stack: stack, object: m.Object}
+		group, _, _ := strings.Cut(m.Object["apiVersion"].(string), "/")
+		if !strings.Contains(m.Object["apiVersion"].(string), "/") {
+			group = ""
+		}
+		resource, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: o.kind()})
+		// One cluster holds one object of each name: the first stack's.
+		id := fmt.Sprint(o.kind(), "/", o.meta()["namespace"], "/", o.meta()["name"])
+		if !managed[group+"/"+resource.Resource] || seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, o)
+	}
 	return out
 }
