@@ -31,3 +31,15 @@ func TestUnpinnedDownloadsAreWarnedAbout(t *testing.T) {
 	w = warningsOf(plantest.Resolve(t, "b200-spot", "job.enabled=false"))
 	assert.NotContains(t, w, "job.revisions", "no run, no download")
 }
+
+// A region the newer region list gives the machine type, but the older zone list has no zone of,
+// plans with a warning that says what is unchecked and how to check it; the shipped zones plan
+// without one.
+func TestAZoneTheTablesCannotJudgeIsAWarning(t *testing.T) {
+	for _, stack := range []string{"b200-spot", "h200-reserved", "smoke"} {
+		assert.NotContains(t, warningsOf(plantest.Resolve(t, stack)), "zone", stack)
+	}
+	w := warningsOf(plantest.Resolve(t, "b200-spot", "gcp:region=europe-west1", "zone=europe-west1-b"))
+	assert.Contains(t, w["zone"], `"europe-west1-b" is unchecked`)
+	assert.Contains(t, w["zone"], "gcloud compute machine-types describe a4-highgpu-8g --zone europe-west1-b")
+}
