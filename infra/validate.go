@@ -53,7 +53,9 @@ func validate(c *Config, errs *Errors) {
 	validateLocation(c, errs)
 	validateCluster(c, errs)
 	spec, gpuOK := validateGPU(c, errs)
-	if gpuOK && !errs.Has(KeyZone) && !errs.Has(KeyGCPRegion) {
+	// A reservation's zone is where Google put the capacity, which a public machine type list may
+	// not show (zones reached through reservations only): there the table only warns.
+	if gpuOK && !errs.Has(KeyZone) && !errs.Has(KeyGCPRegion) && c.GPU.Provisioning != kinds.Reservation {
 		if refusal := offers.Check(spec.MachineType, c.Region, c.Zone).Refusal; refusal != "" {
 			errs.Add(KeyZone, "%s (gpu.type %s)", refusal, c.GPU.Type)
 		}

@@ -21,11 +21,7 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 		warns.Add("job.activeDeadlineSeconds", "the run has no deadline: its length is unknown (job.epochs %d on %s, whose size the planner does not know); a run that hangs holds its GPUs until someone stops it: set job.maxSteps or job.activeDeadlineSeconds",
 			c.Job.Epochs, quote(c.Job.Dataset))
 	}
-	if spec, ok := LookupGPU(c.GPU.Type); ok {
-		if warning := offers.Check(spec.MachineType, c.Region, c.Zone).Warning; warning != "" {
-			warns.Add(KeyZone, "%s", warning)
-		}
-	}
+	warnZone(c, &warns)
 	warnUnpinned(c, &warns)
 	warnExclusion(c, &warns)
 	warnInapplicable(c, &warns)
@@ -48,6 +44,23 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 			c.Job.Model, math.Ceil(e.Seconds), e.GB, e.WriteMBps, c.Storage.CheckpointBudgetSeconds, advice)
 	}
 	return warns
+}
+
+// warnZone says what the zone tables cannot decide: a zone of a region the zone list has no
+// zone of, and, with a reservation, a zone the tables do not list (validate refuses it for the
+// other provisioning models).
+func warnZone(c *Config, warns *Errors) {
+	spec, ok := LookupGPU(c.GPU.Type)
+	if !ok {
+		return
+	}
+	verdict := offers.Check(spec.MachineType, c.Region, c.Zone)
+	switch {
+	case verdict.Warning != "":
+		warns.Add(KeyZone, "%s", verdict.Warning)
+	case verdict.Refusal != "" && c.GPU.Provisioning == kinds.Reservation:
+		warns.Add(KeyZone, "%s; with gpu.provisioning=reservation this is only a warning: a reservation can hold capacity in a zone that the public lists do not show, and gpu.reservation must be in this zone", verdict.Refusal)
+	}
 }
 
 // inapplicableKeys are keys that act only in one cluster mode or with one storage type: set

@@ -43,3 +43,11 @@ func TestAZoneTheTablesCannotJudgeIsAWarning(t *testing.T) {
 	assert.Contains(t, w["zone"], `"europe-west1-b" is unchecked`)
 	assert.Contains(t, w["zone"], "gcloud compute machine-types describe a4-highgpu-8g --zone europe-west1-b")
 }
+
+// With a reservation, the reservation's zone decides: a zone the tables do not list for the
+// machine type is a warning, not a refusal.
+func TestAReservationsZoneOutsideTheTablesIsAWarning(t *testing.T) {
+	w := warningsOf(plantest.Resolve(t, "h200-reserved", "gcp:region=us-east1", "zone=us-east1-b"))
+	assert.Contains(t, w["zone"], "a3-ultragpu-8g is not offered in us-east1")
+	assert.Contains(t, w["zone"], "only a warning")
+}
