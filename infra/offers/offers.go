@@ -93,7 +93,7 @@ func todayCommand(machineType, zone string) string {
 func zonesIn(zones []string, region string) []string {
 	var in []string
 	for _, z := range zones {
-		if strings.HasPrefix(z, region+"-") && !strings.Contains(z[len(region)+1:], "-") {
+		if strings.HasPrefix(z, region+"-") { // the hyphen keeps us-east1 from matching us-east10-a
 			in = append(in, z)
 		}
 	}

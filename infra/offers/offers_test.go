@@ -60,3 +60,7 @@ func assertMentions(t *testing.T, got string, want []string) {
 		assert.Contains(t, got, w)
 	}
 }
+
+func TestZonesInARegionAreNotThoseOfALongerName(t *testing.T) {
+	assert.Equal(t, []string{"us-east1-b"}, zonesIn([]string{"us-east1-b", "us-east10-a"}, "us-east1"))
+}
