@@ -33,15 +33,9 @@ func documentedCommands(t *testing.T) []clitest.Command {
 // documentedCommandsOf are documentedCommands of the given programs.
 func documentedCommandsOf(t *testing.T, cliPrograms ...string) []clitest.Command {
 	t.Helper()
-	root := plantest.RepoRoot()
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
 	var cmds []clitest.Command
-	for _, doc := range append([]string{filepath.Join(root, "README.md")}, docs...) {
-		text, err := os.ReadFile(doc)
-		require.NoError(t, err)
-		rel, _ := filepath.Rel(root, doc)
-		found, err := clitest.MarkdownCommands(rel, string(text), cliPrograms...)
+	for _, doc := range documents(t) {
+		found, err := clitest.MarkdownCommands(doc.rel, doc.text, cliPrograms...)
 		require.NoError(t, err)
 		cmds = append(cmds, found...)
 	}

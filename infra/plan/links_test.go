@@ -8,9 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"gke-rl/infra/plan/plantest"
 )
 
 var (
@@ -27,13 +24,13 @@ var (
 )
 
 // prose is a Markdown file's text without its fenced code blocks.
-func prose(text []byte) string { return fencedCode.ReplaceAllString(string(text), "") }
+func prose(text string) string { return fencedCode.ReplaceAllString(text, "") }
 
 // anchors are the section anchors GitHub makes for a Markdown file's headings: lower case,
 // punctuation dropped, spaces as hyphens.
 func anchors(text string) map[string]bool {
 	out := map[string]bool{}
-	for _, m := range heading.FindAllStringSubmatch(prose([]byte(text)), -1) {
+	for _, m := range heading.FindAllStringSubmatch(prose(text), -1) {
 		slug := strings.ReplaceAll(notInSlug.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
 		out[slug] = true
 	}
@@ -44,30 +41,24 @@ func anchors(text string) map[string]bool {
 // and its section, when the link names one, is a heading of that file. Text that cites a
 // section by name ("see Deploy") is not a link and is not checked here.
 func TestInternalLinksResolve(t *testing.T) {
-	root := plantest.RepoRoot()
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
 	checked := 0
-	for _, doc := range append([]string{filepath.Join(root, "README.md")}, docs...) {
-		text, err := os.ReadFile(doc)
-		require.NoError(t, err)
-		rel, _ := filepath.Rel(root, doc)
-		for _, m := range markdownLink.FindAllStringSubmatch(prose(text), -1) {
+	for _, doc := range documents(t) {
+		for _, m := range markdownLink.FindAllStringSubmatch(prose(doc.text), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || target == "" {
 				continue
 			}
 			path, section, _ := strings.Cut(target, "#")
-			file := doc
+			file := doc.path
 			if path != "" {
-				file = filepath.Join(filepath.Dir(doc), path)
+				file = filepath.Join(filepath.Dir(doc.path), path)
 			}
 			body, err := os.ReadFile(file)
-			if !assert.NoError(t, err, "%s links to %s, which does not exist", rel, target) {
+			if !assert.NoError(t, err, "%s links to %s, which does not exist", doc.rel, target) {
 				continue
 			}
 			if section != "" {
-				assert.True(t, anchors(string(body))[section], "%s links to %s: no such section in %s", rel, target, path)
+				assert.True(t, anchors(string(body))[section], "%s links to %s: no such section in %s", doc.rel, target, path)
 			}
 			checked++
 		}

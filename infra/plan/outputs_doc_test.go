@@ -1,15 +1,12 @@
 package plan_test
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra/plan/plantest"
 )
@@ -33,18 +30,12 @@ func TestDocumentedOutputsExist(t *testing.T) {
 			}
 		}
 	}
-	root := plantest.RepoRoot()
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
 	named := 0
-	for _, doc := range append([]string{filepath.Join(root, "README.md")}, docs...) {
-		text, err := os.ReadFile(doc)
-		require.NoError(t, err)
-		flat := strings.Join(strings.Fields(string(text)), " ")
+	for _, doc := range documents(t) {
+		flat := strings.Join(strings.Fields(doc.text), " ")
 		for _, m := range documentedOutput.FindAllStringSubmatch(flat, -1) {
 			named++
-			rel, _ := filepath.Rel(root, doc)
-			assert.True(t, outputs[m[1]], "%s names the stack output %s, which no plan has (outputs: %v)", rel, m[1], slices.Sorted(func(yield func(string) bool) {
+			assert.True(t, outputs[m[1]], "%s names the stack output %s, which no plan has (outputs: %v)", doc.rel, m[1], slices.Sorted(func(yield func(string) bool) {
 				for k := range outputs {
 					if !yield(k) {
 						return
