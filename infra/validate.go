@@ -53,10 +53,8 @@ func validate(c *Config, errs *Errors) {
 	validateLocation(c, errs)
 	validateCluster(c, errs)
 	spec, gpuOK := validateGPU(c, errs)
-	// A reservation's zone is where Google put the capacity, which a public machine type list may
-	// not show (zones reached through reservations only): there the table only warns.
-	if gpuOK && !errs.Has(KeyZone) && !errs.Has(KeyGCPRegion) && c.GPU.Provisioning != kinds.Reservation {
-		if refusal := offers.Check(spec.MachineType, c.Region, c.Zone).Refusal; refusal != "" {
+	if gpuOK && !errs.Has(KeyZone) && !errs.Has(KeyGCPRegion) {
+		if refusal := zoneVerdict(c, spec).Refusal; refusal != "" {
 			errs.Add(KeyZone, "%s (gpu.type %s)", refusal, c.GPU.Type)
 		}
 	}
@@ -95,6 +93,17 @@ func validateLocation(c *Config, errs *Errors) {
 	case regionOK && !strings.HasPrefix(c.Zone, c.Region+"-"):
 		errs.Add(KeyZone, "%s is not in gcp:region %s; allowed: a zone of %s such as %s-b", quote(c.Zone), c.Region, c.Region, c.Region)
 	}
+}
+
+// zoneVerdict is what the zone tables say of the stack's zone for its GPU's machine type. A
+// reservation's zone is where Google put the capacity, which a public machine type list may not
+// show (zones reached through reservations only): there a refusal becomes a warning.
+func zoneVerdict(c *Config, spec GPUSpec) offers.Verdict {
+	v := offers.Check(spec.MachineType, c.Region, c.Zone)
+	if v.Refusal != "" && c.GPU.Provisioning == kinds.Reservation {
+		return offers.Verdict{Warning: v.Refusal + "; with gpu.provisioning=reservation this is only a warning: a reservation can hold capacity in a zone that the public lists do not show, and gpu.reservation must be in this zone"}
+	}
+	return v
 }
 
 func validateCluster(c *Config, errs *Errors) {

@@ -10,7 +10,6 @@ import (
 
 	"gke-rl/cluster"
 	"gke-rl/infra/kinds"
-	"gke-rl/infra/offers"
 	"gke-rl/workloads"
 )
 
@@ -46,20 +45,12 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 	return warns
 }
 
-// warnZone says what the zone tables cannot decide: a zone of a region the zone list has no
-// zone of, and, with a reservation, a zone the tables do not list (validate refuses it for the
-// other provisioning models).
+// warnZone says what the zone tables cannot decide (zoneVerdict); validate refuses what they can.
 func warnZone(c *Config, warns *Errors) {
-	spec, ok := LookupGPU(c.GPU.Type)
-	if !ok {
-		return
-	}
-	verdict := offers.Check(spec.MachineType, c.Region, c.Zone)
-	switch {
-	case verdict.Warning != "":
-		warns.Add(KeyZone, "%s", verdict.Warning)
-	case verdict.Refusal != "" && c.GPU.Provisioning == kinds.Reservation:
-		warns.Add(KeyZone, "%s; with gpu.provisioning=reservation this is only a warning: a reservation can hold capacity in a zone that the public lists do not show, and gpu.reservation must be in this zone", verdict.Refusal)
+	if spec, ok := LookupGPU(c.GPU.Type); ok {
+		if warning := zoneVerdict(c, spec).Warning; warning != "" {
+			warns.Add(KeyZone, "%s", warning)
+		}
 	}
 }
 
