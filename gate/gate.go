@@ -128,11 +128,8 @@ func NCCLJob(a Args) *batchv1.Job {
 	gpus := corev1.ResourceList{gpunode.GPUResource: resource.MustParse(strconv.Itoa(a.GPUsPerNode))}
 	job := kube.RunOnceJob(a.Name+"-nccl", a.Namespace, 0, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: gpunode.InterfaceAnnotations(a.NICs)},
-		Spec: corev1.PodSpec{
-			Subdomain:         a.Name + "-nccl",
-			PriorityClassName: PriorityClass,
-			NodeSelector:      a.NodeSelector,
-			Tolerations:       []corev1.Toleration{gpunode.Toleration()},
+		Spec: onGPUNodes(a, corev1.PodSpec{
+			Subdomain: a.Name + "-nccl",
 			Containers: []corev1.Container{{
 				Name:         "nccl",
 				Image:        Image,
@@ -149,13 +146,22 @@ func NCCLJob(a Args) *batchv1.Job {
 			}},
 			// 250 GiB of /dev/shm, as the upstream NCCL test (gpudirect-rdma/nccl-test-a4.yaml).
 			Volumes: gpunode.Volumes(250),
-		},
+		}),
 	})
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.Completions, job.Spec.Parallelism = &n, &n
 	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
 	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(NCCLDeadlineSeconds(a.NCCLNodes)))
 	return job
+}
+
+// onGPUNodes places a gate pod: on the GPU nodes it tests (their selector and taint), at the
+// gate's priority.
+func onGPUNodes(a Args, spec corev1.PodSpec) corev1.PodSpec {
+	spec.PriorityClassName = PriorityClass
+	spec.NodeSelector = a.NodeSelector
+	spec.Tolerations = []corev1.Toleration{gpunode.Toleration()}
+	return spec
 }
 
 // PriorityClass is the gate pods' priority class. A gate run again (`gate.runId`) while Ray
@@ -209,11 +215,8 @@ func StorageJob(a Args) *batchv1.Job {
 	}
 	job := kube.RunOnceJob(a.Name+"-storage", a.Namespace, 0, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
-		Spec: corev1.PodSpec{
+		Spec: onGPUNodes(a, corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
-			PriorityClassName:  PriorityClass,
-			NodeSelector:       a.NodeSelector,
-			Tolerations:        []corev1.Toleration{gpunode.Toleration()},
 			Containers: []corev1.Container{{
 				Name:         "storage",
 				Image:        Image,
@@ -222,7 +225,7 @@ func StorageJob(a Args) *batchv1.Job {
 				VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
 			}},
 			Volumes: []corev1.Volume{a.Storage.Volume()},
-		},
+		}),
 	})
 	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(StorageDeadlineSeconds(a.StorageMiB)))
 	return job
