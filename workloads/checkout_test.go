@@ -55,6 +55,16 @@ func submitterVerifying(t *testing.T, dir, tree string) (string, int, bool) {
 	return out, code, strings.Contains(strings.Join(ray.Calls(), "\n"), "job submit")
 }
 
+// assertSubmitterRefuses runs the submitter on dir and checks that it fails with want and submits
+// nothing.
+func assertSubmitterRefuses(t *testing.T, dir, tree, want string) {
+	t.Helper()
+	out, code, submitted := submitterVerifying(t, dir, tree)
+	assert.Equal(t, 1, code, out)
+	assert.False(t, submitted, "nothing submitted")
+	assert.Contains(t, out, want)
+}
+
 // packageRepo is a local repository whose commit holds a package `pkg` and a README; it returns
 // the repository and the package's git tree hash (what the program pins for verl).
 func packageRepo(t *testing.T) (string, string) {
@@ -78,15 +88,8 @@ func TestSubmitterVerifiesTheShippedCode(t *testing.T) {
 	require.Equal(t, 0, code, out)
 
 	require.NoError(t, os.WriteFile(filepath.Join(pkg, "trainer.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
-	out, code, submitted = submitterVerifying(t, pkg, tree)
-	assert.Equal(t, 1, code, out)
-	assert.False(t, submitted, "nothing submitted")
-	assert.Contains(t, out, "is not the code this program pins")
-
-	out, code, submitted = submitterVerifying(t, filepath.Join(t.TempDir(), "missing"), tree)
-	assert.Equal(t, 1, code, out)
-	assert.False(t, submitted)
-	assert.Contains(t, out, "hash to nothing readable")
+	assertSubmitterRefuses(t, pkg, tree, "is not the code this program pins")
+	assertSubmitterRefuses(t, filepath.Join(t.TempDir(), "missing"), tree, "hash to nothing readable")
 }
 
 // What the volume's own repository says is not trusted: a package planted in the shipped code
@@ -100,10 +103,7 @@ func TestSubmitterTrustsNoRepositoryStateOnTheVolume(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(pkg, "evil", "__init__.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "info", "exclude"), []byte("pkg/evil/\n"), 0o644))
 	assert.Empty(t, clitest.Git(t, repo, "status", "--porcelain"), "the planted package is hidden from git status")
-	out, code, submitted := submitterVerifying(t, pkg, tree)
-	assert.Equal(t, 1, code, out)
-	assert.False(t, submitted)
-	assert.Contains(t, out, "is not the code this program pins")
+	assertSubmitterRefuses(t, pkg, tree, "is not the code this program pins")
 
 	require.NoError(t, os.RemoveAll(filepath.Join(pkg, "evil")))
 	ran := filepath.Join(t.TempDir(), "fsmonitor-ran")
@@ -111,7 +111,7 @@ func TestSubmitterTrustsNoRepositoryStateOnTheVolume(t *testing.T) {
 	clitest.Git(t, repo, "status", "--porcelain")
 	require.FileExists(t, ran, "git status runs the volume's fsmonitor command")
 	require.NoError(t, os.Remove(ran))
-	out, code, submitted = submitterVerifying(t, pkg, tree)
+	out, code, submitted := submitterVerifying(t, pkg, tree)
 	require.Equal(t, 0, code, out)
 	assert.True(t, submitted)
 	assert.NoFileExists(t, ran, "the submitter runs nothing the volume's repository names")
