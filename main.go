@@ -1,5 +1,6 @@
 // Command gke-rl is the Pulumi program that builds a GRPO post-training setup on GKE.
-// `go run . plan --stack NAME` plans a stack offline; under the Pulumi engine (`pulumi up`,
+// `go run . plan --stack NAME` plans a stack offline; `go run . preflight --stack NAME` asks its
+// project, read-only, what `pulumi up` needs; under the Pulumi engine (`pulumi up`,
 // `pulumi preview`) it runs the program; anything else prints how to do either.
 package main
 
@@ -12,6 +13,7 @@ import (
 
 	"gke-rl/infra"
 	"gke-rl/infra/plan"
+	"gke-rl/infra/preflight"
 )
 
 func main() {
@@ -19,6 +21,8 @@ func main() {
 	switch {
 	case len(args) > 0 && args[0] == "plan":
 		os.Exit(plan.Main(args[1:], ".", os.Stdout, os.Stderr))
+	case len(args) > 0 && args[0] == "preflight":
+		os.Exit(preflight.Main(args[1:], ".", os.Stdout, os.Stderr))
 	case os.Getenv(pulumi.EnvMonitor) != "":
 		pulumi.Run(infra.Program)
 	case len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
@@ -35,6 +39,7 @@ func usage(w io.Writer, dir string) {
 	fmt.Fprintf(w, `gke-rl: a Pulumi program; run it through Pulumi, or plan a stack offline.
 
   go run . plan --stack NAME       plan a stack without a cloud account (go run . plan --help)
+  go run . preflight --stack NAME  ask the stack's project, read-only, what up needs (quota, APIs, ...)
   pulumi preview -s NAME           what pulumi up would change (in this directory)
   pulumi up -s NAME                build it
 

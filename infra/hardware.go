@@ -30,6 +30,11 @@ type GPUSpec struct {
 	// (RDMA installer, GCS FUSE and Lustre drivers, logging, DCGM).
 	RayWorkerCPUs      int
 	RayWorkerMemoryGiB int
+	// QuotaMetric is the Compute Engine regional quota of the GPU (on-demand; spot and
+	// flex-start draw on PREEMPTIBLE_ + it). The names as a real project's regions.get listed
+	// them (OpenAgentsInc/hydralisk docs, GCE admission probe of 2026-06-24: NVIDIA_B200_GPUS,
+	// PREEMPTIBLE_NVIDIA_B200_GPUS, NVIDIA_H200_GPUS, PREEMPTIBLE_NVIDIA_H200_GPUS).
+	QuotaMetric string
 	// GateMinBusBandwidthGBps is the gate's default minimum NCCL all_gather bus bandwidth (at
 	// 8 GB messages) across two GPU nodes or more: three quarters of the lowest published
 	// two-node run of the machine, so that a fabric at half speed fails while the spread between
@@ -50,6 +55,7 @@ var gpuCatalog = map[string]GPUSpec{
 		Type:            "b200",
 		MachineType:     "a4-highgpu-8g",
 		Accelerator:     "nvidia-b200",
+		QuotaMetric:     "NVIDIA_B200_GPUS",
 		GPUsPerNode:     8,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a4.txtpb",
@@ -69,6 +75,7 @@ var gpuCatalog = map[string]GPUSpec{
 		Type:            "h200",
 		MachineType:     "a3-ultragpu-8g",
 		Accelerator:     "nvidia-h200-141gb",
+		QuotaMetric:     "NVIDIA_H200_GPUS",
 		GPUsPerNode:     8,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a3u.txtpb",

@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -117,6 +118,20 @@ func (g *Google) GcloudEnv(t testing.TB) []string {
 		"CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=true",
 		"CLOUDSDK_CORE_CHECK_GCE_METADATA=false",
 		"NO_PROXY=", "no_proxy=", "HTTPS_PROXY=", "https_proxy=",
+	}
+}
+
+// HTTPClient is an HTTP client that reaches the fake as Google's API clients reach Google: by the
+// APIs' real host names and paths, through the proxy, trusting the fake's certificate authority.
+// Given to google.golang.org/api's clients (option.WithHTTPClient), it replaces their
+// credentials as well.
+func (g *Google) HTTPClient() *http.Client {
+	roots := x509.NewCertPool()
+	roots.AddCert(g.ca)
+	proxy := &url.URL{Scheme: "http", Host: g.proxy.Addr().String()}
+	return &http.Client{
+		Transport: &http.Transport{Proxy: http.ProxyURL(proxy), TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}},
+		Timeout:   30 * time.Second,
 	}
 }
 

@@ -1,0 +1,297 @@
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	crm "google.golang.org/api/cloudresourcemanager/v1"
+	compute "google.golang.org/api/compute/v1"
+	"google.golang.org/api/googleapi"
+
+	"gke-rl/infra/kinds"
+	"gke-rl/infra/offers"
+)
+
+// Status is a check's outcome.
+type Status string
+
+// The outcomes: a skipped check could not be asked, because one it depends on failed or it does
+// not apply to the stack.
+const (
+	OK      Status = "ok"
+	Failed  Status = "FAIL"
+	Skipped Status = "skip"
+)
+
+// Finding is one check's answer; Fix, with a failure, is the command or console address that
+// mends it.
+type Finding struct {
+	Check  string `json:"check"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// The checks, in the order they run.
+const (
+	CheckProject     = "project"
+	CheckAPIs        = "apis"
+	CheckMachineType = "machine type"
+	CheckQuota       = "gpu quota"
+	CheckReservation = "reservation"
+	CheckPermissions = "permissions"
+)
+
+// Run asks the project every question, read-only, and returns one finding per check. A project
+// that cannot be read skips the rest; a disabled Compute Engine API skips the Compute checks. The
+// error says that Google's APIs could not be asked at all (no credentials, no network): the
+// first call got no answer from an API.
+func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
+	project, err := checkProject(ctx, c, n)
+	if err != nil {
+		return nil, err
+	}
+	if project.Status != OK {
+		findings := []Finding{project}
+		for _, name := range []string{CheckAPIs, CheckMachineType, CheckQuota, CheckReservation, CheckPermissions} {
+			findings = append(findings, Finding{Check: name, Status: Skipped, Detail: "the project could not be read"})
+		}
+		return findings, nil
+	}
+	apis, disabled := checkAPIs(ctx, c, n)
+	findings := []Finding{project, apis}
+	if slices.Contains(disabled, "compute.googleapis.com") {
+		for _, name := range []string{CheckMachineType, CheckQuota, CheckReservation} {
+			findings = append(findings, Finding{Check: name, Status: Skipped, Detail: "the Compute Engine API is not enabled"})
+		}
+	} else {
+		findings = append(findings, checkMachineType(ctx, c, n), checkQuota(ctx, c, n), checkReservation(ctx, c, n))
+	}
+	return append(findings, checkPermissions(ctx, c, n)), nil
+}
+
+// Passed is whether no check failed.
+func Passed(findings []Finding) bool {
+	return !slices.ContainsFunc(findings, func(f Finding) bool { return f.Status == Failed })
+}
+
+func checkProject(ctx context.Context, c *Clients, n Needs) (Finding, error) {
+	f := Finding{Check: CheckProject}
+	p, err := c.ResourceManager.Projects.Get(n.Project).Context(ctx).Do()
+	var gerr *googleapi.Error
+	switch {
+	case err != nil && !errors.As(err, &gerr):
+		return f, err
+	case err != nil:
+		f.Status, f.Detail = Failed, fmt.Sprintf("%s cannot be read with your credentials: %s", n.Project, apiMessage(err))
+		f.Fix = fmt.Sprintf("check the project ID (gcp:project) and your access: `gcloud projects describe %s`; preflight reads with Application Default Credentials: `gcloud auth application-default login`", n.Project)
+	case p.LifecycleState != "ACTIVE":
+		f.Status, f.Detail = Failed, fmt.Sprintf("%s is %s, not ACTIVE", n.Project, p.LifecycleState)
+		f.Fix = fmt.Sprintf("a project pending deletion can be restored within 30 days: `gcloud projects undelete %s`", n.Project)
+	default:
+		f.Status, f.Detail = OK, fmt.Sprintf("%s (number %d) is ACTIVE", n.Project, p.ProjectNumber)
+	}
+	return f, nil
+}
+
+// checkAPIs returns the finding and the services that are not enabled.
+func checkAPIs(ctx context.Context, c *Clients, n Needs) (Finding, []string) {
+	f := Finding{Check: CheckAPIs}
+	parent := "projects/" + n.Project
+	names := make([]string, len(n.APIs))
+	for i, api := range n.APIs {
+		names[i] = parent + "/services/" + api
+	}
+	resp, err := c.ServiceUsage.Services.BatchGet(parent).Names(names...).Context(ctx).Do()
+	if err != nil {
+		f.Status, f.Detail = Failed, "the enabled services cannot be read: "+apiMessage(err)
+		f.Fix = "reading them takes serviceusage.services.get (roles/serviceusage.serviceUsageViewer)"
+		return f, nil
+	}
+	enabled := map[string]bool{}
+	for _, s := range resp.Services {
+		if s.State == "ENABLED" && s.Config != nil {
+			enabled[s.Config.Name] = true
+		}
+	}
+	var disabled []string
+	for _, api := range n.APIs {
+		if !enabled[api] {
+			disabled = append(disabled, api)
+		}
+	}
+	if len(disabled) > 0 {
+		f.Status, f.Detail = Failed, fmt.Sprintf("%d of the %d services up uses are not enabled: %s", len(disabled), len(n.APIs), strings.Join(disabled, ", "))
+		f.Fix = fmt.Sprintf("`gcloud services enable %s --project %s`", strings.Join(disabled, " "), n.Project)
+		return f, disabled
+	}
+	f.Status, f.Detail = OK, fmt.Sprintf("the %d services up uses are enabled", len(n.APIs))
+	return f, nil
+}
+
+func checkMachineType(ctx context.Context, c *Clients, n Needs) Finding {
+	f := Finding{Check: CheckMachineType}
+	mt, err := c.Compute.MachineTypes.Get(n.Project, n.Zone, n.MachineType).Context(ctx).Do()
+	switch {
+	case isNotFound(err):
+		f.Status, f.Detail = Failed, fmt.Sprintf("%s does not offer %s to %s", n.Zone, n.MachineType, n.Project)
+		f.Fix = fmt.Sprintf("set zone to one that lists it: `gcloud compute machine-types list --filter=name=%s --project %s --format='value(zone)'`", n.MachineType, n.Project)
+		if o, ok := offers.Lookup(n.MachineType); ok {
+			f.Fix += fmt.Sprintf(" (in %s, the zones that offered it: %s)", offers.ZonesRecorded, strings.Join(o.Zones, ", "))
+		}
+	case err != nil:
+		f.Status, f.Detail = Failed, fmt.Sprintf("%s in %s cannot be read: %s", n.MachineType, n.Zone, apiMessage(err))
+		f.Fix = "reading it takes compute.machineTypes.get (roles/compute.viewer)"
+	default:
+		f.Status, f.Detail = OK, fmt.Sprintf("%s offers %s: %d vCPUs, %d GiB, %s", n.Zone, mt.Name, mt.GuestCpus, mt.MemoryMb/1024, accelerators(mt.Accelerators))
+	}
+	return f
+}
+
+func checkQuota(ctx context.Context, c *Clients, n Needs) Finding {
+	f := Finding{Check: CheckQuota}
+	if n.Provisioning == kinds.Reservation {
+		f.Status, f.Detail = Skipped, "a reservation's capacity comes with its own quota"
+		return f
+	}
+	region, err := c.Compute.Regions.Get(n.Project, n.Region).Context(ctx).Do()
+	if err != nil {
+		f.Status, f.Detail = Failed, fmt.Sprintf("the quotas of %s cannot be read: %s", n.Region, apiMessage(err))
+		f.Fix = "reading them takes compute.regions.get (roles/compute.viewer)"
+		return f
+	}
+	need := n.Nodes * n.GPUsPerNode
+	fix := fmt.Sprintf("request %s in %s at https://console.cloud.google.com/iam-admin/quotas?project=%s (filter on the metric); then run preflight again", n.QuotaMetric, n.Region, n.Project)
+	i := slices.IndexFunc(region.Quotas, func(q *compute.Quota) bool { return q.Metric == n.QuotaMetric })
+	if i < 0 {
+		f.Status, f.Detail = Failed, fmt.Sprintf("%s has no %s quota: the project holds none of it, and the run needs %d (%d nodes × %d GPUs)", n.Region, n.QuotaMetric, need, n.Nodes, n.GPUsPerNode)
+		f.Fix = fix
+		return f
+	}
+	q := region.Quotas[i]
+	free := int(q.Limit - q.Usage)
+	have := fmt.Sprintf("%s in %s: limit %g, in use %g, %d free", n.QuotaMetric, n.Region, q.Limit, q.Usage, free)
+	if free < need {
+		f.Status, f.Detail = Failed, fmt.Sprintf("%s; the run needs %d (%d nodes × %d GPUs)", have, need, n.Nodes, n.GPUsPerNode)
+		f.Fix = fix
+		return f
+	}
+	f.Status, f.Detail = OK, fmt.Sprintf("%s; the run needs %d", have, need)
+	if most := n.MaxNodes * n.GPUsPerNode; most > free {
+		f.Detail += fmt.Sprintf(" (the autoscaler's gpu.maxNodes=%d would need %d)", n.MaxNodes, most)
+	}
+	return f
+}
+
+func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
+	f := Finding{Check: CheckReservation}
+	if n.Provisioning != kinds.Reservation {
+		f.Status, f.Detail = Skipped, fmt.Sprintf("gpu.provisioning is %s", n.Provisioning)
+		return f
+	}
+	listFix := fmt.Sprintf("`gcloud compute reservations list --project %s --filter=name=%s` shows where it is; gpu.reservation and zone must name it and its zone", n.Project, n.Reservation)
+	r, err := c.Compute.Reservations.Get(n.Project, n.Zone, n.Reservation).Context(ctx).Do()
+	switch {
+	case isNotFound(err):
+		f.Status, f.Detail, f.Fix = Failed, fmt.Sprintf("%s has no reservation %q in %s", n.Project, n.Reservation, n.Zone), listFix
+		return f
+	case err != nil:
+		f.Status, f.Detail = Failed, fmt.Sprintf("reservation %q in %s cannot be read: %s", n.Reservation, n.Zone, apiMessage(err))
+		f.Fix = "reading it takes compute.reservations.get (roles/compute.viewer)"
+		return f
+	}
+	var problems []string
+	var machine string
+	var count, inUse int64
+	if s := r.SpecificReservation; s != nil {
+		count, inUse = s.Count, s.InUseCount
+		if s.InstanceProperties != nil {
+			machine = s.InstanceProperties.MachineType
+		}
+	}
+	if r.Status != "READY" {
+		problems = append(problems, fmt.Sprintf("its status is %s, not READY", r.Status))
+	}
+	if machine != n.MachineType {
+		problems = append(problems, fmt.Sprintf("it holds %s, and gpu.type needs %s", orNone(machine), n.MachineType))
+	}
+	if free := count - inUse; free < int64(n.Nodes) {
+		problems = append(problems, fmt.Sprintf("%d of its %d machines are free (%d in use), and gpu.nodes is %d", free, count, inUse, n.Nodes))
+	}
+	have := fmt.Sprintf("reservation %q in %s: %d × %s, %d in use", n.Reservation, n.Zone, count, orNone(machine), inUse)
+	if len(problems) > 0 {
+		f.Status, f.Detail = Failed, have+"; "+strings.Join(problems, "; ")
+		f.Fix = "use a reservation that fits (" + listFix + "), or lower gpu.nodes"
+		return f
+	}
+	f.Status, f.Detail = OK, have
+	return f
+}
+
+// testIamPermissionsMax is how many permissions one testIamPermissions call may ask about
+// (Resource Manager's TestIamPermissionsRequest: "at most 100").
+const testIamPermissionsMax = 100
+
+func checkPermissions(ctx context.Context, c *Clients, n Needs) Finding {
+	f := Finding{Check: CheckPermissions}
+	granted := map[string]bool{}
+	for batch := range slices.Chunk(n.Permissions, testIamPermissionsMax) {
+		resp, err := c.ResourceManager.Projects.TestIamPermissions(n.Project, &crm.TestIamPermissionsRequest{Permissions: batch}).Context(ctx).Do()
+		if err != nil {
+			f.Status, f.Detail = Failed, "your permissions cannot be tested: "+apiMessage(err)
+			return f
+		}
+		for _, p := range resp.Permissions {
+			granted[p] = true
+		}
+	}
+	var missing []string
+	for _, p := range n.Permissions {
+		if !granted[p] {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		f.Status, f.Detail = Failed, fmt.Sprintf("you lack %d of the %d permissions up uses: %s", len(missing), len(n.Permissions), strings.Join(missing, ", "))
+		f.Fix = "grant the deployer's roles the README's Prerequisites list (what each is for: docs/ci.md)"
+		return f
+	}
+	f.Status, f.Detail = OK, fmt.Sprintf("you hold the %d permissions up uses", len(n.Permissions))
+	return f
+}
+
+// apiMessage is the API's own message of a failed call, or the error.
+func apiMessage(err error) string {
+	var gerr *googleapi.Error
+	if errors.As(err, &gerr) && gerr.Message != "" {
+		return fmt.Sprintf("%s (HTTP %d)", gerr.Message, gerr.Code)
+	}
+	return err.Error()
+}
+
+func isNotFound(err error) bool {
+	var gerr *googleapi.Error
+	return errors.As(err, &gerr) && gerr.Code == http.StatusNotFound
+}
+
+func accelerators(list []*compute.MachineTypeAccelerators) string {
+	parts := make([]string, len(list))
+	for i, a := range list {
+		parts[i] = fmt.Sprintf("%d × %s", a.GuestAcceleratorCount, a.GuestAcceleratorType)
+	}
+	if len(parts) == 0 {
+		return "no GPU"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no machine type"
+	}
+	return s
+}

@@ -1,0 +1,157 @@
+package preflight
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"google.golang.org/api/option"
+
+	"gke-rl/infra"
+	"gke-rl/infra/plan"
+)
+
+// Exit statuses of `preflight`.
+const (
+	ExitOK = 0
+	// ExitFailed: a check failed, or the stack's configuration is refused.
+	ExitFailed = 1
+	ExitUsage  = 2
+	// ExitCannotAsk: no credentials, or Google's APIs could not be reached; nothing was checked.
+	ExitCannotAsk = 3
+)
+
+// timeout bounds the whole preflight: each check is one or two reads.
+const timeout = 2 * time.Minute
+
+// ClientsFor builds the clients for a project; Main uses NewClients with Google's endpoints.
+type ClientsFor func(ctx context.Context, project string) (*Clients, error)
+
+// Main is `go run . preflight ...`; it returns the process exit status.
+func Main(args []string, dir string, stdout, stderr io.Writer) int {
+	return run(args, dir, stdout, stderr, func(ctx context.Context, project string) (*Clients, error) {
+		return NewClients(ctx, option.WithQuotaProject(project))
+	})
+}
+
+func run(args []string, dir string, stdout, stderr io.Writer, clientsFor ClientsFor) int {
+	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stack := fs.String("stack", "", "the stack `NAME`: reads Pulumi.<NAME>.yaml (required)")
+	fs.StringVar(stack, "s", "", "the stack `NAME`, as --stack")
+	asJSON := fs.Bool("json", false, "print the findings as JSON")
+	var overrides repeated
+	fs.Var(&overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: go run . preflight --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json]")
+		fmt.Fprintln(fs.Output(), "Asks the stack's project, read-only and with your Application Default Credentials, what pulumi up needs:")
+		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine type in the zone, the GPU quota, the reservation, your permissions.")
+		fs.PrintDefaults()
+	}
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(stdout)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if *stack == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	sc, err := plan.LoadStackConfig(dir, *stack, overrides)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return ExitUsage
+	}
+	result, err := plan.Run(sc, *stack)
+	if err != nil {
+		var cfgErr *plan.ConfigError
+		if errors.As(err, &cfgErr) {
+			for _, p := range cfgErr.Problems {
+				fmt.Fprintf(stderr, "error: %s: %s\n", p.Key, p.Message)
+			}
+			return ExitFailed
+		}
+		fmt.Fprintf(stderr, "internal error (not a problem with your configuration; please report it): %v\n", err)
+		return ExitFailed
+	}
+	// A placeholder project or reservation would be asked about, and fail for the wrong reason;
+	// the others (the workstation's address) are for preview and up to refuse.
+	asked := 0
+	for _, p := range result.Placeholders {
+		fmt.Fprintf(stderr, "placeholder: %s: %s\n", p.Key, p.Message)
+		if p.Key == infra.KeyGCPProject || p.Key == "gpu.reservation" {
+			asked++
+		}
+	}
+	if asked > 0 {
+		fmt.Fprintln(stderr, "error: replace the project's and the reservation's placeholders first: preflight asks about them")
+		return ExitFailed
+	}
+	needs, err := NeedsOf(result)
+	if err != nil {
+		fmt.Fprintf(stderr, "internal error (please report it): %v\n", err)
+		return ExitFailed
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	clients, err := clientsFor(ctx, needs.Project)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: cannot ask Google's APIs: %v\npreflight reads with Application Default Credentials: `gcloud auth application-default login`\n", err)
+		return ExitCannotAsk
+	}
+	findings, err := Run(ctx, clients, needs)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: cannot ask Google's APIs: %v\npreflight reads with Application Default Credentials: `gcloud auth application-default login`\n", err)
+		return ExitCannotAsk
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(findings); err != nil {
+			return ExitCannotAsk
+		}
+	} else {
+		Write(stdout, *stack, needs, findings)
+	}
+	if !Passed(findings) {
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// Write prints the findings as a table, each failure followed by its fix.
+func Write(w io.Writer, stack string, n Needs, findings []Finding) {
+	fmt.Fprintf(w, "preflight of stack %s: project %s, zone %s, %d × %s (%s); read-only\n", stack, n.Project, n.Zone, n.Nodes, n.MachineType, n.Provisioning)
+	failed := 0
+	for _, f := range findings {
+		fmt.Fprintf(w, "  %-4s  %-12s  %s\n", f.Status, f.Check, f.Detail)
+		if f.Fix != "" {
+			fmt.Fprintf(w, "  %-4s  %-12s  fix: %s\n", "", "", f.Fix)
+		}
+		if f.Status == Failed {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(w, "%d of %d checks failed: pulumi up would fail on them\n", failed, len(findings))
+		return
+	}
+	fmt.Fprintln(w, "every check passed: the project is ready for pulumi up (capacity itself is known only when the nodes start)")
+}
+
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }

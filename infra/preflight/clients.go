@@ -1,0 +1,38 @@
+package preflight
+
+import (
+	"context"
+
+	crm "google.golang.org/api/cloudresourcemanager/v1"
+	compute "google.golang.org/api/compute/v1"
+	"google.golang.org/api/option"
+	serviceusage "google.golang.org/api/serviceusage/v1"
+)
+
+// Clients are the Google API clients the checks read with: every call is a get, a list or
+// testIamPermissions, none changes anything.
+type Clients struct {
+	ResourceManager *crm.Service
+	ServiceUsage    *serviceusage.Service
+	Compute         *compute.Service
+}
+
+// NewClients builds the clients. Main gives them the caller's Application Default Credentials
+// (`gcloud auth application-default login`) and bills the calls' quota to the stack's project,
+// as Cluster Toolkit's validators do (pkg/validators/cloud.go); tests give them an HTTP client
+// that reaches a fake.
+func NewClients(ctx context.Context, opts ...option.ClientOption) (*Clients, error) {
+	rm, err := crm.NewService(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	su, err := serviceusage.NewService(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ce, err := compute.NewService(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{ResourceManager: rm, ServiceUsage: su, Compute: ce}, nil
+}

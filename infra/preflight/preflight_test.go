@@ -1,0 +1,311 @@
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/api/option"
+
+	"gke-rl/infra/clitest"
+	"gke-rl/infra/plan/plantest"
+)
+
+// project is the answers of a fake project, each a recorded response under testdata/googleapis
+// (sources in its SOURCES.md); an empty name answers 404 with the recorded not-found body.
+type project struct {
+	projectGet, services, region, machineType, reservation string
+	// denied are the permissions testIamPermissions leaves out of its answer.
+	denied []string
+}
+
+// ready is the smoke stack's project on the day it can run: everything enabled, granted and in
+// quota.
+var ready = project{
+	projectGet:  "googleapis/cloudresourcemanager-project.json",
+	services:    "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
+	region:      "googleapis/preflight/compute-region-us-east1-b200.json",
+	machineType: "googleapis/preflight/compute-machinetype-a4-highgpu-8g.json",
+}
+
+// yours are the overrides that replace the shipped stacks' placeholders, as a user would.
+var yours = []string{"--config", "gcp:project=acme-rl", "--config", "gke-rl:cluster.authorizedNetworks[0]=35.190.0.7/32"}
+
+func (p project) handler(t *testing.T) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reply := func(name, notFound string) {
+			if name == "" {
+				clitest.ReplyFile(t, w, http.StatusNotFound, notFound)
+				return
+			}
+			status := http.StatusOK
+			if strings.Contains(name, "error-403") {
+				status = http.StatusForbidden
+			}
+			clitest.ReplyFile(t, w, status, name)
+		}
+		route := r.Method + " " + r.Host + r.URL.Path
+		switch {
+		case route == "GET cloudresourcemanager.googleapis.com/v1/projects/acme-rl":
+			reply(p.projectGet, "")
+		case route == "POST cloudresourcemanager.googleapis.com/v1/projects/acme-rl:testIamPermissions":
+			// The method answers with the subset of the asked permissions the caller holds
+			// (Resource Manager v1 reference, TestIamPermissionsResponse).
+			var req struct{ Permissions []string }
+			require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+			held := slices.DeleteFunc(req.Permissions, func(perm string) bool { return slices.Contains(p.denied, perm) })
+			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			_ = json.NewEncoder(w).Encode(map[string][]string{"permissions": held})
+		case route == "GET serviceusage.googleapis.com/v1/projects/acme-rl/services:batchGet":
+			reply(p.services, "")
+		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/regions/"):
+			reply(p.region, "")
+		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/machineTypes/"):
+			reply(p.machineType, "googleapis/preflight/compute-error-404-machinetype.json")
+		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/reservations/"):
+			reply(p.reservation, "googleapis/preflight/compute-error-404-reservation.json")
+		default:
+			t.Errorf("preflight made a call no check makes: %s", route)
+			w.WriteHeader(http.StatusNotImplemented)
+		}
+	})
+}
+
+// preflight runs `go run . preflight` on the shipped stacks against the fake project, through
+// the production clients (Google's host names and paths), and returns the exit status, the
+// output and the calls made.
+func preflight(t *testing.T, p project, args ...string) (int, string, []clitest.Call) {
+	t.Helper()
+	g := clitest.NewGoogle(t, p.handler(t))
+	var stdout, stderr bytes.Buffer
+	code := run(args, plantest.RepoRoot(), &stdout, &stderr, func(ctx context.Context, project string) (*Clients, error) {
+		return NewClients(ctx, option.WithHTTPClient(g.HTTPClient()))
+	})
+	return code, stdout.String() + stderr.String(), g.Calls()
+}
+
+// finding is the line of one check in Write's table ("  STATUS  CHECK         DETAIL"), trimmed.
+func finding(t *testing.T, out, check string) string {
+	t.Helper()
+	if i := findingLine(out, check); i >= 0 {
+		return strings.TrimSpace(strings.Split(out, "\n")[i])
+	}
+	t.Fatalf("no %q finding in:\n%s", check, out)
+	return ""
+}
+
+// fixOf is the fix line under one check's finding, trimmed.
+func fixOf(t *testing.T, out, check string) string {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	if i := findingLine(out, check); i >= 0 && i+1 < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i+1]), "fix: ") {
+		return strings.TrimSpace(lines[i+1])
+	}
+	t.Fatalf("no fix under the %q finding in:\n%s", check, out)
+	return ""
+}
+
+func findingLine(out, check string) int {
+	for i, line := range strings.Split(out, "\n") {
+		if len(line) > 22 && strings.TrimSpace(line[8:20]) == check {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestSmokeReadyPassesEveryCheckReadOnly(t *testing.T) {
+	code, out, calls := preflight(t, ready, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitOK, code, out)
+	assert.Contains(t, finding(t, out, CheckProject), "acme-rl (number 123456789012) is ACTIVE")
+	assert.Contains(t, finding(t, out, CheckAPIs), "the 9 services up uses are enabled")
+	assert.Contains(t, finding(t, out, CheckMachineType), "us-east1-b offers a4-highgpu-8g: 224 vCPUs, 3968 GiB, 8 × nvidia-b200")
+	assert.Contains(t, finding(t, out, CheckQuota), "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: limit 64, in use 0, 64 free; the run needs 8")
+	assert.Contains(t, finding(t, out, CheckReservation), "skip  reservation   gpu.provisioning is spot")
+	assert.Contains(t, finding(t, out, CheckPermissions), "you hold the 29 permissions up uses")
+	assert.Contains(t, out, "every check passed")
+
+	// Read-only: every call is a get or a list, but for testIamPermissions, which is a POST
+	// that changes nothing; and these are the production clients' real addresses.
+	var got []string
+	for _, c := range calls {
+		got = append(got, c.String())
+	}
+	assert.Equal(t, []string{
+		"GET cloudresourcemanager.googleapis.com/v1/projects/acme-rl",
+		"GET serviceusage.googleapis.com/v1/projects/acme-rl/services:batchGet",
+		"GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/us-east1-b/machineTypes/a4-highgpu-8g",
+		"GET compute.googleapis.com/compute/v1/projects/acme-rl/regions/us-east1",
+		"POST cloudresourcemanager.googleapis.com/v1/projects/acme-rl:testIamPermissions",
+	}, got)
+}
+
+func TestJSONIsTheFindings(t *testing.T) {
+	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--json"}, yours...)...)
+	require.Equal(t, ExitOK, code, out)
+	var findings []Finding
+	require.NoError(t, json.Unmarshal([]byte(out), &findings), out)
+	require.Len(t, findings, 6)
+	assert.Equal(t, Finding{Check: CheckReservation, Status: Skipped, Detail: "gpu.provisioning is spot"}, findings[4])
+}
+
+func TestUnreadableProjectSkipsTheRest(t *testing.T) {
+	p := ready
+	p.projectGet = "googleapis/preflight/cloudresourcemanager-error-403.json"
+	code, out, calls := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckProject), "FAIL  project       acme-rl cannot be read with your credentials: The caller does not have permission (HTTP 403)")
+	assert.Contains(t, fixOf(t, out, CheckProject), "`gcloud projects describe acme-rl`")
+	assert.Contains(t, finding(t, out, CheckQuota), "skip  gpu quota     the project could not be read")
+	assert.Len(t, calls, 1)
+}
+
+func TestDisabledAPIsAreNamedWithTheCommandThatEnablesThem(t *testing.T) {
+	p := ready
+	p.services = "googleapis/preflight/serviceusage-batchget-smoke-new-project.json"
+	code, out, calls := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckAPIs), "5 of the 9 services up uses are not enabled: artifactregistry.googleapis.com, compute.googleapis.com, container.googleapis.com, containerfilesystem.googleapis.com, iam.googleapis.com")
+	assert.Contains(t, fixOf(t, out, CheckAPIs), "`gcloud services enable artifactregistry.googleapis.com compute.googleapis.com container.googleapis.com containerfilesystem.googleapis.com iam.googleapis.com --project acme-rl`")
+	// Without Compute Engine its checks are not asked (they would only fail the same way).
+	assert.Contains(t, finding(t, out, CheckMachineType), "skip  machine type  the Compute Engine API is not enabled")
+	for _, c := range calls {
+		assert.NotEqual(t, "compute.googleapis.com", c.Host, c.String())
+	}
+	assert.Contains(t, finding(t, out, CheckPermissions), "ok    permissions")
+}
+
+func TestZoneThatDoesNotOfferTheMachineTypeToTheProject(t *testing.T) {
+	p := ready
+	p.machineType = ""
+	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckMachineType), "FAIL  machine type  us-east1-b does not offer a4-highgpu-8g to acme-rl")
+	assert.Contains(t, fixOf(t, out, CheckMachineType), "`gcloud compute machine-types list --filter=name=a4-highgpu-8g --project acme-rl --format='value(zone)'`")
+}
+
+func TestNoGPUQuotaInTheRegion(t *testing.T) {
+	p := ready
+	p.region = "googleapis/preflight/compute-region-us-east1-no-b200.json"
+	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckQuota), "FAIL  gpu quota     us-east1 has no PREEMPTIBLE_NVIDIA_B200_GPUS quota: the project holds none of it, and the run needs 8 (1 nodes × 8 GPUs)")
+	assert.Contains(t, fixOf(t, out, CheckQuota), "request PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1 at https://console.cloud.google.com/iam-admin/quotas?project=acme-rl")
+}
+
+func TestQuotaInUseLeavesTooFewGPUs(t *testing.T) {
+	p := ready
+	p.region = "googleapis/preflight/compute-region-us-east1-b200-in-use.json"
+	// b200-spot's 8 nodes while smoke's one node runs: 56 of 64 free.
+	code, out, _ := preflight(t, p, append([]string{"--stack", "b200-spot"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckQuota), "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: limit 64, in use 8, 56 free; the run needs 64 (8 nodes × 8 GPUs)")
+	// The same quota passes smoke, which needs 8.
+	code, out, _ = preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitOK, code, out)
+}
+
+func TestOnDemandDrawsOnTheGPUsOwnQuota(t *testing.T) {
+	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.provisioning=on-demand"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckQuota), "us-east1 has no NVIDIA_B200_GPUS quota")
+}
+
+// reserved is h200-reserved moved to the reservation of Google's docs: two A3 Ultra machines in
+// europe-west4-b (a zone the offline table lacks, which a reservation only warns about).
+var reserved = []string{"--stack", "h200-reserved", "--config", "gcp:region=europe-west4", "--config", "gke-rl:zone=europe-west4-b",
+	"--config", "gke-rl:gpu.reservation=example-reservation"}
+
+func reservedProject(reservation string) project {
+	return project{
+		projectGet:  "googleapis/cloudresourcemanager-project.json",
+		services:    "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
+		machineType: "googleapis/preflight/compute-machinetype-a3-ultragpu-8g.json",
+		reservation: reservation,
+	}
+}
+
+func TestReservationThatFits(t *testing.T) {
+	code, out, calls := preflight(t, reservedProject("googleapis/preflight/compute-reservation-a3-ultragpu-8g.json"), append(reserved, yours...)...)
+	assert.Equal(t, ExitOK, code, out)
+	assert.Contains(t, finding(t, out, CheckReservation), `ok    reservation   reservation "example-reservation" in europe-west4-b: 2 × a3-ultragpu-8g, 0 in use`)
+	assert.Contains(t, finding(t, out, CheckQuota), "skip  gpu quota     a reservation's capacity comes with its own quota")
+	assert.Contains(t, calls[3].String(), "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/europe-west4-b/reservations/example-reservation")
+}
+
+func TestReservationOfAnotherMachineTypeAndTooFewFree(t *testing.T) {
+	code, out, _ := preflight(t, reservedProject("googleapis/preflight/compute-reservation-a4x-highgpu-4g.json"), append(reserved, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	line := finding(t, out, CheckReservation)
+	assert.Contains(t, line, "it holds a4x-highgpu-4g, and gpu.type needs a3-ultragpu-8g")
+	assert.Contains(t, line, "1 of its 36 machines are free (35 in use), and gpu.nodes is 2")
+}
+
+func TestMissingReservationNamesTheCommandThatFindsIt(t *testing.T) {
+	code, out, _ := preflight(t, reservedProject(""), append(reserved, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckReservation), `acme-rl has no reservation "example-reservation" in europe-west4-b`)
+	assert.Contains(t, fixOf(t, out, CheckReservation), "`gcloud compute reservations list --project acme-rl --filter=name=example-reservation`")
+}
+
+func TestMissingPermissionsAreNamed(t *testing.T) {
+	p := ready
+	// A deployer with roles/container.developer instead of container.admin, and without
+	// roles/iam.serviceAccountUser.
+	p.denied = []string{"container.clusters.create", "iam.serviceAccounts.actAs"}
+	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckPermissions), "you lack 2 of the 29 permissions up uses: container.clusters.create, iam.serviceAccounts.actAs")
+	assert.Contains(t, fixOf(t, out, CheckPermissions), "README's Prerequisites")
+}
+
+func TestPlaceholdersAreRefusedBeforeAnyCall(t *testing.T) {
+	code, out, calls := preflight(t, ready, "--stack", "smoke")
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, out, "placeholder: gcp:project:")
+	assert.Contains(t, out, "error: replace the project's and the reservation's placeholders first")
+	assert.Empty(t, calls)
+
+	// The workstation's address is not asked about: its placeholder is named, not refused.
+	code, out, _ = preflight(t, ready, "--stack", "smoke", "--config", "gcp:project=acme-rl")
+	assert.Equal(t, ExitOK, code, out)
+	assert.Contains(t, out, "placeholder: cluster.authorizedNetworks[0]:")
+}
+
+func TestRefusedConfigurationIsNotAsked(t *testing.T) {
+	code, out, calls := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.nodes=0"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, out, "error: gpu.nodes:")
+	assert.Empty(t, calls)
+}
+
+func TestWithoutCredentialsNothingIsAsked(t *testing.T) {
+	// The production clients, with no Application Default Credentials anywhere.
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("CLOUDSDK_CONFIG", t.TempDir())
+	t.Setenv("GCE_METADATA_HOST", "")
+	t.Setenv("NO_GCE_CHECK", "true") // not on GCE: cloud.google.com/go/auth's detection skips the metadata server
+	var stdout, stderr bytes.Buffer
+	code := Main(append([]string{"--stack", "smoke"}, yours...), plantest.RepoRoot(), &stdout, &stderr)
+	if code != ExitCannotAsk {
+		t.Fatalf("exit %d, want %d (cannot ask):\n%s%s", code, ExitCannotAsk, stdout.String(), stderr.String())
+	}
+	assert.Contains(t, stderr.String(), "`gcloud auth application-default login`")
+}
+
+func TestUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, ExitUsage, run(nil, plantest.RepoRoot(), &stdout, &stderr, nil))
+	assert.Contains(t, stderr.String(), "usage: go run . preflight --stack NAME")
+	stdout.Reset()
+	assert.Equal(t, ExitOK, run([]string{"--help"}, plantest.RepoRoot(), &stdout, &stderr, nil))
+	assert.Contains(t, stdout.String(), "read-only")
+	assert.Equal(t, ExitUsage, run([]string{"--stack", "nosuch"}, plantest.RepoRoot(), &stdout, &stderr, nil))
+}
