@@ -117,23 +117,28 @@ var typeNeeds = map[string]need{
 	// Kubernetes objects: GKE authorizes them by IAM (or RBAC, which a new cluster's deployer
 	// does not yet have), with one container.* permission per kind; every custom resource is a
 	// thirdPartyObject.
-	"kubernetes:core/v1:Namespace":                                 {"", []string{"container.namespaces.create"}},
-	"kubernetes:core/v1:ConfigMap":                                 {"", []string{"container.configMaps.create"}},
-	"kubernetes:core/v1:PersistentVolume":                          {"", []string{"container.persistentVolumes.create"}},
-	"kubernetes:core/v1:PersistentVolumeClaim":                     {"", []string{"container.persistentVolumeClaims.create"}},
-	"kubernetes:core/v1:Service":                                   {"", []string{"container.services.create"}},
-	"kubernetes:core/v1:ServiceAccount":                            {"", []string{"container.serviceAccounts.create"}},
-	"kubernetes:apps/v1:DaemonSet":                                 {"", []string{"container.daemonSets.create"}},
-	"kubernetes:batch/v1:Job":                                      {"", []string{"container.jobs.create"}},
-	"kubernetes:networking.k8s.io/v1:NetworkPolicy":                {"", []string{"container.networkPolicies.create"}},
-	"kubernetes:scheduling.k8s.io/v1:PriorityClass":                {"", []string{"container.priorityClasses.create"}},
-	"kubernetes:rbac.authorization.k8s.io/v1:Role":                 {"", []string{"container.roles.create"}},
-	"kubernetes:rbac.authorization.k8s.io/v1:RoleBinding":          {"", []string{"container.roleBindings.create"}},
-	"kubernetes:networking.gke.io/v1:GKENetworkParamSet":           {"", []string{"container.thirdPartyObjects.create"}},
-	"kubernetes:networking.gke.io/v1:Network":                      {"", []string{"container.thirdPartyObjects.create"}},
-	"kubernetes:ray.io/v1:RayCluster":                              {"", []string{"container.thirdPartyObjects.create"}},
-	"kubernetes:ray.io/v1:RayJob":                                  {"", []string{"container.thirdPartyObjects.create"}},
-	"kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass": {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:core/v1:Namespace":                               {"", []string{"container.namespaces.create"}},
+	"kubernetes:core/v1:ConfigMap":                               {"", []string{"container.configMaps.create"}},
+	"kubernetes:core/v1:PersistentVolume":                        {"", []string{"container.persistentVolumes.create"}},
+	"kubernetes:core/v1:PersistentVolumeClaim":                   {"", []string{"container.persistentVolumeClaims.create"}},
+	"kubernetes:core/v1:Service":                                 {"", []string{"container.services.create"}},
+	"kubernetes:core/v1:ServiceAccount":                          {"", []string{"container.serviceAccounts.create"}},
+	"kubernetes:apps/v1:DaemonSet":                               {"", []string{"container.daemonSets.create"}},
+	"kubernetes:batch/v1:Job":                                    {"", []string{"container.jobs.create"}},
+	"kubernetes:networking.k8s.io/v1:NetworkPolicy":              {"", []string{"container.networkPolicies.create"}},
+	"kubernetes:scheduling.k8s.io/v1:PriorityClass":              {"", []string{"container.priorityClasses.create"}},
+	"kubernetes:rbac.authorization.k8s.io/v1:ClusterRole":        {"", []string{"container.clusterRoles.create"}},
+	"kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": {"", []string{"container.clusterRoleBindings.create", "container.clusterRoles.bind"}},
+	// The admission policy of the preview identity: the published container.* list predates
+	// ValidatingAdmissionPolicy and names no permission for it, and testIamPermissions refuses
+	// a permission it does not know, so none is asked; roles/container.admin covers it.
+	"kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy":        {},
+	"kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding": {},
+	"kubernetes:networking.gke.io/v1:GKENetworkParamSet":                          {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:networking.gke.io/v1:Network":                                     {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:ray.io/v1:RayCluster":                                             {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:ray.io/v1:RayJob":                                                 {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass":                {"", []string{"container.thirdPartyObjects.create"}},
 	// The Kubernetes provider and the program's components create nothing themselves.
 	"pulumi:providers:kubernetes": {},
 }

@@ -1,0 +1,97 @@
+package preflight
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra"
+	"gke-rl/infra/kinds"
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+)
+
+// variants are the shipped stacks with every option that registers resources of other types:
+// the tokens (Secret Manager), Autopilot, the pull-request preview identity (RBAC, admission
+// policy), a node account made outside the stack, and each storage type.
+var variants = [][]string{
+	nil,
+	{"tokens.huggingFace=true", "tokens.wandb=true"},
+	{"cluster.mode=autopilot"},
+	{"cluster.previewServiceAccount=pr-preview@acme-rl.iam.gserviceaccount.com"},
+	{"cluster.nodeServiceAccount=gke-nodes@acme-rl.iam.gserviceaccount.com"},
+}
+
+func plans(t *testing.T) map[string]*plan.Result {
+	t.Helper()
+	out := map[string]*plan.Result{}
+	for _, stack := range plan.StacksIn(plantest.RepoRoot()) {
+		for _, v := range variants {
+			out[stack+" "+strings.Join(v, " ")] = plantest.Plan(t, stack, v...)
+		}
+	}
+	return out
+}
+
+func TestEveryRegisteredTypeHasItsNeeds(t *testing.T) {
+	for name, r := range plans(t) {
+		_, err := NeedsOf(r)
+		assert.NoError(t, err, name)
+	}
+}
+
+func TestAnUnknownTypeIsAnError(t *testing.T) {
+	_, ok := resourceNeeds("gcp:filestore/instance:Instance", "shared")
+	assert.False(t, ok)
+	_, ok = resourceNeeds("command:local:Command", "a-new-step")
+	assert.False(t, ok, "a new kubectl or gcloud step must say what it does")
+}
+
+// The README's `gcloud services enable` line is every service some stack's up uses, no more.
+func TestTheREADMEEnablesEveryServiceUpUses(t *testing.T) {
+	used := map[string]bool{}
+	for _, r := range plans(t) {
+		n, err := NeedsOf(r)
+		require.NoError(t, err)
+		for _, api := range n.APIs {
+			used[api] = true
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
+	require.NoError(t, err)
+	block := regexp.MustCompile(`(?s)gcloud services enable (.*?)--project`).FindSubmatch(readme)
+	require.NotNil(t, block, "the README's gcloud services enable line")
+	listed := strings.Fields(strings.ReplaceAll(string(block[1]), `\`, " "))
+	sort.Strings(listed)
+	assert.Equal(t, sortedKeys(used), listed)
+}
+
+func TestQuotaMetricFollowsTheProvisioningModel(t *testing.T) {
+	b200 := plantest.Resolve(t, "smoke").Hardware
+	assert.Equal(t, "PREEMPTIBLE_NVIDIA_B200_GPUS", QuotaMetric(b200, kinds.Spot))
+	assert.Equal(t, "PREEMPTIBLE_NVIDIA_B200_GPUS", QuotaMetric(b200, kinds.FlexStart))
+	assert.Equal(t, "NVIDIA_B200_GPUS", QuotaMetric(b200, kinds.OnDemand))
+	h200 := plantest.Resolve(t, "smoke", plantest.GPU("h200")...).Hardware
+	assert.Equal(t, "NVIDIA_H200_GPUS", QuotaMetric(h200, kinds.OnDemand))
+}
+
+func TestNeedsOfAReservation(t *testing.T) {
+	n, err := NeedsOf(plantest.Plan(t, "h200-reserved", "gpu.reservation=h200-res/reservationBlocks/block-1"))
+	require.NoError(t, err)
+	assert.Equal(t, "h200-res", n.Reservation, "the reservation, without its block")
+	assert.Empty(t, n.QuotaMetric, "a reservation carries its own quota")
+	assert.Equal(t, 2, n.Nodes)
+}
+
+func TestEveryGPUHasAQuotaMetric(t *testing.T) {
+	for _, gpu := range infra.GPUTypes() {
+		spec := plantest.Resolve(t, "smoke", plantest.GPU(gpu)...).Hardware
+		assert.Regexp(t, `^NVIDIA_[A-Z0-9]+_GPUS$`, spec.QuotaMetric, gpu)
+	}
+}
