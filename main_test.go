@@ -20,6 +20,7 @@ func TestUsageOutsideTheEngine(t *testing.T) {
 	usage(&out, ".")
 	assert.Contains(t, out.String(), "go run . plan --stack NAME")
 	assert.Contains(t, out.String(), "pulumi up -s NAME")
+	assert.Contains(t, out.String(), "go run . preflight --stack NAME")
 	assert.Contains(t, out.String(), "The stacks here: [b200-spot h200-reserved smoke]")
 
 	bin := filepath.Join(t.TempDir(), "gke-rl")
@@ -44,4 +45,8 @@ func TestUsageOutsideTheEngine(t *testing.T) {
 		assert.Equal(t, want, code, "gke-rl %s", args)
 		assert.Contains(t, string(got), "run it through Pulumi, or plan a stack offline", "gke-rl %s", args)
 	}
+	// The preflight subcommand is reached from the binary too.
+	got, err := exec.Command(bin, "preflight", "--help").CombinedOutput()
+	require.NoError(t, err, "%s", got)
+	assert.Contains(t, string(got), "usage: go run . preflight --stack NAME")
 }
