@@ -23,10 +23,21 @@ const (
 	ExitInternal = 4
 )
 
-type repeated []string
+// HelpOnStdout makes help asked for (-h, --help) an answer, on stdout, not a usage error on
+// stderr.
+func HelpOnStdout(fs *flag.FlagSet, args []string, stdout io.Writer) {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
+			fs.SetOutput(stdout)
+		}
+	}
+}
 
-func (r *repeated) String() string     { return strings.Join(*r, ",") }
-func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+// Overrides is the repeatable `--config PATH=VALUE` flag of plan and preflight.
+type Overrides []string
+
+func (r *Overrides) String() string     { return strings.Join(*r, ",") }
+func (r *Overrides) Set(v string) error { *r = append(*r, v); return nil }
 
 // Main is `go run . plan ...`: it plans the stack whose files are in dir and prints the result.
 // It returns the process exit status.
@@ -43,18 +54,13 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	destroy := fs.Bool("destroy", false, "print what pulumi destroy would do: the order, and what stays")
 	compare := fs.String("compare", "", "compare with `FILE`, an earlier plan --json of the stack (from the version that deployed it): what changes, and what that does to a running run")
 	prices := fs.String("prices", "", "add the prices of the price file `FILE` (JSON: date, source, prices) to the shipped table, or replace its own")
-	var overrides repeated
+	var overrides Overrides
 	fs.Var(&overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE] [--compare FILE]")
 		fs.PrintDefaults()
 	}
-	// Help asked for is an answer, on stdout, not a usage error.
-	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
-			fs.SetOutput(stdout)
-		}
-	}
+	HelpOnStdout(fs, args, stdout)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"google.golang.org/api/option"
@@ -45,7 +44,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	stack := fs.String("stack", "", "the stack `NAME`: reads Pulumi.<NAME>.yaml (required)")
 	fs.StringVar(stack, "s", "", "the stack `NAME`, as --stack")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
-	var overrides repeated
+	var overrides plan.Overrides
 	fs.Var(&overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run . preflight --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json]")
@@ -53,11 +52,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine type in the zone, the GPU quota, the reservation, your permissions.")
 		fs.PrintDefaults()
 	}
-	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" {
-			fs.SetOutput(stdout)
-		}
-	}
+	plan.HelpOnStdout(fs, args, stdout)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
@@ -150,8 +145,3 @@ func Write(w io.Writer, stack string, n Needs, findings []Finding) {
 	}
 	fmt.Fprintln(w, "every check passed: the project is ready for pulumi up (capacity itself is known only when the nodes start)")
 }
-
-type repeated []string
-
-func (r *repeated) String() string     { return strings.Join(*r, ",") }
-func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
