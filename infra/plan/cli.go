@@ -23,14 +23,26 @@ const (
 	ExitInternal = 4
 )
 
-// HelpOnStdout makes help asked for (-h, --help) an answer, on stdout, not a usage error on
-// stderr.
-func HelpOnStdout(fs *flag.FlagSet, args []string, stdout io.Writer) {
+// ParseStackArgs parses the arguments of a command on one stack (plan, preflight): help asked
+// for (-h, --help) is an answer on stdout, not a usage error; --stack is required and nothing
+// else is taken. done is true when the command ends here, with the exit status code.
+func ParseStackArgs(fs *flag.FlagSet, stack *string, args []string, stdout io.Writer) (code int, done bool) {
 	for _, a := range args {
 		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
 			fs.SetOutput(stdout)
 		}
 	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, true
+		}
+		return ExitUsage, true
+	}
+	if *stack == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return ExitUsage, true
+	}
+	return 0, false
 }
 
 // Overrides is the repeatable `--config PATH=VALUE` flag of plan and preflight.
@@ -60,16 +72,8 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE] [--compare FILE]")
 		fs.PrintDefaults()
 	}
-	HelpOnStdout(fs, args, stdout)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	if *stack == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return ExitUsage
+	if code, done := ParseStackArgs(fs, stack, args, stdout); done {
+		return code
 	}
 
 	sc, err := LoadStackConfig(dir, *stack, overrides)

@@ -118,12 +118,7 @@ func checkAPIs(ctx context.Context, c *Clients, n Needs) (Finding, []string) {
 			enabled[s.Config.Name] = true
 		}
 	}
-	var disabled []string
-	for _, api := range n.APIs {
-		if !enabled[api] {
-			disabled = append(disabled, api)
-		}
-	}
+	disabled := notIn(n.APIs, enabled)
 	if len(disabled) > 0 {
 		f.Status, f.Detail = Failed, fmt.Sprintf("%d of the %d services up uses are not enabled: %s", len(disabled), len(n.APIs), strings.Join(disabled, ", "))
 		f.Fix = fmt.Sprintf("`gcloud services enable %s --project %s`", strings.Join(disabled, " "), n.Project)
@@ -249,12 +244,7 @@ func checkPermissions(ctx context.Context, c *Clients, n Needs) Finding {
 			granted[p] = true
 		}
 	}
-	var missing []string
-	for _, p := range n.Permissions {
-		if !granted[p] {
-			missing = append(missing, p)
-		}
-	}
+	missing := notIn(n.Permissions, granted)
 	if len(missing) > 0 {
 		f.Status, f.Detail = Failed, fmt.Sprintf("you lack %d of the %d permissions up uses: %s", len(missing), len(n.Permissions), strings.Join(missing, ", "))
 		f.Fix = "grant the deployer's roles the README's Prerequisites list (what each is for: docs/ci.md)"
@@ -262,6 +252,17 @@ func checkPermissions(ctx context.Context, c *Clients, n Needs) Finding {
 	}
 	f.Status, f.Detail = OK, fmt.Sprintf("you hold the %d permissions up uses", len(n.Permissions))
 	return f
+}
+
+// notIn is what of want has does not hold, in want's order.
+func notIn(want []string, has map[string]bool) []string {
+	var out []string
+	for _, w := range want {
+		if !has[w] {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // apiMessage is the API's own message of a failed call, or the error.

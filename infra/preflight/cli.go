@@ -52,16 +52,8 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine type in the zone, the GPU quota, the reservation, your permissions.")
 		fs.PrintDefaults()
 	}
-	plan.HelpOnStdout(fs, args, stdout)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	if *stack == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return ExitUsage
+	if code, done := plan.ParseStackArgs(fs, stack, args, stdout); done {
+		return code
 	}
 	sc, err := plan.LoadStackConfig(dir, *stack, overrides)
 	if err != nil {
