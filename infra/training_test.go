@@ -657,6 +657,9 @@ func TestPrepCachesAndTheCheckedCheckout(t *testing.T) {
 	}
 	assert.Equal(t, "/data/verl/v0.6.0/verl", senv["VERIFY_DIR"], "the package the job ships")
 	assert.Equal(t, "21dba16c55f23a0d01e69f444817769d91ce3465", senv["VERIFY_TREE"])
+	// The submitter ships its checked copy in place of this py_modules entry, and refuses to
+	// submit without it.
+	assert.Contains(t, senv["RUNTIME_ENV_JSON"], `"py_modules":["/data/verl/v0.6.0/verl"]`)
 
 	nemo := plantest.Resolve(t, "b200-spot")
 	assert.Contains(t, nemo.Run.Prep.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "HF_XET_CACHE", Value: "/tmp/hf-xet"})

@@ -1,6 +1,7 @@
 package workloads_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,13 +47,32 @@ func TestCheckoutFetchesTheCommit(t *testing.T) {
 // returns the output, the exit status and whether it submitted.
 func submitterVerifying(t *testing.T, dir, tree string) (string, int, bool) {
 	t.Helper()
+	out, code, shipped := submitterShipping(t, dir, tree, t.TempDir())
+	return out, code, shipped != ""
+}
+
+// submitterShipping runs the submitter as submitterVerifying does, its temporary files in tmp,
+// and returns the directory `ray job submit` was given to package (py_modules), or "".
+func submitterShipping(t *testing.T, dir, tree, tmp string) (string, int, string) {
+	t.Helper()
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
 		"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
 		"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
 		"job logs":   {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-stopped.txt"}}},
 	})
-	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "VERIFY_DIR": dir, "VERIFY_TREE": tree})
-	return out, code, strings.Contains(strings.Join(ray.Calls(), "\n"), "job submit")
+	env, err := json.Marshal(workloads.RuntimeEnv{PyModules: []string{dir}})
+	require.NoError(t, err)
+	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "VERIFY_DIR": dir, "VERIFY_TREE": tree,
+		"RUNTIME_ENV_JSON": string(env), "TMPDIR": tmp})
+	for _, call := range ray.Calls() {
+		if _, rest, ok := strings.Cut(call, "--runtime-env-json "); ok && strings.HasPrefix(call, "job submit") {
+			var shipped workloads.RuntimeEnv
+			require.NoError(t, json.Unmarshal([]byte(strings.Fields(rest)[0]), &shipped))
+			require.Len(t, shipped.PyModules, 1)
+			return out, code, shipped.PyModules[0]
+		}
+	}
+	return out, code, ""
 }
 
 // assertSubmitterRefuses runs the submitter on dir and checks that it fails with want and submits
@@ -77,10 +97,19 @@ func packageRepo(t *testing.T) (string, string) {
 func TestSubmitterVerifiesTheShippedCode(t *testing.T) {
 	repo, tree := packageRepo(t)
 	pkg := filepath.Join(repo, "pkg")
-	out, code, submitted := submitterVerifying(t, pkg, tree)
+	tmp := t.TempDir()
+	out, code, shipped := submitterShipping(t, pkg, tree, tmp)
 	require.Equal(t, 0, code, out)
-	assert.True(t, submitted)
-	assert.Contains(t, out, pkg+" is "+tree+" (git tree hash), as pinned")
+	// What Ray packages is the submitter's own copy, the one checked: a writer of the volume
+	// cannot change the code between the check and the packaging.
+	assert.True(t, strings.HasPrefix(shipped, tmp+"/"), "ships %s, a copy under the submitter's TMPDIR", shipped)
+	assert.Equal(t, "pkg", filepath.Base(shipped), "the copy keeps the module's name")
+	assert.Contains(t, out, shipped+" is "+tree+" (git tree hash), as pinned")
+	require.NoError(t, os.WriteFile(filepath.Join(pkg, "trainer.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
+	body, err := os.ReadFile(filepath.Join(shipped, "trainer.py"))
+	require.NoError(t, err)
+	assert.Equal(t, "print('v0.6.0')\n", string(body), "a write to the volume after the check does not reach what is shipped")
+	clitest.Git(t, repo, "checkout", "--", "pkg")
 
 	// Executable bits do not count (a volume may show every file executable).
 	require.NoError(t, os.Chmod(filepath.Join(pkg, "trainer.py"), 0o755))
@@ -89,7 +118,7 @@ func TestSubmitterVerifiesTheShippedCode(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(filepath.Join(pkg, "trainer.py"), []byte("import os; os.system('curl evil')\n"), 0o644))
 	assertSubmitterRefuses(t, pkg, tree, "is not the code this program pins")
-	assertSubmitterRefuses(t, filepath.Join(t.TempDir(), "missing"), tree, "hash to nothing readable")
+	assertSubmitterRefuses(t, filepath.Join(t.TempDir(), "missing"), tree, "cannot be read")
 }
 
 // What the volume's own repository says is not trusted: a package planted in the shipped code
@@ -135,4 +164,28 @@ func TestPrepRunsOnlyVerifiedCode(t *testing.T) {
 	assert.Equal(t, 1, res.Code)
 	assert.Contains(t, res.Stderr, "is not the code this program pins")
 	assert.NotContains(t, res.Stdout, "True", "the command did not run")
+}
+
+// The copy is checked as it is: a symbolic link the volume holds stays a link, which the pinned
+// tree of plain files refuses (following it would ship whatever it points to).
+func TestSubmitterRefusesALinkInTheShippedCode(t *testing.T) {
+	repo, tree := packageRepo(t)
+	pkg := filepath.Join(repo, "pkg")
+	outside := filepath.Join(t.TempDir(), "trainer.py")
+	require.NoError(t, os.WriteFile(outside, []byte("print('v0.6.0')\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(pkg, "trainer.py")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(pkg, "trainer.py")))
+	assertSubmitterRefuses(t, pkg, tree, "is not the code this program pins")
+}
+
+// A checked directory that the runtime environment does not ship would leave the shipped code
+// unchecked: the submitter refuses it.
+func TestSubmitterRefusesToShipOtherCodeThanItChecked(t *testing.T) {
+	repo, tree := packageRepo(t)
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"job status": {{Code: 1}}})
+	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "VERIFY_DIR": filepath.Join(repo, "pkg"), "VERIFY_TREE": tree,
+		"RUNTIME_ENV_JSON": `{"py_modules":["/data/verl/v0.6.0/verl"]}`})
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "the runtime environment does not ship "+filepath.Join(repo, "pkg"))
+	assert.Empty(t, ray.Calls(), "nothing asked of Ray, nothing submitted")
 }

@@ -1,11 +1,13 @@
 package workloads_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"gke-rl/infra/clitest"
 	"gke-rl/workloads"
@@ -29,6 +31,12 @@ func runSubmitter(t *testing.T, ray clitest.Replay, set map[string]string) (stri
 			e.Value = v
 		}
 		env = append(env, e.Name+"="+e.Value)
+	}
+	// What the pod's environment does not set (TMPDIR) is added.
+	for name, v := range set {
+		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
+			env = append(env, name+"="+v)
+		}
 	}
 	res := clitest.Run(t, env, c.Command[0], c.Command[1:]...)
 	return res.Stdout + res.Stderr, res.Code

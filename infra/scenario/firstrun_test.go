@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"gke-rl/infra"
 	"gke-rl/infra/clitest"
@@ -92,5 +93,20 @@ func submitAfterPrep(t *testing.T, bp *infra.Blueprint, standIn, commit string) 
 		"RAY_JOB_SUBMISSION_ID=raysubmit_tUAuCKubPAEXh6CW"))
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "is "+tree+" (git tree hash), as pinned")
-	assert.Contains(t, strings.Join(ray.Calls(), "\n"), "job submit ")
+	calls := strings.Join(ray.Calls(), "\n")
+	assert.Contains(t, calls, "job submit ")
+	// What is shipped is the submitter's checked copy, not the volume's directory.
+	verifyDir := envValue(submitter, "VERIFY_DIR")
+	require.NotEmpty(t, verifyDir)
+	assert.NotContains(t, calls, `"`+verifyDir+`"`)
+	assert.Contains(t, calls, "/"+workloads.VerlPackageDir+`"]}`)
+}
+
+func envValue(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
 }
