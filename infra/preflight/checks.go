@@ -109,7 +109,7 @@ func checkAPIs(ctx context.Context, c *Clients, n Needs) (Finding, []string) {
 	resp, err := c.ServiceUsage.Services.BatchGet(parent).Names(names...).Context(ctx).Do()
 	if err != nil {
 		f.Status, f.Detail = Failed, "the enabled services cannot be read: "+apiMessage(err)
-		f.Fix = "reading them takes serviceusage.services.get (roles/serviceusage.serviceUsageViewer)"
+		f.Fix = grantFix(n.Project, "serviceusage.services.get", "roles/serviceusage.serviceUsageViewer")
 		return f, nil
 	}
 	enabled := map[string]bool{}
@@ -140,7 +140,7 @@ func checkMachineType(ctx context.Context, c *Clients, n Needs) Finding {
 		}
 	case err != nil:
 		f.Status, f.Detail = Failed, fmt.Sprintf("%s in %s cannot be read: %s", n.MachineType, n.Zone, apiMessage(err))
-		f.Fix = "reading it takes compute.machineTypes.get (roles/compute.viewer)"
+		f.Fix = grantFix(n.Project, "compute.machineTypes.get", "roles/compute.viewer")
 	default:
 		f.Status, f.Detail = OK, fmt.Sprintf("%s offers %s: %d vCPUs, %d GiB, %s", n.Zone, mt.Name, mt.GuestCpus, mt.MemoryMb/1024, accelerators(mt.Accelerators))
 	}
@@ -156,7 +156,7 @@ func checkQuota(ctx context.Context, c *Clients, n Needs) Finding {
 	region, err := c.Compute.Regions.Get(n.Project, n.Region).Context(ctx).Do()
 	if err != nil {
 		f.Status, f.Detail = Failed, fmt.Sprintf("the quotas of %s cannot be read: %s", n.Region, apiMessage(err))
-		f.Fix = "reading them takes compute.regions.get (roles/compute.viewer)"
+		f.Fix = grantFix(n.Project, "compute.regions.get", "roles/compute.viewer")
 		return f
 	}
 	need := n.Nodes * n.GPUsPerNode
@@ -196,7 +196,7 @@ func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
 		return f
 	case err != nil:
 		f.Status, f.Detail = Failed, fmt.Sprintf("reservation %q in %s cannot be read: %s", n.Reservation, n.Zone, apiMessage(err))
-		f.Fix = "reading it takes compute.reservations.get (roles/compute.viewer)"
+		f.Fix = grantFix(n.Project, "compute.reservations.get", "roles/compute.viewer")
 		return f
 	}
 	var problems []string
@@ -238,6 +238,7 @@ func checkPermissions(ctx context.Context, c *Clients, n Needs) Finding {
 		resp, err := c.ResourceManager.Projects.TestIamPermissions(n.Project, &crm.TestIamPermissionsRequest{Permissions: batch}).Context(ctx).Do()
 		if err != nil {
 			f.Status, f.Detail = Failed, "your permissions cannot be tested: "+apiMessage(err)
+			f.Fix = fmt.Sprintf("run preflight again; your roles in the project: %s", iamConsole(n.Project))
 			return f
 		}
 		for _, p := range resp.Permissions {
@@ -247,11 +248,22 @@ func checkPermissions(ctx context.Context, c *Clients, n Needs) Finding {
 	missing := notIn(n.Permissions, granted)
 	if len(missing) > 0 {
 		f.Status, f.Detail = Failed, fmt.Sprintf("you lack %d of the %d permissions up uses: %s", len(missing), len(n.Permissions), strings.Join(missing, ", "))
-		f.Fix = "grant the deployer's roles the README's Prerequisites list (what each is for: docs/ci.md)"
+		f.Fix = fmt.Sprintf("grant the deployer the roles the README's Prerequisites list (what each is for: docs/ci.md) at %s", iamConsole(n.Project))
 		return f
 	}
 	f.Status, f.Detail = OK, fmt.Sprintf("you hold the %d permissions up uses", len(n.Permissions))
 	return f
+}
+
+// grantFix is the fix of a read the caller may not make: the permission, the predefined role
+// that holds it, and where a project administrator grants it.
+func grantFix(project, permission, role string) string {
+	return fmt.Sprintf("reading it takes %s: have %s (or another role that holds it) granted at %s", permission, role, iamConsole(project))
+}
+
+// iamConsole is the console page of the project's IAM grants.
+func iamConsole(project string) string {
+	return "https://console.cloud.google.com/iam-admin/iam?project=" + project
 }
 
 // notIn is what of want has does not hold, in want's order.

@@ -199,6 +199,19 @@ func TestNoGPUQuotaInTheRegion(t *testing.T) {
 	assert.Contains(t, fixOf(t, out, CheckQuota), "request PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1 at https://console.cloud.google.com/iam-admin/quotas?project=acme-rl")
 }
 
+// A read the caller may not make fails its check with the API's own message and names the role
+// that holds the permission; the other checks are still asked.
+func TestAReadYouMayNotMakeNamesTheRole(t *testing.T) {
+	p := ready
+	p.region = "googleapis/preflight/compute-error-403-regions.json"
+	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckQuota), "FAIL  gpu quota     the quotas of us-east1 cannot be read: Required 'compute.regions.get' permission for 'projects/acme-rl/regions/us-east1' (HTTP 403)")
+	assert.Equal(t, "fix: reading it takes compute.regions.get: have roles/compute.viewer (or another role that holds it) granted at https://console.cloud.google.com/iam-admin/iam?project=acme-rl", fixOf(t, out, CheckQuota))
+	assert.Contains(t, finding(t, out, CheckMachineType), "ok    machine type")
+	assert.Contains(t, finding(t, out, CheckPermissions), "ok    permissions")
+}
+
 func TestQuotaInUseLeavesTooFewGPUs(t *testing.T) {
 	p := ready
 	p.region = "googleapis/preflight/compute-region-us-east1-b200-in-use.json"
