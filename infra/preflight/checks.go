@@ -128,22 +128,33 @@ func checkAPIs(ctx context.Context, c *Clients, n Needs) (Finding, []string) {
 	return f, nil
 }
 
+// checkMachineType asks the zone for the GPU nodes' machine type and, in Standard mode, the CPU
+// pool's (cluster.cpuMachineType, which a user may have mistyped: the pool would fail only after
+// the cluster's 10 to 25 minutes).
 func checkMachineType(ctx context.Context, c *Clients, n Needs) Finding {
 	f := Finding{Check: CheckMachineType}
-	mt, err := c.Compute.MachineTypes.Get(n.Project, n.Zone, n.MachineType).Context(ctx).Do()
-	switch {
-	case isNotFound(err):
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s does not offer %s to %s", n.Zone, n.MachineType, n.Project)
-		f.Fix = fmt.Sprintf("set zone to one that lists it: `gcloud compute machine-types list --filter=name=%s --project %s --format='value(zone)'`", n.MachineType, n.Project)
-		if o, ok := offers.Lookup(n.MachineType); ok {
-			f.Fix += fmt.Sprintf(" (in %s, the zones that offered it: %s)", offers.ZonesRecorded, strings.Join(o.Zones, ", "))
+	var offered []string
+	for _, m := range []struct{ name, role, key string }{{n.MachineType, "the GPU nodes", "gpu.type"}, {n.CPUMachineType, "the CPU pool", "cluster.cpuMachineType"}} {
+		if m.name == "" {
+			continue
 		}
-	case err != nil:
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s in %s cannot be read: %s", n.MachineType, n.Zone, apiMessage(err))
-		f.Fix = grantFix(n.Project, "compute.machineTypes.get", "roles/compute.viewer")
-	default:
-		f.Status, f.Detail = OK, fmt.Sprintf("%s offers %s: %d vCPUs, %d GiB, %s", n.Zone, mt.Name, mt.GuestCpus, mt.MemoryMb/1024, accelerators(mt.Accelerators))
+		mt, err := c.Compute.MachineTypes.Get(n.Project, n.Zone, m.name).Context(ctx).Do()
+		switch {
+		case isNotFound(err):
+			f.Status, f.Detail = Failed, fmt.Sprintf("%s does not offer %s (%s, %s) to %s", n.Zone, m.name, m.role, m.key, n.Project)
+			f.Fix = fmt.Sprintf("`gcloud compute machine-types list --filter=name=%s --project %s --format='value(zone)'` lists the zones that do", m.name, n.Project)
+			if o, ok := offers.Lookup(m.name); ok {
+				f.Fix += fmt.Sprintf(" (in %s: %s)", offers.ZonesRecorded, strings.Join(o.Zones, ", "))
+			}
+			return f
+		case err != nil:
+			f.Status, f.Detail = Failed, fmt.Sprintf("%s in %s cannot be read: %s", m.name, n.Zone, apiMessage(err))
+			f.Fix = grantFix(n.Project, "compute.machineTypes.get", "roles/compute.viewer")
+			return f
+		}
+		offered = append(offered, fmt.Sprintf("%s for %s (%d vCPUs, %d GiB, %s)", mt.Name, m.role, mt.GuestCpus, mt.MemoryMb/1024, accelerators(mt.Accelerators)))
 	}
+	f.Status, f.Detail = OK, fmt.Sprintf("%s offers %s", n.Zone, strings.Join(offered, " and "))
 	return f
 }
 

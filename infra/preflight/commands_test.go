@@ -20,7 +20,7 @@ func failing() map[string]project {
 	apis.services = "googleapis/preflight/serviceusage-batchget-smoke-new-project.json"
 	noQuota.region = "googleapis/preflight/compute-region-us-east1-no-b200.json"
 	noQuota.denied = []string{"container.clusters.create"}
-	noMachine.machineType = ""
+	noMachine.machineTypes = nil
 	unreadable := ready
 	unreadable.projectGet = "googleapis/preflight/cloudresourcemanager-error-403.json"
 	return map[string]project{"apis": apis, "quota and permissions": noQuota, "machine type": noMachine, "project": unreadable}

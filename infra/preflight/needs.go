@@ -15,7 +15,9 @@ import (
 type Needs struct {
 	Project, Region, Zone string
 	MachineType           string
-	GPUsPerNode           int
+	// CPUMachineType is the CPU pool's machine type; empty on Autopilot, which has no pool.
+	CPUMachineType string
+	GPUsPerNode    int
 	// Nodes is what the run asks for (gpu.nodes); MaxNodes is what the autoscaler may add.
 	Nodes, MaxNodes int
 	Provisioning    kinds.Provisioning
@@ -40,6 +42,9 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 		Project: bp.Project, Region: bp.Region, Zone: bp.Zone,
 		MachineType: pool.MachineType, GPUsPerNode: pool.GPUsPerNode,
 		Nodes: pool.Nodes, MaxNodes: pool.MaxNodes, Provisioning: pool.Provisioning,
+	}
+	if bp.Cluster.Mode == kinds.Standard {
+		n.CPUMachineType = bp.Cluster.CPUPool.MachineType
 	}
 	if pool.Provisioning == kinds.Reservation {
 		n.Reservation, _, _ = strings.Cut(pool.Reservation, "/")

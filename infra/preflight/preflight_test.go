@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +21,9 @@ import (
 // project is the answers of a fake project, each a recorded response under testdata/googleapis
 // (sources in its SOURCES.md); an empty name answers 404 with the recorded not-found body.
 type project struct {
-	projectGet, services, region, machineType, reservation string
+	projectGet, services, region, reservation string
+	// machineTypes answer machineTypes.get by the machine type's name.
+	machineTypes map[string]string
 	// denied are the permissions testIamPermissions leaves out of its answer.
 	denied []string
 }
@@ -28,10 +31,13 @@ type project struct {
 // ready is the smoke stack's project on the day it can run: everything enabled, granted and in
 // quota.
 var ready = project{
-	projectGet:  "googleapis/cloudresourcemanager-project.json",
-	services:    "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
-	region:      "googleapis/preflight/compute-region-us-east1-b200.json",
-	machineType: "googleapis/preflight/compute-machinetype-a4-highgpu-8g.json",
+	projectGet: "googleapis/cloudresourcemanager-project.json",
+	services:   "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
+	region:     "googleapis/preflight/compute-region-us-east1-b200.json",
+	machineTypes: map[string]string{
+		"a4-highgpu-8g":  "googleapis/preflight/compute-machinetype-a4-highgpu-8g.json",
+		"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
+	},
 }
 
 // yours are the overrides that replace the shipped stacks' placeholders, as a user would.
@@ -67,7 +73,7 @@ func (p project) handler(t *testing.T) http.Handler {
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/regions/"):
 			reply(p.region, "")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/machineTypes/"):
-			reply(p.machineType, "googleapis/preflight/compute-error-404-machinetype.json")
+			reply(p.machineTypes[path.Base(r.URL.Path)], "googleapis/preflight/compute-error-404-machinetype.json")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/reservations/"):
 			reply(p.reservation, "googleapis/preflight/compute-error-404-reservation.json")
 		default:
@@ -125,7 +131,7 @@ func TestSmokeReadyPassesEveryCheckReadOnly(t *testing.T) {
 	assert.Equal(t, ExitOK, code, out)
 	assert.Contains(t, finding(t, out, CheckProject), "acme-rl (number 123456789012) is ACTIVE")
 	assert.Contains(t, finding(t, out, CheckAPIs), "the 9 services up uses are enabled")
-	assert.Contains(t, finding(t, out, CheckMachineType), "us-east1-b offers a4-highgpu-8g: 224 vCPUs, 3968 GiB, 8 × nvidia-b200")
+	assert.Contains(t, finding(t, out, CheckMachineType), "us-east1-b offers a4-highgpu-8g for the GPU nodes (224 vCPUs, 3968 GiB, 8 × nvidia-b200) and n2-standard-16 for the CPU pool (16 vCPUs, 64 GiB, no GPU)")
 	assert.Contains(t, finding(t, out, CheckQuota), "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: limit 64, in use 0, 64 free; the run needs 8")
 	assert.Contains(t, finding(t, out, CheckReservation), "skip  reservation   gpu.provisioning is spot")
 	assert.Contains(t, finding(t, out, CheckPermissions), "you hold the 29 permissions up uses")
@@ -141,6 +147,7 @@ func TestSmokeReadyPassesEveryCheckReadOnly(t *testing.T) {
 		"GET cloudresourcemanager.googleapis.com/v1/projects/acme-rl",
 		"GET serviceusage.googleapis.com/v1/projects/acme-rl/services:batchGet",
 		"GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/us-east1-b/machineTypes/a4-highgpu-8g",
+		"GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/us-east1-b/machineTypes/n2-standard-16",
 		"GET compute.googleapis.com/compute/v1/projects/acme-rl/regions/us-east1",
 		"POST cloudresourcemanager.googleapis.com/v1/projects/acme-rl:testIamPermissions",
 	}, got)
@@ -183,11 +190,25 @@ func TestDisabledAPIsAreNamedWithTheCommandThatEnablesThem(t *testing.T) {
 
 func TestZoneThatDoesNotOfferTheMachineTypeToTheProject(t *testing.T) {
 	p := ready
-	p.machineType = ""
+	p.machineTypes = map[string]string{"n2-standard-16": ready.machineTypes["n2-standard-16"]}
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
 	assert.Equal(t, ExitFailed, code, out)
-	assert.Contains(t, finding(t, out, CheckMachineType), "FAIL  machine type  us-east1-b does not offer a4-highgpu-8g to acme-rl")
-	assert.Contains(t, fixOf(t, out, CheckMachineType), "`gcloud compute machine-types list --filter=name=a4-highgpu-8g --project acme-rl --format='value(zone)'`")
+	assert.Contains(t, finding(t, out, CheckMachineType), "FAIL  machine type  us-east1-b does not offer a4-highgpu-8g (the GPU nodes, gpu.type) to acme-rl")
+	assert.Contains(t, fixOf(t, out, CheckMachineType), "`gcloud compute machine-types list --filter=name=a4-highgpu-8g --project acme-rl --format='value(zone)'` lists the zones that do")
+}
+
+// A mistyped cluster.cpuMachineType fails here, not at the CPU pool after the cluster's minutes;
+// Autopilot, without a CPU pool, does not ask for it.
+func TestCPUMachineTypeIsAskedInStandardMode(t *testing.T) {
+	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:cluster.cpuMachineType=n2-standard-17"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckMachineType), "us-east1-b does not offer n2-standard-17 (the CPU pool, cluster.cpuMachineType) to acme-rl")
+
+	code, out, calls := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:cluster.mode=autopilot"}, yours...)...)
+	assert.Equal(t, ExitOK, code, out)
+	for _, c := range calls {
+		assert.NotContains(t, c.Path, "n2-standard", "Autopilot has no CPU pool to ask about")
+	}
 }
 
 func TestNoGPUQuotaInTheRegion(t *testing.T) {
@@ -237,9 +258,12 @@ var reserved = []string{"--stack", "h200-reserved", "--config", "gcp:region=euro
 
 func reservedProject(reservation string) project {
 	return project{
-		projectGet:  "googleapis/cloudresourcemanager-project.json",
-		services:    "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
-		machineType: "googleapis/preflight/compute-machinetype-a3-ultragpu-8g.json",
+		projectGet: "googleapis/cloudresourcemanager-project.json",
+		services:   "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
+		machineTypes: map[string]string{
+			"a3-ultragpu-8g": "googleapis/preflight/compute-machinetype-a3-ultragpu-8g.json",
+			"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
+		},
 		reservation: reservation,
 	}
 }
@@ -249,7 +273,7 @@ func TestReservationThatFits(t *testing.T) {
 	assert.Equal(t, ExitOK, code, out)
 	assert.Contains(t, finding(t, out, CheckReservation), `ok    reservation   reservation "example-reservation" in europe-west4-b: 2 × a3-ultragpu-8g, 0 in use`)
 	assert.Contains(t, finding(t, out, CheckQuota), "skip  gpu quota     a reservation's capacity comes with its own quota")
-	assert.Contains(t, calls[3].String(), "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/europe-west4-b/reservations/example-reservation")
+	assert.Contains(t, calls[4].String(), "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/europe-west4-b/reservations/example-reservation")
 }
 
 func TestReservationOfAnotherMachineTypeAndTooFewFree(t *testing.T) {
