@@ -45,6 +45,21 @@ func ParseStackArgs(fs *flag.FlagSet, stack *string, args []string, stdout io.Wr
 	return 0, false
 }
 
+// ReportRunError prints why Run failed: each problem of a refused configuration as
+// "error: KEY: MESSAGE", or an internal error as one; it returns whether the configuration was
+// refused.
+func ReportRunError(stderr io.Writer, err error) (refused bool) {
+	var cfgErr *ConfigError
+	if errors.As(err, &cfgErr) {
+		for _, p := range cfgErr.Problems {
+			fmt.Fprintf(stderr, "error: %s: %s\n", p.Key, p.Message)
+		}
+		return true
+	}
+	fmt.Fprintf(stderr, "internal error (not a problem with your configuration; please report it): %v\n", err)
+	return false
+}
+
 // Overrides is the repeatable `--config PATH=VALUE` flag of plan and preflight.
 type Overrides []string
 
@@ -105,14 +120,9 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	}
 	result, err := Run(sc, *stack)
 	if err != nil {
-		var cfgErr *ConfigError
-		if errors.As(err, &cfgErr) {
-			for _, p := range cfgErr.Problems {
-				fmt.Fprintf(stderr, "error: %s: %s\n", p.Key, p.Message)
-			}
+		if ReportRunError(stderr, err) {
 			return ExitInvalidConfig
 		}
-		fmt.Fprintf(stderr, "internal error (not a problem with your configuration; please report it): %v\n", err)
 		return ExitInternal
 	}
 

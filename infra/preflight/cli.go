@@ -3,7 +3,6 @@ package preflight
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -62,14 +61,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	}
 	result, err := plan.Run(sc, *stack)
 	if err != nil {
-		var cfgErr *plan.ConfigError
-		if errors.As(err, &cfgErr) {
-			for _, p := range cfgErr.Problems {
-				fmt.Fprintf(stderr, "error: %s: %s\n", p.Key, p.Message)
-			}
-			return ExitFailed
-		}
-		fmt.Fprintf(stderr, "internal error (not a problem with your configuration; please report it): %v\n", err)
+		plan.ReportRunError(stderr, err)
 		return ExitFailed
 	}
 	// A placeholder project or reservation would be asked about, and fail for the wrong reason;
