@@ -34,8 +34,8 @@ func documentedCommands(t *testing.T) []clitest.Command {
 func documentedCommandsOf(t *testing.T, cliPrograms ...string) []clitest.Command {
 	t.Helper()
 	var cmds []clitest.Command
-	for _, doc := range documents(t) {
-		found, err := clitest.MarkdownCommands(doc.rel, doc.text, cliPrograms...)
+	for _, doc := range plantest.Documents(t) {
+		found, err := clitest.MarkdownCommands(doc.Rel, doc.Text, cliPrograms...)
 		require.NoError(t, err)
 		cmds = append(cmds, found...)
 	}

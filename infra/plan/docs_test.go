@@ -46,28 +46,6 @@ func TestConfigurationReferenceMatchesTheConfigTypes(t *testing.T) {
 	assert.Empty(t, documented, "rows for keys the program does not take")
 }
 
-// document is the README or a file under docs/: its path from the repository root and its text.
-type document struct {
-	path, rel, text string
-}
-
-// documents reads the README and every file under docs/, the documents the tests check.
-func documents(t *testing.T) []document {
-	t.Helper()
-	root := plantest.RepoRoot()
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	var out []document
-	for _, path := range append([]string{filepath.Join(root, "README.md")}, docs...) {
-		text, err := os.ReadFile(path)
-		require.NoError(t, err)
-		rel, err := filepath.Rel(root, path)
-		require.NoError(t, err)
-		out = append(out, document{path: path, rel: rel, text: string(text)})
-	}
-	return out
-}
-
 // The README leads to every document under docs/, and each links back.
 func TestDocsAreLinked(t *testing.T) {
 	root := plantest.RepoRoot()
@@ -94,8 +72,8 @@ func TestDocumentedPlanCommandsRun(t *testing.T) {
 		stacks[s] = true
 	}
 	ran := 0
-	for _, doc := range documents(t) {
-		cmds, err := clitest.MarkdownCommands(doc.rel, doc.text, "go")
+	for _, doc := range plantest.Documents(t) {
+		cmds, err := clitest.MarkdownCommands(doc.Rel, doc.Text, "go")
 		require.NoError(t, err)
 		for _, cmd := range cmds {
 			if len(cmd.Args) < 5 || strings.Join(cmd.Args[:4], " ") != "go run . plan" {
@@ -123,7 +101,7 @@ func TestDocumentedPlanCommandsRun(t *testing.T) {
 					}
 				}
 				code, _, errOut := runMain(t, args...)
-				if want := shownErrors(doc.text, cmd.Source); want != "" {
+				if want := shownErrors(doc.Text, cmd.Source); want != "" {
 					assert.Equal(t, plan.ExitInvalidConfig, code)
 					assert.Equal(t, want, errOut, "the errors the document shows are the ones printed")
 					return

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"gke-rl/infra/plan/plantest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -42,23 +43,23 @@ func anchors(text string) map[string]bool {
 // section by name ("see Deploy") is not a link and is not checked here.
 func TestInternalLinksResolve(t *testing.T) {
 	checked := 0
-	for _, doc := range documents(t) {
-		for _, m := range markdownLink.FindAllStringSubmatch(prose(doc.text), -1) {
+	for _, doc := range plantest.Documents(t) {
+		for _, m := range markdownLink.FindAllStringSubmatch(prose(doc.Text), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || target == "" {
 				continue
 			}
 			path, section, _ := strings.Cut(target, "#")
-			file := doc.path
+			file := doc.Path
 			if path != "" {
-				file = filepath.Join(filepath.Dir(doc.path), path)
+				file = filepath.Join(filepath.Dir(doc.Path), path)
 			}
 			body, err := os.ReadFile(file)
-			if !assert.NoError(t, err, "%s links to %s, which does not exist", doc.rel, target) {
+			if !assert.NoError(t, err, "%s links to %s, which does not exist", doc.Rel, target) {
 				continue
 			}
 			if section != "" {
-				assert.True(t, anchors(string(body))[section], "%s links to %s: no such section in %s", doc.rel, target, path)
+				assert.True(t, anchors(string(body))[section], "%s links to %s: no such section in %s", doc.Rel, target, path)
 			}
 			checked++
 		}

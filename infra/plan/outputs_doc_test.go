@@ -31,11 +31,11 @@ func TestDocumentedOutputsExist(t *testing.T) {
 		}
 	}
 	named := 0
-	for _, doc := range documents(t) {
-		flat := strings.Join(strings.Fields(doc.text), " ")
+	for _, doc := range plantest.Documents(t) {
+		flat := strings.Join(strings.Fields(doc.Text), " ")
 		for _, m := range documentedOutput.FindAllStringSubmatch(flat, -1) {
 			named++
-			assert.True(t, outputs[m[1]], "%s names the stack output %s, which no plan has (outputs: %v)", doc.rel, m[1], slices.Sorted(func(yield func(string) bool) {
+			assert.True(t, outputs[m[1]], "%s names the stack output %s, which no plan has (outputs: %v)", doc.Rel, m[1], slices.Sorted(func(yield func(string) bool) {
 				for k := range outputs {
 					if !yield(k) {
 						return

@@ -1,8 +1,6 @@
 package preflight
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -63,13 +61,9 @@ func TestFixCommandsParse(t *testing.T) {
 // Every `go run . preflight` command of the README and docs/ runs as written on the user's copy
 // of a shipped stack (my-<stack>, with the project set) against a project that is ready.
 func TestDocumentedPreflightCommandsRun(t *testing.T) {
-	docs, err := filepath.Glob(filepath.Join(plantest.RepoRoot(), "docs", "*.md"))
-	require.NoError(t, err)
 	ran := 0
-	for _, path := range append(docs, filepath.Join(plantest.RepoRoot(), "README.md")) {
-		text, err := os.ReadFile(path)
-		require.NoError(t, err)
-		cmds, err := clitest.MarkdownCommands(filepath.Base(path), string(text), "go")
+	for _, doc := range plantest.Documents(t) {
+		cmds, err := clitest.MarkdownCommands(doc.Rel, doc.Text, "go")
 		require.NoError(t, err)
 		for _, cmd := range cmds {
 			if len(cmd.Args) < 4 || strings.Join(cmd.Args[:4], " ") != "go run . preflight" {

@@ -3,6 +3,8 @@
 package plantest
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -77,4 +79,27 @@ func Input(t testing.TB, res *plan.Resource, path string) any {
 func GPU(gpu string) []string {
 	zone := map[string][2]string{"b200": {"us-east1", "us-east1-b"}, "h200": {"us-south1", "us-south1-b"}}[gpu]
 	return []string{"gpu.type=" + gpu, "gcp:region=" + zone[0], "zone=" + zone[1]}
+}
+
+// Document is the README or a file under docs/: its path, its path from the repository root, and
+// its text.
+type Document struct {
+	Path, Rel, Text string
+}
+
+// Documents reads the README and every file under docs/, the documents the tests check.
+func Documents(t testing.TB) []Document {
+	t.Helper()
+	root := RepoRoot()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	var out []Document
+	for _, path := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		text, err := os.ReadFile(path)
+		require.NoError(t, err)
+		rel, err := filepath.Rel(root, path)
+		require.NoError(t, err)
+		out = append(out, Document{Path: path, Rel: rel, Text: string(text)})
+	}
+	return out
 }
