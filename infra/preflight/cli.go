@@ -85,12 +85,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	clients, err := clientsFor(ctx, needs.Project)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: cannot ask Google's APIs: %v\npreflight reads with Application Default Credentials: `gcloud auth application-default login`\n", err)
-		return ExitCannotAsk
-	}
-	findings, err := Run(ctx, clients, needs)
+	findings, err := ask(ctx, clientsFor, needs)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: cannot ask Google's APIs: %v\npreflight reads with Application Default Credentials: `gcloud auth application-default login`\n", err)
 		return ExitCannotAsk
@@ -108,6 +103,15 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// ask builds the clients and runs the checks; an error means Google's APIs could not be asked.
+func ask(ctx context.Context, clientsFor ClientsFor, n Needs) ([]Finding, error) {
+	clients, err := clientsFor(ctx, n.Project)
+	if err != nil {
+		return nil, err
+	}
+	return Run(ctx, clients, n)
 }
 
 // Write prints the findings as a table, each failure followed by its fix.

@@ -2,7 +2,8 @@ package preflight
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"gke-rl/infra"
@@ -68,7 +69,7 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 			perms[p] = true
 		}
 	}
-	n.APIs, n.Permissions = sortedKeys(apis), sortedKeys(perms)
+	n.APIs, n.Permissions = slices.Sorted(maps.Keys(apis)), slices.Sorted(maps.Keys(perms))
 	return n, nil
 }
 
@@ -169,13 +170,4 @@ func resourceNeeds(typ, name string) (need, bool) {
 	}
 	n, ok := typeNeeds[typ]
 	return n, ok
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

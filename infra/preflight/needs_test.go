@@ -1,10 +1,9 @@
 package preflight
 
 import (
-	"os"
-	"path/filepath"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,13 +62,13 @@ func TestTheREADMEEnablesEveryServiceUpUses(t *testing.T) {
 			used[api] = true
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
-	require.NoError(t, err)
-	block := regexp.MustCompile(`(?s)gcloud services enable (.*?)--project`).FindSubmatch(readme)
+	readme := plantest.Documents(t)[0]
+	require.Equal(t, "README.md", readme.Rel)
+	block := regexp.MustCompile(`(?s)gcloud services enable (.*?)--project`).FindStringSubmatch(readme.Text)
 	require.NotNil(t, block, "the README's gcloud services enable line")
-	listed := strings.Fields(strings.ReplaceAll(string(block[1]), `\`, " "))
-	sort.Strings(listed)
-	assert.Equal(t, sortedKeys(used), listed)
+	listed := strings.Fields(strings.ReplaceAll(block[1], `\`, " "))
+	slices.Sort(listed)
+	assert.Equal(t, slices.Sorted(maps.Keys(used)), listed)
 }
 
 func TestQuotaMetricFollowsTheProvisioningModel(t *testing.T) {
