@@ -245,6 +245,16 @@ func TestQuotaInUseLeavesTooFewGPUs(t *testing.T) {
 	assert.Equal(t, ExitOK, code, out)
 }
 
+// The run's nodes decide pass or fail; what the autoscaler may add beyond them is said, not
+// failed.
+func TestQuotaNamesWhatTheAutoscalerCouldNotAdd(t *testing.T) {
+	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.maxNodes=9"}, yours...)...)
+	assert.Equal(t, ExitOK, code, out)
+	assert.Contains(t, finding(t, out, CheckQuota), "64 free; the run needs 8 (the autoscaler's gpu.maxNodes=9 would need 72)")
+	_, out, _ = preflight(t, ready, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.NotContains(t, finding(t, out, CheckQuota), "autoscaler")
+}
+
 func TestOnDemandDrawsOnTheGPUsOwnQuota(t *testing.T) {
 	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.provisioning=on-demand"}, yours...)...)
 	assert.Equal(t, ExitFailed, code, out)
