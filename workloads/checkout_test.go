@@ -189,3 +189,32 @@ func TestSubmitterRefusesToShipOtherCodeThanItChecked(t *testing.T) {
 	assert.Contains(t, out, "the runtime environment does not ship "+filepath.Join(repo, "pkg"))
 	assert.Empty(t, ray.Calls(), "nothing asked of Ray, nothing submitted")
 }
+
+// The preparation runs the copies it checked: a command argument inside a checked directory, and
+// the package PYTHONPATH finds, are read from the copy, so that a write to the volume after the
+// check does not reach the command.
+func TestPrepRunsTheCopiesItChecked(t *testing.T) {
+	clitest.Tool(t, "python3")
+	repo, tree := packageRepo(t)
+	pkg := filepath.Join(repo, "pkg")
+	tmp := t.TempDir()
+	res := clitest.RunScript(t, workloads.PrepScript(nil)+"run_verified "+pkg+" "+tree+" -- python3 -c 'import sys; print(sys.argv[1])' "+filepath.Join(pkg, "trainer.py")+"\n",
+		"TMPDIR="+tmp, "PYTHONPATH="+repo)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	arg := strings.TrimSpace(res.Stdout[strings.LastIndex(strings.TrimSpace(res.Stdout), "\n")+1:])
+	assert.True(t, strings.HasPrefix(arg, tmp+"/") && strings.HasSuffix(arg, filepath.Join(pkg, "trainer.py")), "the argument names the copy: %s", arg)
+
+	// The command overwrites the volume's trainer.py (named outside its arguments), then imports
+	// the package: the checked copy's trainer runs.
+	prog := filepath.Join(t.TempDir(), "plant.py")
+	require.NoError(t, os.WriteFile(prog, []byte(`import os, pathlib
+pathlib.Path(os.environ["PLANT"]).write_text("raise SystemExit('the volume code ran')\n")
+import pkg.trainer
+print(pkg.trainer.__file__)
+`), 0o644))
+	res = clitest.RunScript(t, workloads.PrepScript(nil)+"run_verified "+pkg+" "+tree+" -- python3 "+prog+"\n",
+		"TMPDIR="+tmp, "PYTHONPATH="+repo, "PLANT="+filepath.Join(pkg, "trainer.py"))
+	require.Equal(t, 0, res.Code, res.Stdout+res.Stderr)
+	assert.Contains(t, res.Stdout, "v0.6.0\n"+tmp+"/", "the package is imported from the checked copy")
+	assert.NotContains(t, res.Stdout+res.Stderr, "the volume code ran")
+}

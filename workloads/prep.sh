@@ -62,14 +62,38 @@ checkout_commit() {
 }
 
 # run_verified DIR TREE [DIR TREE...] -- COMMAND... runs COMMAND only if each DIR holds exactly
-# its TREE's files (treehash.sh, which precedes this script), without writing Python's bytecode
-# into them: code from the shared volume runs here, as the reader of the tokens, only once
-# checked (the dataset scripts, and the verl package they import through PYTHONPATH).
+# its TREE's files, on copies of them off the volume (verified_copy, treehash.sh, which precedes
+# this script), without writing Python's bytecode: code from the shared volume runs here, as the
+# reader of the tokens, only once checked (the dataset scripts, and the verl package they import
+# through PYTHONPATH), and a writer of the volume cannot change it while it runs. COMMAND's
+# arguments inside a checked DIR, and PYTHONPATH's entries that hold one, name the copies.
 run_verified() {
+  local root dirs=() args=() path=() entries=() arg entry dir
+  root=$(mktemp -d)
   while [[ $1 != -- ]]; do
-    verify_tree "$1" "$2" || return 1
+    verified_copy "$root" "$1" "$2" || return 1
+    dirs+=("$1")
     shift 2
   done
   shift
-  PYTHONDONTWRITEBYTECODE=1 "$@"
+  for arg in "$@"; do
+    for dir in "${dirs[@]}"; do
+      if [[ $arg == "$dir" || $arg == "$dir"/* ]]; then
+        arg=$root$arg
+        break
+      fi
+    done
+    args+=("$arg")
+  done
+  IFS=: read -ra entries <<<"${PYTHONPATH:-}"
+  for entry in "${entries[@]}"; do
+    for dir in "${dirs[@]}"; do
+      if [[ $dir == "$entry" || $dir == "$entry"/* ]]; then
+        entry=$root$entry
+        break
+      fi
+    done
+    path+=("$entry")
+  done
+  PYTHONPATH=$(IFS=:; echo "${path[*]}") PYTHONDONTWRITEBYTECODE=1 "${args[@]}"
 }

@@ -16,8 +16,8 @@ set -euo pipefail
 # RayJob's entrypoint and runtime environment); UNREACHABLE_SECONDS; POLL_SECONDS; with verl,
 # VERIFY_DIR and VERIFY_TREE: the package on the shared volume that the job ships to every node
 # (a py_modules entry of RUNTIME_ENV_JSON) is copied off the volume, and the copy, which is what
-# is shipped, must hold exactly the files of that git tree (treehash.sh, which precedes this
-# script), or nothing is submitted.
+# is shipped, must hold exactly the files of that git tree (verified_copy, treehash.sh, which
+# precedes this script), or nothing is submitted.
 address=http://${RAY_DASHBOARD_ADDRESS#http://}
 id=$RAY_JOB_SUBMISSION_ID
 
@@ -26,19 +26,13 @@ log() { echo "gke-rl submitter: $*"; }
 if [[ -n ${VERIFY_DIR:-} ]]; then
   # The code the job ships to every node is checked by its content, not by the volume's git
   # state: anything that can write the volume could otherwise plant a package that an exclude
-  # file hides from `git status`, or a command that git runs (core.fsmonitor). It is copied off
-  # the volume first, the copy is checked, and the copy is what `ray job submit` packages: a
-  # writer of the volume cannot change the code between the check and the packaging. The copy
-  # keeps the directory's name, which Ray's py_modules makes the module's name; a symbolic link
-  # stays a link (cp -R), which the check refuses (the pinned tree holds plain files only).
-  shipped=$(mktemp -d)/$(basename "$VERIFY_DIR")
-  if ! cp -R "$VERIFY_DIR" "$shipped" 2>/dev/null; then
-    echo "$VERIFY_DIR cannot be read; run the data preparation again (it fetches the pinned commit)"
-    exit 1
-  fi
+  # file hides from `git status`, or a command that git runs (core.fsmonitor). What is checked
+  # and shipped is a copy off the volume (verified_copy), which keeps the directory's name (Ray's
+  # py_modules makes it the module's name) in place of the runtime environment's entry.
+  root=$(mktemp -d)
   log "checking the copy of $VERIFY_DIR that the job ships"
-  verify_tree "$shipped" "$VERIFY_TREE" 2>&1 || exit 1
-  checked=${RUNTIME_ENV_JSON//"\"$VERIFY_DIR\""/"\"$shipped\""}
+  verified_copy "$root" "$VERIFY_DIR" "$VERIFY_TREE" 2>&1 || exit 1
+  checked=${RUNTIME_ENV_JSON//"\"$VERIFY_DIR\""/"\"$root$VERIFY_DIR\""}
   if [[ $checked == "$RUNTIME_ENV_JSON" ]]; then
     echo "the runtime environment does not ship $VERIFY_DIR, the code that was checked: $RUNTIME_ENV_JSON"
     exit 1

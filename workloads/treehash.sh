@@ -28,3 +28,18 @@ verify_tree() {
   fi
   echo "$dir is $want (git tree hash), as pinned"
 }
+
+# verified_copy ROOT DIR TREE copies DIR off the volume to ROOT/DIR (its path kept under ROOT, a
+# directory of this process's own) and checks the copy against TREE. The code that then runs or
+# ships is the copy that was checked: a writer of the volume cannot change it after the check.
+# A symbolic link stays a link (cp -R), which the check refuses (a pinned tree holds plain files).
+verified_copy() {
+  local root=$1 dir=$2 tree=$3
+  mkdir -p "$root$(dirname "$dir")"
+  # A directory copied already (named twice, or inside one copied before) is checked as it is.
+  if [[ ! -e $root$dir ]] && ! cp -R "$dir" "$root$dir" 2>/dev/null; then
+    echo "$dir cannot be read; run the data preparation again (it fetches the pinned commit)" >&2
+    return 1
+  fi
+  verify_tree "$root$dir" "$tree"
+}

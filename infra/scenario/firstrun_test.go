@@ -31,7 +31,13 @@ func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	assert.Contains(t, out, "checked out "+workloads.VerlRepository+" at "+commit)
 	calls, err := os.ReadFile(filepath.Join(py, "calls"))
 	require.NoError(t, err)
-	assert.Equal(t, "download dataset openai/gsm8k\nconvert "+filepath.Join(volume, "verl", workloads.VerlSourceTag, "examples/data_preprocess/gsm8k.py")+"\ndownload model Qwen/Qwen2.5-0.5B-Instruct\n", string(calls))
+	lines := strings.Split(strings.TrimSuffix(string(calls), "\n"), "\n")
+	require.Len(t, lines, 3, string(calls))
+	assert.Equal(t, "download dataset openai/gsm8k", lines[0])
+	assert.Equal(t, "download model Qwen/Qwen2.5-0.5B-Instruct", lines[2])
+	// verl's dataset script ran from the preparation's checked copy, not from the volume.
+	script := filepath.Join(volume, "verl", workloads.VerlSourceTag, "examples/data_preprocess/gsm8k.py")
+	assert.True(t, strings.HasPrefix(lines[1], "convert ") && strings.HasSuffix(lines[1], script) && lines[1] != "convert "+script, lines[1])
 	// Each download filled its own directory on the volume, the model where the run loads it.
 	assert.FileExists(t, filepath.Join(volume, "models", "Qwen/Qwen2.5-0.5B-Instruct@7ae557604adf67be50417f59c2c2f167def9a775", "stand-in"))
 	assert.FileExists(t, filepath.Join(volume, "datasets", "hub", "openai/gsm8k@740312add88f781978c0658806c59bc2815b9866", "stand-in"))
