@@ -17,7 +17,7 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 	gpuLine := cost.Line{
 		Item:     "GPU nodes",
 		Detail:   fmt.Sprintf("%d × %s, %s, %s", gpu.Nodes, gpu.MachineType, gpu.Provisioning, c.Zone),
-		SKU:      cost.SKU{Name: gpuSKU(gpu.MachineType, gpu.Provisioning, bp.Cluster.Mode), Region: c.Region},
+		SKU:      cost.SKU{Name: GPUSKU(gpu.MachineType, gpu.Provisioning, bp.Cluster.Mode), Region: c.Region},
 		Unit:     cost.PerHour,
 		Training: float64(gpu.Nodes),
 		Idle:     float64(gpu.MinNodes),
@@ -96,10 +96,10 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 	}
 }
 
-// gpuSKU names the GPU nodes' price: the machine type, and the provisioning model when it has
+// GPUSKU names the GPU nodes' price: the machine type, and the provisioning model when it has
 // prices of its own (spot, flex-start; reservations bill at on-demand rates). Autopilot bills
 // GPU pods its own way.
-func gpuSKU(machine string, p kinds.Provisioning, mode kinds.Mode) string {
+func GPUSKU(machine string, p kinds.Provisioning, mode kinds.Mode) string {
 	name := machine
 	switch p {
 	case kinds.Spot, kinds.FlexStart:

@@ -35,6 +35,13 @@ type GPUSpec struct {
 	// them (OpenAgentsInc/hydralisk docs, GCE admission probe of 2026-06-24: NVIDIA_B200_GPUS,
 	// PREEMPTIBLE_NVIDIA_B200_GPUS, NVIDIA_H200_GPUS, PREEMPTIBLE_NVIDIA_H200_GPUS).
 	QuotaMetric string
+	// CatalogSlice is the description, before " running in <place>", of the Cloud Billing
+	// Catalog SKU that bills the machine per GPU, its vCPUs and memory included (so the machine
+	// costs GPUsPerNode of them); spot machines bill under "Spot Preemptible " + it. Empty when
+	// the catalog bills the machine in parts the program cannot name all of: A3 Ultra's GPUs
+	// are "H200 141GB GPU", but no public record of its vCPU and memory SKUs exists, and a
+	// price without them would understate the machine.
+	CatalogSlice string
 	// GateMinBusBandwidthGBps is the gate's default minimum NCCL all_gather bus bandwidth (at
 	// 8 GB messages) across two GPU nodes or more: three quarters of the lowest published
 	// two-node run of the machine, so that a fabric at half speed fails while the spread between
@@ -52,10 +59,14 @@ const SharedMemoryGiB = 240
 // gpuCatalog is the one hardware table of the program: add a row to support a new GPU.
 var gpuCatalog = map[string]GPUSpec{
 	"b200": {
-		Type:            "b200",
-		MachineType:     "a4-highgpu-8g",
-		Accelerator:     "nvidia-b200",
-		QuotaMetric:     "NVIDIA_B200_GPUS",
+		Type:        "b200",
+		MachineType: "a4-highgpu-8g",
+		Accelerator: "nvidia-b200",
+		QuotaMetric: "NVIDIA_B200_GPUS",
+		// A4 bills only as slices (SpareCores/sc-crawler tests/test_gcp.py at 55aec325: an
+		// a4-highgpu-8g spot machine is 8 × "Spot Preemptible A4 Nvidia B200 (1 gpu slice)
+		// running in Americas", nothing else, and that SKU is categorized OnDemand).
+		CatalogSlice:    "A4 Nvidia B200 (1 gpu slice)",
 		GPUsPerNode:     8,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a4.txtpb",

@@ -23,6 +23,9 @@ type File struct {
 type FilePrice struct {
 	SKU
 	USD float64 `json:"usd"`
+	// Basis says how the price was made, for a reader to check it (`preflight --prices-out`
+	// names the catalog SKUs and rates it multiplied); optional.
+	Basis string `json:"basis,omitempty"`
 }
 
 // LoadFile reads a price file; every problem names the file and the entry.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/api/option"
 
 	"gke-rl/infra"
+	"gke-rl/infra/cost"
 	"gke-rl/infra/plan"
 )
 
@@ -43,12 +44,14 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	stack := fs.String("stack", "", "the stack `NAME`: reads Pulumi.<NAME>.yaml (required)")
 	fs.StringVar(stack, "s", "", "the stack `NAME`, as --stack")
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
+	pricesOut := fs.String("prices-out", "", "also read today's list prices of the stack's machines from the Cloud Billing Catalog into the price file `FILE`, for plan --prices")
 	var overrides plan.Overrides
 	fs.Var(&overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run . preflight --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json]")
+		fmt.Fprintln(fs.Output(), "usage: go run . preflight --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--prices-out FILE]")
 		fmt.Fprintln(fs.Output(), "Asks the stack's project, read-only and with your Application Default Credentials, what pulumi up needs:")
-		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine type in the zone, the GPU quota, the reservation, your permissions.")
+		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine type in the zone, the GPU quota, the reservation, your permissions;")
+		fmt.Fprintln(fs.Output(), "with --prices-out, today's list prices of the stack's machines too, as a price file for plan --prices.")
 		fs.PrintDefaults()
 	}
 	if code, done := plan.ParseStackArgs(fs, stack, args, stdout); done {
@@ -83,9 +86,21 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 		return ExitFailed
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	limit := timeout
+	if *pricesOut != "" {
+		limit += pricesTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	findings, err := ask(ctx, clientsFor, needs)
+	var prices *pricesRequest
+	if *pricesOut != "" {
+		planArgs := []string{"--stack", *stack}
+		for _, o := range overrides {
+			planArgs = append(planArgs, "--config", o)
+		}
+		prices = &pricesRequest{path: *pricesOut, bill: result.Blueprint.Bill, today: today(), planArgs: planArgs}
+	}
+	findings, err := ask(ctx, clientsFor, needs, prices)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: cannot ask Google's APIs: %v\npreflight reads with Application Default Credentials: `gcloud auth application-default login`\n", err)
 		return ExitCannotAsk
@@ -105,31 +120,56 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	return ExitOK
 }
 
-// ask builds the clients and runs the checks; an error means Google's APIs could not be asked.
-func ask(ctx context.Context, clientsFor ClientsFor, n Needs) ([]Finding, error) {
+// pricesRequest is what --prices-out asks for.
+type pricesRequest struct {
+	path, today string
+	bill        cost.Bill
+	planArgs    []string
+}
+
+// today is the date a price file is read on, in UTC.
+var today = func() string { return time.Now().UTC().Format(time.DateOnly) }
+
+// ask builds the clients and runs the checks, and the prices step when asked; an error means
+// Google's APIs could not be asked.
+func ask(ctx context.Context, clientsFor ClientsFor, n Needs, prices *pricesRequest) ([]Finding, error) {
 	clients, err := clientsFor(ctx, n.Project)
 	if err != nil {
 		return nil, err
 	}
-	return Run(ctx, clients, n)
+	findings, err := Run(ctx, clients, n)
+	if err != nil || prices == nil {
+		return findings, err
+	}
+	return append(findings, checkPrices(ctx, clients, n, prices.bill, prices.path, prices.today, prices.planArgs)), nil
 }
 
 // Write prints the findings as a table, each failure followed by its fix.
 func Write(w io.Writer, stack string, n Needs, findings []Finding) {
 	fmt.Fprintf(w, "preflight of stack %s: project %s, zone %s, %d × %s (%s); read-only\n", stack, n.Project, n.Zone, n.Nodes, n.MachineType, n.Provisioning)
-	failed := 0
+	failed, checks := 0, 0
 	for _, f := range findings {
 		fmt.Fprintf(w, "  %-4s  %-12s  %s\n", f.Status, f.Check, f.Detail)
 		if f.Fix != "" {
 			fmt.Fprintf(w, "  %-4s  %-12s  fix: %s\n", "", "", f.Fix)
 		}
+		// The prices step says nothing of whether up would work: its failure is its own line.
+		if f.Check == CheckPrices {
+			continue
+		}
+		checks++
 		if f.Status == Failed {
 			failed++
 		}
 	}
 	if failed > 0 {
-		fmt.Fprintf(w, "%d of %d checks failed: pulumi up would fail on them\n", failed, len(findings))
-		return
+		fmt.Fprintf(w, "%d of %d checks failed: pulumi up would fail on them\n", failed, checks)
+	} else {
+		fmt.Fprintln(w, "every check passed: the project is ready for pulumi up (capacity itself is known only when the nodes start)")
 	}
-	fmt.Fprintln(w, "every check passed: the project is ready for pulumi up (capacity itself is known only when the nodes start)")
+	for _, f := range findings {
+		if f.Check == CheckPrices && f.Status == Failed {
+			fmt.Fprintln(w, "the price file was not written: see the prices line")
+		}
+	}
 }

@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 
+	cloudbilling "google.golang.org/api/cloudbilling/v1"
 	crm "google.golang.org/api/cloudresourcemanager/v1"
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
@@ -15,6 +16,8 @@ type Clients struct {
 	ResourceManager *crm.Service
 	ServiceUsage    *serviceusage.Service
 	Compute         *compute.Service
+	// Billing reads the Cloud Billing Catalog (list prices), for --prices-out only.
+	Billing *cloudbilling.APIService
 }
 
 // NewClients builds the clients. Main gives them the caller's Application Default Credentials
@@ -34,5 +37,9 @@ func NewClients(ctx context.Context, opts ...option.ClientOption) (*Clients, err
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{ResourceManager: rm, ServiceUsage: su, Compute: ce}, nil
+	cb, err := cloudbilling.NewService(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{ResourceManager: rm, ServiceUsage: su, Compute: ce, Billing: cb}, nil
 }

@@ -32,6 +32,11 @@ type Needs struct {
 	APIs []string
 	// Permissions are what `up` does with the caller's credentials, sorted.
 	Permissions []string
+	// Mode is the cluster's; GPUSKU the bill's name of the GPU nodes' price, and CatalogSlice
+	// the hardware catalog's SKU description that prices them (empty: none known).
+	Mode         kinds.Mode
+	GPUSKU       string
+	CatalogSlice string
 }
 
 // NeedsOf derives the needs from a stack's plan. It fails on a resource type the tables below do
@@ -43,6 +48,8 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 		Project: bp.Project, Region: bp.Region, Zone: bp.Zone,
 		MachineType: pool.MachineType, GPUsPerNode: pool.GPUsPerNode,
 		Nodes: pool.Nodes, MaxNodes: pool.MaxNodes, Provisioning: pool.Provisioning,
+		Mode: bp.Cluster.Mode, GPUSKU: infra.GPUSKU(pool.MachineType, pool.Provisioning, bp.Cluster.Mode),
+		CatalogSlice: bp.Hardware.CatalogSlice,
 	}
 	if bp.Cluster.Mode == kinds.Standard {
 		n.CPUMachineType = bp.Cluster.CPUPool.MachineType

@@ -26,6 +26,15 @@ type project struct {
 	machineTypes map[string]string
 	// denied are the permissions testIamPermissions leaves out of its answer.
 	denied []string
+	// skus answer the Cloud Billing Catalog's skus.list by page token ("" the first page).
+	skus map[string]string
+}
+
+// catalog is the Compute Engine SKU list in three recorded pages (testdata/googleapis/SOURCES.md).
+var catalog = map[string]string{
+	"": "googleapis/preflight/cloudbilling-skus-page1-opencost-2023.json",
+	"APKCS1HVa0YpwgyTFbqbJ1eGwzKZmsPwLqzMZPTSNia5ck1Hc54Tx_Kz3oBxwSnRIdGVxXoSPdf-XlDpyNBf4QuxKcIEgtrQ1LDLWAgZowI0ns7HjrGta2s=": "googleapis/preflight/cloudbilling-skus-page2-sc-crawler.json",
+	"page3": "googleapis/preflight/cloudbilling-skus-page3-opencost-n4.json",
 }
 
 // ready is the smoke stack's project on the day it can run: everything enabled, granted and in
@@ -38,6 +47,7 @@ var ready = project{
 		"a4-highgpu-8g":  "googleapis/preflight/compute-machinetype-a4-highgpu-8g.json",
 		"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
 	},
+	skus: catalog,
 }
 
 // yours are the overrides that replace the shipped stacks' placeholders, as a user would.
@@ -74,6 +84,13 @@ func (p project) handler(t *testing.T) http.Handler {
 			reply(p.region, "")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/machineTypes/"):
 			reply(p.machineTypes[path.Base(r.URL.Path)], "googleapis/preflight/compute-error-404-machinetype.json")
+		case route == "GET cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus":
+			assert.Equal(t, "USD", r.URL.Query().Get("currencyCode"), "list prices are asked in USD")
+			page, ok := p.skus[r.URL.Query().Get("pageToken")]
+			if !ok {
+				page = "googleapis/preflight/cloudbilling-error-403-disabled.json"
+			}
+			reply(page, "")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/reservations/"):
 			reply(p.reservation, "googleapis/preflight/compute-error-404-reservation.json")
 		default:
