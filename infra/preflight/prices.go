@@ -82,7 +82,12 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 		}
 	}
 	for _, u := range unknown {
-		still = append(still, fmt.Sprintf("%s (%s)", u.SKU, u.Reason))
+		reason := u.Reason
+		// plan still prices such a line from the shipped table: say so, lest it read as unknown.
+		if p, ok := cost.Catalog.Lookup(u.SKU); ok {
+			reason += fmt.Sprintf("; plan keeps the shipped table's price of %s", p.Source.Date)
+		}
+		still = append(still, fmt.Sprintf("%s (%s)", u.SKU, reason))
 	}
 	if len(prices) == 0 {
 		f.Status, f.Detail = Failed, fmt.Sprintf("no line of the bill could be priced from %d SKUs, %s not written: %s", len(skus), path, strings.Join(still, "; "))

@@ -23,7 +23,9 @@ var inIowa = []string{"--config", "gcp:region=us-central1", "--config", "gke-rl:
 // The seam: preflight writes the price file from the catalog, and the plan command it prints
 // prices the stack with it, every line of smoke's bill known.
 func TestPricesOutFeedsPlan(t *testing.T) {
+	before := today
 	today = func() string { return "2026-12-02" }
+	t.Cleanup(func() { today = before })
 	file := filepath.Join(t.TempDir(), "prices.json")
 	args := append(append([]string{"--stack", "smoke"}, yours...), inIowa...)
 	code, out, calls := preflight(t, ready, append(args, "--prices-out", file)...)
@@ -75,6 +77,7 @@ func TestPricesOutWithoutAPrice(t *testing.T) {
 	line := finding(t, out, CheckPrices)
 	assert.Contains(t, line, "FAIL  prices        no line of the bill could be priced from 22 SKUs, "+file+" not written")
 	assert.Contains(t, line, `a4-highgpu-8g/spot in us-east1 (the catalog has no SKU "Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in …" for us-east1)`)
+	assert.Contains(t, line, `n2-standard-16 in us-east1 (the catalog has no SKU "N2 Instance Core running in …" for us-east1; plan keeps the shipped table's price of 2026-07-30)`)
 	assert.Contains(t, out, "every check passed: the project is ready for pulumi up")
 	assert.Contains(t, out, "the price file was not written")
 	assert.NoFileExists(t, file)
