@@ -43,6 +43,7 @@ const (
 	CheckMachineType = "machine type"
 	CheckQuota       = "gpu quota"
 	CheckReservation = "reservation"
+	// CheckLustre (lustre.go) runs here, after the reservation.
 	CheckPermissions = "permissions"
 )
 
@@ -57,7 +58,7 @@ func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
 	}
 	if project.Status != OK {
 		findings := []Finding{project}
-		for _, name := range []string{CheckAPIs, CheckMachineType, CheckQuota, CheckReservation, CheckPermissions} {
+		for _, name := range []string{CheckAPIs, CheckMachineType, CheckQuota, CheckReservation, CheckLustre, CheckPermissions} {
 			findings = append(findings, Finding{Check: name, Status: Skipped, Detail: "the project could not be read"})
 		}
 		return findings, nil
@@ -70,6 +71,11 @@ func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
 		}
 	} else {
 		findings = append(findings, checkMachineType(ctx, c, n), checkQuota(ctx, c, n), checkReservation(ctx, c, n))
+	}
+	if slices.Contains(disabled, "lustre.googleapis.com") {
+		findings = append(findings, Finding{Check: CheckLustre, Status: Skipped, Detail: "the Managed Lustre API is not enabled"})
+	} else {
+		findings = append(findings, checkLustre(ctx, c, n))
 	}
 	return append(findings, checkPermissions(ctx, c, n)), nil
 }

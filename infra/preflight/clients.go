@@ -2,12 +2,14 @@ package preflight
 
 import (
 	"context"
+	"net/http"
 
 	cloudbilling "google.golang.org/api/cloudbilling/v1"
 	crm "google.golang.org/api/cloudresourcemanager/v1"
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 	serviceusage "google.golang.org/api/serviceusage/v1"
+	htransport "google.golang.org/api/transport/http"
 )
 
 // Clients are the Google API clients the checks read with: every call is a get, a list or
@@ -18,6 +20,8 @@ type Clients struct {
 	Compute         *compute.Service
 	// Billing reads the Cloud Billing Catalog (list prices), for --prices-out only.
 	Billing *cloudbilling.APIService
+	// HTTP is the same credentials' client, for Managed Lustre, which has no Go client here.
+	HTTP *http.Client
 }
 
 // NewClients builds the clients. Main gives them the caller's Application Default Credentials
@@ -41,5 +45,9 @@ func NewClients(ctx context.Context, opts ...option.ClientOption) (*Clients, err
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{ResourceManager: rm, ServiceUsage: su, Compute: ce, Billing: cb}, nil
+	hc, _, err := htransport.NewClient(ctx, append(opts, option.WithScopes("https://www.googleapis.com/auth/cloud-platform"))...)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{ResourceManager: rm, ServiceUsage: su, Compute: ce, Billing: cb, HTTP: hc}, nil
 }

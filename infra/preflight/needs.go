@@ -9,6 +9,7 @@ import (
 	"gke-rl/infra"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/plan"
+	"gke-rl/storage"
 )
 
 // Needs is what `pulumi up` of one stack asks of the project: derived from the stack's plan, so
@@ -37,6 +38,15 @@ type Needs struct {
 	Mode         kinds.Mode
 	GPUSKU       string
 	CatalogSlice string
+	// Lustre is the stack's Managed Lustre instance; nil without one.
+	Lustre *LustreNeeds
+}
+
+// LustreNeeds is the instance `up` creates, or takes over with storage.adopt.
+type LustreNeeds struct {
+	// Name is the instance's full name (projects/<p>/locations/<zone>/instances/<id>).
+	Name  string
+	Adopt bool
 }
 
 // NeedsOf derives the needs from a stack's plan. It fails on a resource type the tables below do
@@ -53,6 +63,12 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 	}
 	if bp.Cluster.Mode == kinds.Standard {
 		n.CPUMachineType = bp.Cluster.CPUPool.MachineType
+	}
+	if l := bp.Storage.Lustre; l != nil {
+		n.Lustre = &LustreNeeds{
+			Name:  fmt.Sprintf("projects/%s/locations/%s/instances/%s", bp.Project, l.Zone, storage.LustreInstanceID(l.NamePrefix)),
+			Adopt: l.Adopt,
+		}
 	}
 	if pool.Provisioning == kinds.Reservation {
 		n.Reservation, _, _ = strings.Cut(pool.Reservation, "/")

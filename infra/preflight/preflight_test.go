@@ -28,6 +28,8 @@ type project struct {
 	denied []string
 	// skus answer the Cloud Billing Catalog's skus.list by page token ("" the first page).
 	skus map[string]string
+	// lustre answers Managed Lustre's instances.list of every location.
+	lustre string
 }
 
 // catalog is the Compute Engine SKU list in three recorded pages (testdata/googleapis/SOURCES.md).
@@ -47,7 +49,8 @@ var ready = project{
 		"a4-highgpu-8g":  "googleapis/preflight/compute-machinetype-a4-highgpu-8g.json",
 		"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
 	},
-	skus: catalog,
+	skus:   catalog,
+	lustre: "googleapis/lustre-instances-list-empty.json",
 }
 
 // yours are the overrides that replace the shipped stacks' placeholders, as a user would.
@@ -84,6 +87,8 @@ func (p project) handler(t *testing.T) http.Handler {
 			reply(p.region, "")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/machineTypes/"):
 			reply(p.machineTypes[path.Base(r.URL.Path)], "googleapis/preflight/compute-error-404-machinetype.json")
+		case route == "GET lustre.googleapis.com/v1/projects/acme-rl/locations/-/instances":
+			reply(p.lustre, "")
 		case route == "GET cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus":
 			assert.Equal(t, "USD", r.URL.Query().Get("currencyCode"), "list prices are asked in USD")
 			page, ok := p.skus[r.URL.Query().Get("pageToken")]
@@ -175,8 +180,9 @@ func TestJSONIsTheFindings(t *testing.T) {
 	require.Equal(t, ExitOK, code, out)
 	var findings []Finding
 	require.NoError(t, json.Unmarshal([]byte(out), &findings), out)
-	require.Len(t, findings, 6)
+	require.Len(t, findings, 7)
 	assert.Equal(t, Finding{Check: CheckReservation, Status: Skipped, Detail: "gpu.provisioning is spot"}, findings[4])
+	assert.Equal(t, Finding{Check: CheckLustre, Status: Skipped, Detail: "storage.type is not lustre"}, findings[5])
 }
 
 func TestUnreadableProjectSkipsTheRest(t *testing.T) {
