@@ -169,6 +169,8 @@ func (m Machine) rate(skus []*cloudbilling.Sku, stems []string, units ...string)
 func current(s *cloudbilling.Sku) (*cloudbilling.PricingExpression, *cloudbilling.Money, error) {
 	var info *cloudbilling.PricingInfo
 	for _, p := range s.PricingInfo {
+		// RFC 3339 times in UTC ("2026-09-22T07:00:00Z"), as the catalog writes them, order as
+		// strings; a missing time is the oldest.
 		if p.PricingExpression != nil && (info == nil || p.EffectiveTime >= info.EffectiveTime) {
 			info = p
 		}

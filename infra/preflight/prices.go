@@ -33,7 +33,6 @@ func machinesToPrice(ctx context.Context, c *Clients, n Needs, bill cost.Bill) (
 	for _, l := range bill.Lines {
 		switch l.SKU.Name {
 		case n.GPUSKU:
-			m := billing.Machine{SKU: l.SKU, Spot: n.Provisioning == kinds.Spot, Slice: n.CatalogSlice, Slices: n.GPUsPerNode}
 			switch {
 			case n.Mode == kinds.Autopilot:
 				unknown = append(unknown, billing.Unknown{SKU: l.SKU, Reason: "Autopilot bills GPU pods under SKUs of its own, which this program does not know"})
@@ -42,7 +41,7 @@ func machinesToPrice(ctx context.Context, c *Clients, n Needs, bill cost.Bill) (
 			case n.CatalogSlice == "":
 				unknown = append(unknown, billing.Unknown{SKU: l.SKU, Reason: "the catalog bills " + n.MachineType + "'s GPUs apart from its vCPUs and memory, and no public record names the SKUs of those"})
 			default:
-				machines = append(machines, m)
+				machines = append(machines, billing.Machine{SKU: l.SKU, Spot: n.Provisioning == kinds.Spot, Slice: n.CatalogSlice, Slices: n.GPUsPerNode})
 			}
 		case n.CPUMachineType:
 			mt, err := c.Compute.MachineTypes.Get(n.Project, n.Zone, n.CPUMachineType).Context(ctx).Do()
