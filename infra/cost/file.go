@@ -45,20 +45,30 @@ func ParseFile(name string, data []byte) (Table, error) {
 	if err := dec.Decode(&f); err != nil {
 		return Table{}, fmt.Errorf("%s: %w", name, err)
 	}
+	t, err := f.Table()
+	if err != nil {
+		return Table{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return t, nil
+}
+
+// Table is the file's prices as a table, each with the file's source; it refuses what ParseFile
+// refuses, so that a file written by the program reads back.
+func (f File) Table() (Table, error) {
 	if _, err := time.Parse(time.DateOnly, f.Date); err != nil {
-		return Table{}, fmt.Errorf("%s: date %q: want the day the prices were read, as YYYY-MM-DD", name, f.Date)
+		return Table{}, fmt.Errorf("date %q: want the day the prices were read, as YYYY-MM-DD", f.Date)
 	}
 	if f.Name == "" {
-		return Table{}, fmt.Errorf("%s: source is empty: say where the prices were read", name)
+		return Table{}, fmt.Errorf("source is empty: say where the prices were read")
 	}
 	src := f.Source
 	t := Table{Prices: map[SKU]Price{}}
 	for i, p := range f.Prices {
 		if p.Name == "" || p.Region == "" || p.USD <= 0 {
-			return Table{}, fmt.Errorf("%s: prices[%d]: want a sku, a region and a usd above 0, got %+v", name, i, p)
+			return Table{}, fmt.Errorf("prices[%d]: want a sku, a region and a usd above 0, got %+v", i, p)
 		}
 		if _, dup := t.Prices[p.SKU]; dup {
-			return Table{}, fmt.Errorf("%s: prices[%d]: %s is priced twice", name, i, p.SKU)
+			return Table{}, fmt.Errorf("prices[%d]: %s is priced twice", i, p.SKU)
 		}
 		t.Prices[p.SKU] = Price{USD: p.USD, Source: &src}
 	}

@@ -144,7 +144,7 @@ func checkMachineType(ctx context.Context, c *Clients, n Needs) Finding {
 		if m.name == "" {
 			continue
 		}
-		mt, err := c.Compute.MachineTypes.Get(n.Project, n.Zone, m.name).Context(ctx).Do()
+		mt, err := c.machineType(ctx, n.Project, n.Zone, m.name)
 		switch {
 		case isNotFound(err):
 			f.Status, f.Detail = Failed, fmt.Sprintf("%s does not offer %s (%s, %s) to %s", n.Zone, m.name, m.role, m.key, n.Project)

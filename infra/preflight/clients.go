@@ -22,6 +22,27 @@ type Clients struct {
 	Billing *cloudbilling.APIService
 	// HTTP is the same credentials' client, for Managed Lustre, which has no Go client here.
 	HTTP *http.Client
+
+	// machineTypes are the machine types read so far, by zone and name.
+	machineTypes map[string]*compute.MachineType
+}
+
+// machineType reads a machine type of a zone once per run: the machine type check and the
+// prices step both need the CPU pool's.
+func (c *Clients) machineType(ctx context.Context, project, zone, name string) (*compute.MachineType, error) {
+	key := zone + "/" + name
+	if mt, ok := c.machineTypes[key]; ok {
+		return mt, nil
+	}
+	mt, err := c.Compute.MachineTypes.Get(project, zone, name).Context(ctx).Do()
+	if err != nil {
+		return nil, err
+	}
+	if c.machineTypes == nil {
+		c.machineTypes = map[string]*compute.MachineType{}
+	}
+	c.machineTypes[key] = mt
+	return mt, nil
 }
 
 // NewClients builds the clients. Main gives them the caller's Application Default Credentials

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
+
+	"al.essio.dev/pkg/shellescape"
 
 	"gke-rl/infra/billing"
 	"gke-rl/infra/cost"
@@ -44,7 +45,7 @@ func machinesToPrice(ctx context.Context, c *Clients, n Needs, bill cost.Bill) (
 				machines = append(machines, billing.Machine{SKU: l.SKU, Spot: n.Provisioning == kinds.Spot, Slice: n.CatalogSlice, Slices: n.GPUsPerNode})
 			}
 		case n.CPUMachineType:
-			mt, err := c.Compute.MachineTypes.Get(n.Project, n.Zone, n.CPUMachineType).Context(ctx).Do()
+			mt, err := c.machineType(ctx, n.Project, n.Zone, n.CPUMachineType)
 			if err != nil {
 				unknown = append(unknown, billing.Unknown{SKU: l.SKU, Reason: "its vCPUs and memory cannot be read: " + apiMessage(err)})
 				continue
@@ -71,28 +72,37 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 	}
 	machines, unknown := machinesToPrice(ctx, c, n, bill)
 	prices, notFound := billing.Price(skus, machines)
-	unknown = append(unknown, notFound...)
-
-	var still []string
-	priced := cost.Catalog.With(tableOf(prices))
-	for _, l := range bill.Lines {
-		if _, ok := priced.Lookup(l.SKU); !ok && !isUnknown(unknown, l.SKU) {
-			still = append(still, fmt.Sprintf("%s (%s: neither the catalog's Compute Engine SKUs nor the shipped table)", l.SKU, l.Item))
-		}
+	file := cost.File{Source: cost.Source{Date: today, Name: CatalogSource}, Prices: prices}
+	table, err := file.Table()
+	if err != nil {
+		f.Status, f.Detail = Failed, "internal error (please report it): the prices read make no price file: "+err.Error()
+		return f
 	}
-	for _, u := range unknown {
-		reason := u.Reason
-		// plan still prices such a line from the shipped table: say so, lest it read as unknown.
-		if p, ok := cost.Catalog.Lookup(u.SKU); ok {
-			reason += fmt.Sprintf("; plan keeps the shipped table's price of %s", p.Source.Date)
+
+	// What plan will show with the file: its lines priced as plan prices them, and the reason of
+	// each line the catalog did not price.
+	reasons := map[cost.SKU]string{}
+	for _, u := range append(unknown, notFound...) {
+		reasons[u.SKU] = u.Reason
+	}
+	var still []string
+	for _, l := range bill.Price(cost.Catalog.With(table)).Lines {
+		reason, asked := reasons[l.SKU]
+		switch {
+		case l.Price == nil && asked:
+			still = append(still, fmt.Sprintf("%s (%s)", l.SKU, reason))
+		case l.Price == nil:
+			still = append(still, fmt.Sprintf("%s (%s: neither the catalog's Compute Engine SKUs nor the shipped table)", l.SKU, l.Item))
+		case asked:
+			// Priced from the shipped table: say so, lest the reason read as unknown.
+			still = append(still, fmt.Sprintf("%s (%s; plan keeps the shipped table's price of %s)", l.SKU, reason, l.Price.Source.Date))
 		}
-		still = append(still, fmt.Sprintf("%s (%s)", u.SKU, reason))
 	}
 	if len(prices) == 0 {
 		f.Status, f.Detail = Failed, fmt.Sprintf("no line of the bill could be priced from %d SKUs, %s not written: %s", len(skus), path, strings.Join(still, "; "))
 		return f
 	}
-	data, err := json.MarshalIndent(cost.File{Source: cost.Source{Date: today, Name: CatalogSource}, Prices: prices}, "", "  ")
+	data, err := json.MarshalIndent(file, "", "  ")
 	if err == nil {
 		err = os.WriteFile(path, append(data, '\n'), 0o644)
 	}
@@ -116,34 +126,5 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 // PlanWithPrices is the command that prices the stack with the file preflight wrote: plan with
 // preflight's own --stack and --config arguments, so that it prices the same configuration.
 func PlanWithPrices(planArgs []string, path string) string {
-	words := []string{"go", "run", ".", "plan"}
-	for _, a := range append(slices.Clone(planArgs), "--prices", path) {
-		words = append(words, shellQuote(a))
-	}
-	return "`" + strings.Join(words, " ") + "`"
-}
-
-// shellQuote quotes a word for a POSIX shell when it needs it.
-func shellQuote(w string) string {
-	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,@") == "" {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}
-
-func tableOf(prices []cost.FilePrice) cost.Table {
-	t := cost.Table{Prices: map[cost.SKU]cost.Price{}}
-	for _, p := range prices {
-		t.Prices[p.SKU] = cost.Price{USD: p.USD}
-	}
-	return t
-}
-
-func isUnknown(unknown []billing.Unknown, s cost.SKU) bool {
-	for _, u := range unknown {
-		if u.SKU == s {
-			return true
-		}
-	}
-	return false
+	return "`" + shellescape.QuoteCommand(append(append([]string{"go", "run", ".", "plan"}, planArgs...), "--prices", path)) + "`"
 }

@@ -34,13 +34,20 @@ func TestPricesOutFeedsPlan(t *testing.T) {
 	line := finding(t, out, CheckPrices)
 	assert.Contains(t, line, "wrote "+file+" with the list prices of a4-highgpu-8g/spot in us-central1 $39.63/hour, n2-standard-16 in us-central1 $0.78/hour, from 22 SKUs")
 	assert.Contains(t, out, "every check passed")
-	var pages []string
+	var pages, machineTypes []string
 	for _, c := range calls {
-		if c.Host == "cloudbilling.googleapis.com" {
+		switch {
+		case c.Host == "cloudbilling.googleapis.com":
 			pages = append(pages, c.Method+" "+c.Path)
+		case strings.Contains(c.Path, "/machineTypes/"):
+			machineTypes = append(machineTypes, c.Path)
 		}
 	}
 	assert.Len(t, pages, 3, "every page of the catalog is read, and only read")
+	assert.Equal(t, []string{
+		"/compute/v1/projects/acme-rl/zones/us-central1-b/machineTypes/a4-highgpu-8g",
+		"/compute/v1/projects/acme-rl/zones/us-central1-b/machineTypes/n2-standard-16",
+	}, machineTypes, "the prices step prices the CPU pool with what the machine type check read")
 
 	// The file: dated, sourced, each price with how it was made.
 	data, err := os.ReadFile(file)
