@@ -23,28 +23,6 @@ const (
 	ExitInternal = 4
 )
 
-// ParseStackArgs parses the arguments of a command on one stack (plan, preflight): help asked
-// for (-h, --help) is an answer on stdout, not a usage error; --stack is required and nothing
-// else is taken. done is true when the command ends here, with the exit status code.
-func ParseStackArgs(fs *flag.FlagSet, stack *string, args []string, stdout io.Writer) (code int, done bool) {
-	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
-			fs.SetOutput(stdout)
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK, true
-		}
-		return ExitUsage, true
-	}
-	if *stack == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return ExitUsage, true
-	}
-	return 0, false
-}
-
 // ReportRunError prints why Run failed: each problem of a refused configuration as
 // "error: KEY: MESSAGE", or an internal error as one; it returns whether the configuration was
 // refused.
@@ -66,14 +44,60 @@ type Overrides []string
 func (r *Overrides) String() string     { return strings.Join(*r, ",") }
 func (r *Overrides) Set(v string) error { *r = append(*r, v); return nil }
 
+// StackArgs pick a stack and override its configuration, as plan and preflight take them:
+// --stack NAME (or -s NAME) and --config PATH=VALUE, repeatable.
+type StackArgs struct {
+	Name      string
+	Overrides Overrides
+}
+
+// Register adds the flags to fs.
+func (a *StackArgs) Register(fs *flag.FlagSet) {
+	fs.StringVar(&a.Name, "stack", "", "the stack `NAME`: reads Pulumi.<NAME>.yaml (required)")
+	// -s, as pulumi itself takes it.
+	fs.StringVar(&a.Name, "s", "", "the stack `NAME`, as --stack")
+	fs.Var(&a.Overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
+}
+
+// Args are the arguments again, for a command that prints the next command to run.
+func (a StackArgs) Args() []string {
+	args := []string{"--stack", a.Name}
+	for _, o := range a.Overrides {
+		args = append(args, "--config", o)
+	}
+	return args
+}
+
+// Parse parses the arguments of a command on one stack (plan, preflight), whose flags include
+// a's (Register): help asked for (-h, --help) is an answer on stdout, not a usage error; --stack
+// is required and nothing else is taken. done is true when the command ends here, with the exit
+// status code.
+func (a *StackArgs) Parse(fs *flag.FlagSet, args []string, stdout io.Writer) (code int, done bool) {
+	for _, arg := range args {
+		if arg == "-h" || arg == "-help" || arg == "--help" || arg == "--h" {
+			fs.SetOutput(stdout)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, true
+		}
+		return ExitUsage, true
+	}
+	if a.Name == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return ExitUsage, true
+	}
+	return 0, false
+}
+
 // Main is `go run . plan ...`: it plans the stack whose files are in dir and prints the result.
 // It returns the process exit status.
 func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stack := fs.String("stack", "", "the stack `NAME`: reads Pulumi.<NAME>.yaml (required)")
-	// -s, as pulumi itself takes it.
-	fs.StringVar(stack, "s", "", "the stack `NAME`, as --stack")
+	var sa StackArgs
+	sa.Register(fs)
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	manifests := fs.String("manifests", "", "write every Kubernetes object as YAML into the directory `DIR`")
 	// A back-quoted word of a usage text names the flag's value in the help (`-compare FILE`);
@@ -81,17 +105,15 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	destroy := fs.Bool("destroy", false, "print what pulumi destroy would do: the order, and what stays")
 	compare := fs.String("compare", "", "compare with `FILE`, an earlier plan --json of the stack (from the version that deployed it): what changes, and what that does to a running run")
 	prices := fs.String("prices", "", "add the prices of the price file `FILE` (JSON: date, source, prices) to the shipped table, or replace its own")
-	var overrides Overrides
-	fs.Var(&overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run . plan --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--manifests DIR] [--destroy] [--prices FILE] [--compare FILE]")
 		fs.PrintDefaults()
 	}
-	if code, done := ParseStackArgs(fs, stack, args, stdout); done {
+	if code, done := sa.Parse(fs, args, stdout); done {
 		return code
 	}
 
-	sc, err := LoadStackConfig(dir, *stack, overrides)
+	sc, err := LoadStackConfig(dir, sa.Name, sa.Overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitUsage
@@ -106,8 +128,8 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "error: --compare: %v\n", err)
 			return ExitUsage
 		}
-		if earlier.Stack != *stack {
-			fmt.Fprintf(stderr, "error: --compare: %s is a plan of stack %s, not %s\n", *compare, earlier.Stack, *stack)
+		if earlier.Stack != sa.Name {
+			fmt.Fprintf(stderr, "error: --compare: %s is a plan of stack %s, not %s\n", *compare, earlier.Stack, sa.Name)
 			return ExitUsage
 		}
 	}
@@ -118,7 +140,7 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 			return ExitUsage
 		}
 	}
-	result, err := Run(sc, *stack)
+	result, err := Run(sc, sa.Name)
 	if err != nil {
 		if ReportRunError(stderr, err) {
 			return ExitInvalidConfig

@@ -41,12 +41,10 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 func run(args []string, dir string, stdout, stderr io.Writer, clientsFor ClientsFor) int {
 	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stack := fs.String("stack", "", "the stack `NAME`: reads Pulumi.<NAME>.yaml (required)")
-	fs.StringVar(stack, "s", "", "the stack `NAME`, as --stack")
+	var sa plan.StackArgs
+	sa.Register(fs)
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	pricesOut := fs.String("prices-out", "", "also read today's list prices of the stack's machines from the Cloud Billing Catalog into the price file `FILE`, for plan --prices")
-	var overrides plan.Overrides
-	fs.Var(&overrides, "config", "override a config value, `PATH=VALUE` in Pulumi path syntax (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run . preflight --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--prices-out FILE]")
 		fmt.Fprintln(fs.Output(), "Asks the stack's project, read-only and with your Application Default Credentials, what pulumi up needs:")
@@ -54,15 +52,15 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 		fmt.Fprintln(fs.Output(), "with --prices-out, today's list prices of the stack's machines too, as a price file for plan --prices.")
 		fs.PrintDefaults()
 	}
-	if code, done := plan.ParseStackArgs(fs, stack, args, stdout); done {
+	if code, done := sa.Parse(fs, args, stdout); done {
 		return code
 	}
-	sc, err := plan.LoadStackConfig(dir, *stack, overrides)
+	sc, err := plan.LoadStackConfig(dir, sa.Name, sa.Overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitUsage
 	}
-	result, err := plan.Run(sc, *stack)
+	result, err := plan.Run(sc, sa.Name)
 	if err != nil {
 		plan.ReportRunError(stderr, err)
 		return ExitFailed
@@ -94,11 +92,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	defer cancel()
 	var prices *pricesRequest
 	if *pricesOut != "" {
-		planArgs := []string{"--stack", *stack}
-		for _, o := range overrides {
-			planArgs = append(planArgs, "--config", o)
-		}
-		prices = &pricesRequest{path: *pricesOut, bill: result.Blueprint.Bill, today: today(), planArgs: planArgs}
+		prices = &pricesRequest{path: *pricesOut, bill: result.Blueprint.Bill, today: today(), planArgs: sa.Args()}
 	}
 	findings, err := ask(ctx, clientsFor, needs, prices)
 	if err != nil {
@@ -112,7 +106,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 			return ExitCannotAsk
 		}
 	} else {
-		Write(stdout, *stack, needs, findings)
+		Write(stdout, sa.Name, needs, findings)
 	}
 	if !Passed(findings) {
 		return ExitFailed
