@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/infra/clitest"
 	"gke-rl/infra/cost"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
@@ -67,49 +66,38 @@ func TestDocsAreLinked(t *testing.T) {
 // temporary files: the documented price file for --prices, the stack's own JSON plan for
 // --compare, a directory for --manifests.
 func TestDocumentedPlanCommandsRun(t *testing.T) {
-	stacks := map[string]bool{}
-	for _, s := range plantest.Stacks {
-		stacks[s] = true
-	}
 	ran := 0
-	for _, doc := range plantest.Documents(t) {
-		cmds, err := clitest.MarkdownCommands(doc.Rel, doc.Text, "go")
-		require.NoError(t, err)
-		for _, cmd := range cmds {
-			if len(cmd.Args) < 5 || strings.Join(cmd.Args[:4], " ") != "go run . plan" {
-				continue
-			}
-			args := slices.Clone(cmd.Args[4:])
-			// my-<stack> is the user's copy of a shipped stack file (the README's first steps
-			// copy it, so that the shipped files stay untouched): planned as the shipped one.
-			if i := slices.Index(args, "--stack"); i >= 0 && i+1 < len(args) && stacks[strings.TrimPrefix(args[i+1], "my-")] {
-				args[i+1] = strings.TrimPrefix(args[i+1], "my-")
-			}
-			if i := slices.Index(args, "--stack"); i >= 0 && i+1 < len(args) && !stacks[args[i+1]] {
-				assert.Contains(t, []string{"new", "stack"}, args[i+1], "%s: only the placeholders <new> and <stack> name a stack that is not shipped", cmd.Source)
-				continue
-			}
-			t.Run(cmd.Source, func(t *testing.T) {
-				for i := 0; i+1 < len(args); i++ {
-					switch args[i] {
-					case "--manifests":
-						args[i+1] = t.TempDir()
-					case "--prices":
-						args[i+1] = documentedPriceFile(t)
-					case "--compare":
-						args[i+1] = earlierPlanFile(t, args[slices.Index(args, "--stack")+1], nil)
-					}
-				}
-				code, _, errOut := runMain(t, args...)
-				if want := shownErrors(doc.Text, cmd.Source); want != "" {
-					assert.Equal(t, plan.ExitInvalidConfig, code)
-					assert.Equal(t, want, errOut, "the errors the document shows are the ones printed")
-					return
-				}
-				assert.Equal(t, plan.ExitOK, code, errOut)
-			})
-			ran++
+	// my-<stack> is the user's copy of a shipped stack file (the README's first steps copy it, so
+	// that the shipped files stay untouched): DocumentedCommands plans it as the shipped one.
+	for _, cmd := range plantest.DocumentedCommands(t, "plan") {
+		args := cmd.Args
+		if len(args) == 0 {
+			continue
 		}
+		if i := slices.Index(args, "--stack"); i >= 0 && i+1 < len(args) && !slices.Contains(plantest.Stacks, args[i+1]) {
+			assert.Contains(t, []string{"new", "stack"}, args[i+1], "%s: only the placeholders <new> and <stack> name a stack that is not shipped", cmd.Source)
+			continue
+		}
+		t.Run(cmd.Source, func(t *testing.T) {
+			for i := 0; i+1 < len(args); i++ {
+				switch args[i] {
+				case "--manifests":
+					args[i+1] = t.TempDir()
+				case "--prices":
+					args[i+1] = documentedPriceFile(t)
+				case "--compare":
+					args[i+1] = earlierPlanFile(t, args[slices.Index(args, "--stack")+1], nil)
+				}
+			}
+			code, _, errOut := runMain(t, args...)
+			if want := shownErrors(cmd.Doc.Text, cmd.Source); want != "" {
+				assert.Equal(t, plan.ExitInvalidConfig, code)
+				assert.Equal(t, want, errOut, "the errors the document shows are the ones printed")
+				return
+			}
+			assert.Equal(t, plan.ExitOK, code, errOut)
+		})
+		ran++
 	}
 	assert.GreaterOrEqual(t, ran, 15, "the documents' plan commands were found")
 }

@@ -63,34 +63,26 @@ func TestFixCommandsParse(t *testing.T) {
 // of a shipped stack (my-<stack>, with the project set) against a project that is ready.
 func TestDocumentedPreflightCommandsRun(t *testing.T) {
 	ran := 0
-	for _, doc := range plantest.Documents(t) {
-		cmds, err := clitest.MarkdownCommands(doc.Rel, doc.Text, "go")
-		require.NoError(t, err)
-		for _, cmd := range cmds {
-			if len(cmd.Args) < 4 || strings.Join(cmd.Args[:4], " ") != "go run . preflight" {
-				continue
-			}
-			args := slices.Clone(cmd.Args[4:])
-			i := slices.Index(args, "--stack")
-			require.True(t, i >= 0 && i+1 < len(args), "%s: names a stack", cmd.Source)
-			if args[i+1] == "NAME" || args[i+1] == "stack" { // the placeholders NAME and <stack>
-				continue
-			}
-			args[i+1] = strings.TrimPrefix(args[i+1], "my-")
-			t.Run(cmd.Source, func(t *testing.T) {
-				args := append(args, yours...)
-				if i := slices.Index(args, "--prices-out"); i >= 0 && i+1 < len(args) {
-					// The recorded catalog pages price us-central1 only; the file goes to a
-					// temporary directory, and must be written.
-					args[i+1] = filepath.Join(t.TempDir(), args[i+1])
-					args = append(args, inIowa...)
-					defer func() { assert.FileExists(t, args[i+1]) }()
-				}
-				code, out, _ := preflight(t, ready, args...)
-				assert.Equal(t, ExitOK, code, out)
-			})
-			ran++
+	for _, cmd := range plantest.DocumentedCommands(t, "preflight") {
+		args := cmd.Args
+		i := slices.Index(args, "--stack")
+		require.True(t, i >= 0 && i+1 < len(args), "%s: names a stack", cmd.Source)
+		if args[i+1] == "NAME" || args[i+1] == "stack" { // the placeholders NAME and <stack>
+			continue
 		}
+		t.Run(cmd.Source, func(t *testing.T) {
+			args := append(args, yours...)
+			if i := slices.Index(args, "--prices-out"); i >= 0 && i+1 < len(args) {
+				// The recorded catalog pages price us-central1 only; the file goes to a
+				// temporary directory, and must be written.
+				args[i+1] = filepath.Join(t.TempDir(), args[i+1])
+				args = append(args, inIowa...)
+				defer func() { assert.FileExists(t, args[i+1]) }()
+			}
+			code, out, _ := preflight(t, ready, args...)
+			assert.Equal(t, ExitOK, code, out)
+		})
+		ran++
 	}
 	assert.GreaterOrEqual(t, ran, 1, "the README's walk runs preflight")
 }

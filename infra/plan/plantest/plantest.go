@@ -5,12 +5,15 @@ package plantest
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
+	"gke-rl/infra/clitest"
 	"gke-rl/infra/golden"
 	"gke-rl/infra/plan"
 )
@@ -100,6 +103,37 @@ func Documents(t testing.TB) []Document {
 		rel, err := filepath.Rel(root, path)
 		require.NoError(t, err)
 		out = append(out, Document{Path: path, Rel: rel, Text: string(text)})
+	}
+	return out
+}
+
+// DocumentedCommand is a `go run . <command> ...` line of the README or docs/.
+type DocumentedCommand struct {
+	clitest.Command
+	Doc Document
+	// Args are its words after `go run . <command>`, a user's copy of a shipped stack (--stack
+	// my-<stack>, which the README's walk makes) named as the stack it copies.
+	Args []string
+}
+
+// DocumentedCommands are the documents' `go run . <command>` lines, in document order.
+func DocumentedCommands(t testing.TB, command string) []DocumentedCommand {
+	t.Helper()
+	prefix := []string{"go", "run", ".", command}
+	var out []DocumentedCommand
+	for _, doc := range Documents(t) {
+		cmds, err := clitest.MarkdownCommands(doc.Rel, doc.Text, "go")
+		require.NoError(t, err)
+		for _, cmd := range cmds {
+			if len(cmd.Args) < len(prefix) || !slices.Equal(cmd.Args[:len(prefix)], prefix) {
+				continue
+			}
+			args := slices.Clone(cmd.Args[len(prefix):])
+			if i := slices.Index(args, "--stack"); i >= 0 && i+1 < len(args) && slices.Contains(Stacks, strings.TrimPrefix(args[i+1], "my-")) {
+				args[i+1] = strings.TrimPrefix(args[i+1], "my-")
+			}
+			out = append(out, DocumentedCommand{Command: cmd, Doc: doc, Args: args})
+		}
 	}
 	return out
 }
