@@ -163,22 +163,14 @@ func (m Machine) rate(skus []*cloudbilling.Sku, stems []string, units ...string)
 	return r, nil
 }
 
-// current is a SKU's price now: the pricing info in effect last (the catalog answers with the
-// current one unless asked for a time range) and its first tier, the list price of the first
-// unit.
+// current is a SKU's price now: the last of its pricing infos ("A timeline of pricing info for
+// this SKU in chronological order", the v1 reference; without a time range the catalog answers
+// with the current one only), at its first tier, the list price of the first unit.
 func current(s *cloudbilling.Sku) (*cloudbilling.PricingExpression, *cloudbilling.Money, error) {
-	var info *cloudbilling.PricingInfo
-	for _, p := range s.PricingInfo {
-		// RFC 3339 times in UTC ("2026-09-22T07:00:00Z"), as the catalog writes them, order as
-		// strings; a missing time is the oldest.
-		if p.PricingExpression != nil && (info == nil || p.EffectiveTime >= info.EffectiveTime) {
-			info = p
-		}
-	}
-	if info == nil {
+	if len(s.PricingInfo) == 0 || s.PricingInfo[len(s.PricingInfo)-1].PricingExpression == nil {
 		return nil, nil, fmt.Errorf("has no pricing expression")
 	}
-	expr := info.PricingExpression
+	expr := s.PricingInfo[len(s.PricingInfo)-1].PricingExpression
 	for _, t := range expr.TieredRates {
 		if t.StartUsageAmount == 0 && t.UnitPrice != nil {
 			return expr, t.UnitPrice, nil

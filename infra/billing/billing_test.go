@@ -111,3 +111,31 @@ func TestWhatCannotBeStoodBehindStaysUnknown(t *testing.T) {
 	require.Len(t, unknown, 1)
 	assert.Equal(t, `"N9 Instance Core running in Iowa" is priced per "GiBy.h", and pricing n9-standard-8 takes h`, unknown[0].Reason)
 }
+
+// Some AMD families carry the vendor in their SKUs: OpenCost's recorded T2D SKUs of Singapore
+// ("T2D AMD Instance Core running in Singapore") are found, and refused for their currency.
+func TestAMDFamiliesNameTheVendor(t *testing.T) {
+	_, unknown := Price(recorded(t), []Machine{{SKU: sku("t2d-standard-8", "asia-southeast1"), Family: "t2d", VCPUs: 8, MemoryMiB: 32 * 1024}})
+	require.Len(t, unknown, 1)
+	assert.Equal(t, `"T2D AMD Instance Core running in Singapore" is priced in IDR, not USD`, unknown[0].Reason)
+}
+
+// A SKU without a price to read is not priced: no pricing expression, or no tier from the first
+// unit (the recorded N2 core SKU, emptied).
+func TestSKUWithoutAListPrice(t *testing.T) {
+	n2 := Machine{SKU: sku("n2-standard-16", "us-central1"), Family: "n2", VCPUs: 16, MemoryMiB: 64 * 1024}
+	for reason, emptied := range map[string]func(*cloudbilling.Sku){
+		"has no pricing expression":       func(s *cloudbilling.Sku) { s.PricingInfo = nil },
+		"has no tier from the first unit": func(s *cloudbilling.Sku) { s.PricingInfo[0].PricingExpression.TieredRates = nil },
+	} {
+		skus := recorded(t)
+		for _, s := range skus {
+			if s.Description == "N2 Instance Core running in Americas" {
+				emptied(s)
+			}
+		}
+		_, unknown := Price(skus, []Machine{n2})
+		require.Len(t, unknown, 1)
+		assert.Equal(t, `"N2 Instance Core running in Americas": `+reason, unknown[0].Reason)
+	}
+}

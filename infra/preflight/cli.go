@@ -48,7 +48,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run . preflight --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--prices-out FILE]")
 		fmt.Fprintln(fs.Output(), "Asks the stack's project, read-only and with your Application Default Credentials, what pulumi up needs:")
-		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine type in the zone, the GPU quota, the reservation, your permissions;")
+		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine types in the zone, the GPU quota, the reservation, the Managed Lustre instances, your permissions;")
 		fmt.Fprintln(fs.Output(), "with --prices-out, today's list prices of the stack's machines too, as a price file for plan --prices.")
 		fs.PrintDefaults()
 	}

@@ -3,6 +3,7 @@ package preflight
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,6 +38,14 @@ func TestFixCommandsParse(t *testing.T) {
 		_, text, _ := preflight(t, reservedProject(res), append(reserved, yours...)...)
 		out.WriteString(text)
 	}
+	for _, list := range []string{"googleapis/preflight/lustre-instances-list-20.json", "googleapis/lustre-instances-list-empty.json"} {
+		_, text, _ := preflight(t, withLustre(list), append(b200Spot, "--config", "gke-rl:storage.adopt="+strconv.FormatBool(strings.Contains(list, "empty")))...)
+		out.WriteString(text)
+	}
+	billingOff := ready
+	billingOff.skus = nil
+	_, text, _ := preflight(t, billingOff, append(append([]string{"--stack", "smoke"}, yours...), "--prices-out", filepath.Join(t.TempDir(), "prices.json"))...)
+	out.WriteString(text)
 	var fixes []string
 	for _, line := range strings.Split(out.String(), "\n") {
 		if _, fix, ok := strings.Cut(line, "fix: "); ok {
@@ -49,7 +58,7 @@ func TestFixCommandsParse(t *testing.T) {
 	for _, c := range cmds {
 		names = append(names, strings.Join(c.Args[:3], " "))
 	}
-	for _, want := range []string{"gcloud services enable", "gcloud projects describe", "gcloud compute machine-types", "gcloud compute reservations"} {
+	for _, want := range []string{"gcloud services enable", "gcloud projects describe", "gcloud compute machine-types", "gcloud compute reservations", "gcloud lustre instances"} {
 		assert.True(t, slices.Contains(names, want), "a fix runs %s: %v", want, names)
 	}
 	google := clitest.NewGoogle(t, clitest.NotFound())

@@ -122,3 +122,25 @@ func TestPricesOutWithTheBillingAPIOff(t *testing.T) {
 	assert.Equal(t, "fix: the catalog is read through the Cloud Billing API of the project: `gcloud services enable cloudbilling.googleapis.com --project acme-rl`, then run preflight again", fixOf(t, out, CheckPrices))
 	assert.NoFileExists(t, file)
 }
+
+// Autopilot's GPU pods and a CPU machine type that cannot be read are named with their reason;
+// a line no price covers (b200-spot's Lustre instance) is named as such.
+func TestPricesOutReasons(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prices.json")
+	iowa := append(append([]string{"--stack", "smoke"}, yours...), inIowa...)
+
+	code, out, _ := preflight(t, ready, append(iowa, "--config", "gke-rl:cluster.mode=autopilot", "--prices-out", file)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckPrices), "a4-highgpu-8g/spot/autopilot in us-central1 (Autopilot bills GPU pods under SKUs of its own, which this program does not know)")
+
+	noCPU := ready
+	noCPU.machineTypes = map[string]string{"a4-highgpu-8g": ready.machineTypes["a4-highgpu-8g"]}
+	_, out, _ = preflight(t, noCPU, append(iowa, "--prices-out", file)...)
+	// The recorded not-found body (compute-error-404-machinetype.json) names its own resource.
+	assert.Regexp(t, `n2-standard-16 in us-central1 \(its vCPUs and memory cannot be read: The resource '[^']+' was not found \(HTTP 404\); plan keeps the shipped table's price of 2026-07-30\)`, finding(t, out, CheckPrices))
+
+	lustre := withLustre("googleapis/lustre-instances-list-empty.json")
+	code, out, _ = preflight(t, lustre, append(append(b200Spot, inIowa...), "--prices-out", file)...)
+	assert.Equal(t, ExitOK, code, out)
+	assert.Contains(t, finding(t, out, CheckPrices), "without a price: lustre-500 in us-central1 (Lustre instance: neither the catalog's Compute Engine SKUs nor the shipped table)")
+}
