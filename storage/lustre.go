@@ -41,6 +41,12 @@ var PeeringCleanupScript string
 // LustreInstanceID is the instance's ID for a name prefix.
 func LustreInstanceID(namePrefix string) string { return naming.New(namePrefix).Name(63, "lustre") }
 
+// InstanceName is the instance's full resource name, which Managed Lustre lists it under and an
+// adopted instance is imported by.
+func (s LustreSpec) InstanceName() string {
+	return fmt.Sprintf("projects/%s/locations/%s/instances/%s", s.Project, s.Zone, LustreInstanceID(s.NamePrefix))
+}
+
 // ExportCommand exports a directory of the Lustre file system (a path from the file system's
 // root, not the pods' mount path) to Cloud Storage with Managed Lustre's export API
 // (`gcloud lustre instances export-data`); the destination ends with a slash.
@@ -182,7 +188,7 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 
 	lustreName, lustreOpts := kids.Of("lustre", "lustre")
 	instanceID := LustreInstanceID(args.NamePrefix)
-	instanceOpts := adopt(args.Adopt, lustreOpts, pulumi.String(fmt.Sprintf("projects/%s/locations/%s/instances/%s", args.Project, args.Zone, instanceID)))
+	instanceOpts := adopt(args.Adopt, lustreOpts, pulumi.String(args.InstanceName()))
 	l.Instance, err = lustre.NewInstance(ctx, lustreName, &lustre.InstanceArgs{
 		Project:                  project,
 		InstanceId:               pulumi.String(instanceID),

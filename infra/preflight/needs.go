@@ -9,7 +9,6 @@ import (
 	"gke-rl/infra"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/plan"
-	"gke-rl/storage"
 )
 
 // Needs is what `pulumi up` of one stack asks of the project: derived from the stack's plan, so
@@ -66,7 +65,7 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 	}
 	if l := bp.Storage.Lustre; l != nil {
 		n.Lustre = &LustreNeeds{
-			Name:  fmt.Sprintf("projects/%s/locations/%s/instances/%s", bp.Project, l.Zone, storage.LustreInstanceID(l.NamePrefix)),
+			Name:  l.InstanceName(),
 			Adopt: l.Adopt,
 		}
 	}

@@ -94,3 +94,24 @@ func TestEveryGPUHasAQuotaMetric(t *testing.T) {
 		assert.Regexp(t, `^NVIDIA_[A-Z0-9]+_GPUS$`, spec.QuotaMetric, gpu)
 	}
 }
+
+// The instance the lustre check looks for is the one up imports with storage.adopt: the same
+// plan, read by both.
+func TestLustreNeedsNameTheAdoptedInstance(t *testing.T) {
+	r := plantest.Plan(t, "b200-spot", "storage.adopt=true")
+	n, err := NeedsOf(r)
+	require.NoError(t, err)
+	require.NotNil(t, n.Lustre)
+	assert.True(t, n.Lustre.Adopt)
+	imported := 0
+	for _, res := range r.Resources {
+		if res.Type == "gcp:lustre/instance:Instance" {
+			assert.Equal(t, res.Options.Import, n.Lustre.Name)
+			imported++
+		}
+	}
+	assert.Equal(t, 1, imported)
+	n, err = NeedsOf(plantest.Plan(t, "smoke"))
+	require.NoError(t, err)
+	assert.Nil(t, n.Lustre, "a bucket stack has no instance")
+}
