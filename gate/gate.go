@@ -54,18 +54,80 @@ func MaxAllGatherBusGBps(nodes, nics int) int {
 // docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html).
 var OneNodeNCCLEnv = []string{"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "NCCL_NVLS_ENABLE=0"}
 
-// Deadlines of the gate Jobs (activeDeadlineSeconds): a hang (an unschedulable pod, a stuck
-// mpirun) becomes a prompt, named failure instead of holding the GPUs and `pulumi up` for the
-// Job's 2 h timeout. Each allows gatePullSeconds for scheduling and the diagnostic image's pull
-// on a new node, then what the Job does.
+// The gate's clocks. Each gate pod bounds its own work with the pod's activeDeadlineSeconds,
+// which the kubelet counts from the pod's startTime, when the node's kubelet accepts it
+// (k8s.io/api core/v1 PodSpec.ActiveDeadlineSeconds and PodStatus.StartTime): a node that comes
+// late (spot capacity, a scale-up from zero, 10 to 15 minutes of creation with the driver and
+// the RDMA installer) does not shorten it. The Job's own activeDeadlineSeconds, counted from its
+// creation, adds the capacity wait (Args.CapacityWaitSeconds) in front: past it, no node came,
+// and the gate fails with the Job's DeadlineExceeded, which troubleshooting names no capacity.
 const (
+	// gatePullSeconds covers the diagnostic image's pull on a new node.
 	gatePullSeconds = 15 * 60
-	// ncclGateWorkSeconds: the peers' sshd wait (60 × 5 s), then all_gather from 1 KB to 8 GB
-	// (under a minute on two A4 nodes in the recorded run; the 8 GB size grows with the nodes).
+	// ncclGateWorkSeconds: the peers' sshd once their pods run (5 min), then all_gather from 1 KB
+	// to 8 GB (under a minute on two A4 nodes in the recorded run; the 8 GB size grows with the
+	// nodes).
 	ncclGateWorkSeconds = 5*60 + 10*60
 	// storageGateMinMBps is the slowest write or read the storage deadline allows for.
 	storageGateMinMBps = 50
+	// peerRetrySeconds is how often index 0 asks a peer's sshd.
+	peerRetrySeconds = 5
 )
+
+// Exit statuses of the gate's scripts, one per cause. The Jobs' podFailurePolicy fails the Job
+// on each with a FailJob rule, whose condition message names the container's exit status
+// ("... failed with exit code 23 matching FailJob rule at index 1": the Job controller,
+// k8s.io/kubernetes pkg/controller/job/pod_failure_policy.go), which `pulumi up` prints and
+// docs/troubleshooting.md reads back into the cause.
+const (
+	ExitNoCapacity int32 = 20
+	ExitGPUHealth  int32 = 21
+	ExitRDMANICs   int32 = 22
+	ExitNCCL       int32 = 23
+	ExitVolume     int32 = 24
+)
+
+// FailureCauses names the cause of each exit status, as docs/troubleshooting.md does.
+var FailureCauses = map[int32]string{
+	ExitNoCapacity: "no capacity: a peer's pod got no GPU node within the capacity wait",
+	ExitGPUHealth:  "GPU health: a GPU missing or with uncorrected ECC errors",
+	ExitRDMANICs:   "RDMA NICs: a NIC down or absent",
+	ExitNCCL:       "NCCL: all_gather failed, or its bus bandwidth is below the minimum",
+	ExitVolume:     "volume: an I/O error on the shared volume",
+}
+
+// exitEnv gives the scripts their exit statuses.
+func exitEnv() []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "EXIT_NO_CAPACITY", Value: strconv.Itoa(int(ExitNoCapacity))},
+		{Name: "EXIT_GPU_HEALTH", Value: strconv.Itoa(int(ExitGPUHealth))},
+		{Name: "EXIT_RDMA_NICS", Value: strconv.Itoa(int(ExitRDMANICs))},
+		{Name: "EXIT_NCCL", Value: strconv.Itoa(int(ExitNCCL))},
+		{Name: "EXIT_VOLUME", Value: strconv.Itoa(int(ExitVolume))},
+	}
+}
+
+// podFailurePolicy keeps a gate Job alive through a pod's disruption and names the cause of a
+// failed check. A pod that the node's preemption (spot), a drain or the scheduler's preemption
+// ends carries the DisruptionTarget condition: Ignore makes the Job start a new pod for it
+// without counting a failure (Kubernetes' "Handling retriable and non-retriable pod failures
+// with Pod failure policy"). The checks' own statuses fail the Job at once, naming the status.
+func podFailurePolicy(container string) *batchv1.PodFailurePolicy {
+	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+		{
+			Action:          batchv1.PodFailurePolicyActionIgnore,
+			OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+		},
+		{
+			Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: ptr.To(container),
+				Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
+				Values:        []int32{ExitNoCapacity, ExitGPUHealth, ExitRDMANICs, ExitNCCL, ExitVolume},
+			},
+		},
+	}}
+}
 
 // Args place and size the post-deploy gate.
 type Args struct {
@@ -76,6 +138,9 @@ type Args struct {
 	GPUsPerNode, NCCLNodes int
 	// MinBusBandwidthGBps fails the NCCL test below it.
 	MinBusBandwidthGBps int
+	// CapacityWaitSeconds is how long a gate pod may wait for its GPU node before the gate fails
+	// naming no capacity (gate.capacityWaitMinutes).
+	CapacityWaitSeconds int
 	// StorageMiB is written and read back on the shared volume; ExpectedMBps is the storage's
 	// aggregate throughput, printed next to the measured one.
 	StorageMiB   int
@@ -118,7 +183,17 @@ func ncclGateEnv(a Args) []corev1.EnvVar {
 		{Name: "MIN_BUS_BANDWIDTH_GBPS", Value: strconv.Itoa(a.MinBusBandwidthGBps)},
 		{Name: "PREFIX", Value: ResultPrefix},
 		{Name: "ONE_NODE_NCCL_ENV", Value: strings.Join(OneNodeNCCLEnv, " ")},
+		// Index 0 waits for each peer's sshd as long as the peer's pod may wait for its node and
+		// pull its image, and then for its checks.
+		{Name: "ATTEMPTS", Value: strconv.Itoa(peerWaitSeconds(a) / peerRetrySeconds)},
+		{Name: "RETRY_SECONDS", Value: strconv.Itoa(peerRetrySeconds)},
 	}
+}
+
+// peerWaitSeconds is how long index 0 of the NCCL gate waits for a peer's sshd: the peer's
+// node may come up to the capacity wait after its own, then pull the image and run its checks.
+func peerWaitSeconds(a Args) int {
+	return a.CapacityWaitSeconds + gatePullSeconds + 5*60
 }
 
 // NCCLJob is the Indexed Job of the NCCL test: one pod per node, each with all the node's
@@ -134,7 +209,7 @@ func NCCLJob(a Args) *batchv1.Job {
 				Name:         "nccl",
 				Image:        Image,
 				Command:      []string{"/bin/bash", "-c", ncclGateScript},
-				Env:          append([]corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}}, ncclGateEnv(a)...),
+				Env:          slices.Concat([]corev1.EnvVar{{Name: "LD_LIBRARY_PATH", Value: gpunode.NvidiaPath + "/lib64"}}, ncclGateEnv(a), exitEnv()),
 				Resources:    corev1.ResourceRequirements{Requests: gpus, Limits: gpus},
 				VolumeMounts: gpunode.VolumeMounts(),
 				// sshd, MPI's transport between the pods, runs in it: privilege escalation stays
@@ -151,7 +226,9 @@ func NCCLJob(a Args) *batchv1.Job {
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.Completions, job.Spec.Parallelism = &n, &n
 	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
-	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(NCCLDeadlineSeconds(a.NCCLNodes)))
+	job.Spec.PodFailurePolicy = podFailurePolicy("nccl")
+	job.Spec.Template.Spec.ActiveDeadlineSeconds = ptr.To(int64(NCCLPodSeconds(a)))
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(a.CapacityWaitSeconds + NCCLPodSeconds(a)))
 	return job
 }
 
@@ -186,21 +263,31 @@ func PriorityClassObject() *schedulingv1.PriorityClass {
 	}
 }
 
-// NCCLDeadlineSeconds bounds the NCCL gate Job on nodes GPU nodes: the pull, the work, and
-// a minute for each round of the ring's pairs that name a slow node (an mpirun start and 1 GiB
-// messages; the pairs of a round run at once): two rounds, three for an odd count.
-func NCCLDeadlineSeconds(nodes int) int {
+// NCCLPodSeconds bounds an NCCL gate pod once it is on its node: the pull, the wait for the
+// peers (each may come up to the capacity wait later, then pull), the work, and a minute for
+// each round of the ring's pairs that name a slow node (an mpirun start and 1 GiB messages; the
+// pairs of a round run at once): two rounds, three for an odd count.
+func NCCLPodSeconds(a Args) int {
 	rounds := 0
-	if nodes > 2 {
-		rounds = 2 + nodes%2
+	if a.NCCLNodes > 2 {
+		rounds = 2 + a.NCCLNodes%2
 	}
-	return gatePullSeconds + ncclGateWorkSeconds + 60*rounds
+	wait := 0
+	if a.NCCLNodes > 1 {
+		wait = peerWaitSeconds(a) - 5*60 // the sshd's own wait is part of the work
+	}
+	return gatePullSeconds + wait + ncclGateWorkSeconds + 60*rounds
 }
 
-// StorageDeadlineSeconds bounds the storage gate Job: the write and the read of mib MiB at
-// storageGateMinMBps each.
-func StorageDeadlineSeconds(mib int) int {
+// StoragePodSeconds bounds the storage gate pod once it is on its node: the pull, then the
+// write and the read of mib MiB at storageGateMinMBps each.
+func StoragePodSeconds(mib int) int {
 	return gatePullSeconds + 2*int(math.Ceil(float64(mib)*1.048576/storageGateMinMBps))
+}
+
+// JobSeconds is a gate Job's whole deadline: the capacity wait, then its pod's.
+func JobSeconds(job *batchv1.Job) int {
+	return int(ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0))
 }
 
 // StorageJob writes (synced to the storage) and reads back StorageMiB on the shared volume
@@ -213,6 +300,7 @@ func StorageJob(a Args) *batchv1.Job {
 		{Name: "EXPECTED_MBPS", Value: strconv.Itoa(a.ExpectedMBps)},
 		{Name: "PREFIX", Value: ResultPrefix},
 	}
+	env = append(env, exitEnv()...)
 	job := kube.RunOnceJob(a.Name+"-storage", a.Namespace, 0, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: onGPUNodes(a, corev1.PodSpec{
@@ -227,6 +315,8 @@ func StorageJob(a Args) *batchv1.Job {
 			Volumes: []corev1.Volume{a.Storage.Volume()},
 		}),
 	})
-	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(StorageDeadlineSeconds(a.StorageMiB)))
+	job.Spec.PodFailurePolicy = podFailurePolicy("storage")
+	job.Spec.Template.Spec.ActiveDeadlineSeconds = ptr.To(int64(StoragePodSeconds(a.StorageMiB)))
+	job.Spec.ActiveDeadlineSeconds = ptr.To(int64(a.CapacityWaitSeconds + StoragePodSeconds(a.StorageMiB)))
 	return job
 }

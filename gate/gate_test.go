@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"gke-rl/gate"
 	"gke-rl/gate/gatetest"
@@ -46,19 +47,21 @@ func TestNCCLGateFailsWhatWouldSlowOrBreakARun(t *testing.T) {
 	cases := map[string]struct {
 		node gatetest.Node
 		want string
+		exit int32
 	}{
-		"a missing GPU":            {gatetest.Node{GPUs: "7", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
-		"an uncorrected ECC error": {gatetest.Node{GPUs: "8", ECC: "2", NCCL: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health"},
-		"no figure from NCCL":      {gatetest.Node{GPUs: "8", ECC: "0"}, "gate: FAILED: NCCL is below the minimum"},
-		"NCCL over TCP":            {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_reduce-tcp-socket-2node.txt"}, "gate: FAILED: NCCL is below the minimum and ran over TCP sockets"},
-		"an RDMA NIC down":         {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Down: "eth5"}, "gate: FAILED: RDMA NICs on " /* host */},
-		"an RDMA NIC missing":      {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Absent: "eth9"}, ": eth9 absent"},
+		"a missing GPU":            {gatetest.Node{GPUs: "7", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health", gate.ExitGPUHealth},
+		"an uncorrected ECC error": {gatetest.Node{GPUs: "8", ECC: "2", NCCL: "nccl-all_gather-a4-gib-2node.txt"}, "gate: FAILED: GPU health", gate.ExitGPUHealth},
+		"no figure from NCCL":      {gatetest.Node{GPUs: "8", ECC: "0"}, "gate: FAILED: NCCL is below the minimum", gate.ExitNCCL},
+		"NCCL over TCP":            {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_reduce-tcp-socket-2node.txt"}, "gate: FAILED: NCCL is below the minimum and ran over TCP sockets", gate.ExitNCCL},
+		"an RDMA NIC down":         {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Down: "eth5"}, "gate: FAILED: RDMA NICs on " /* host */, gate.ExitRDMANICs},
+		"an RDMA NIC missing":      {gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Absent: "eth9"}, ": eth9 absent", gate.ExitRDMANICs},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			out, err := tc.node.Run(t, gate.NCCLJob(gateArgs(2)))
 			require.Error(t, err, out)
 			assert.Contains(t, out, tc.want)
+			assertExit(t, err, tc.exit)
 		})
 	}
 }
@@ -70,8 +73,28 @@ func TestNCCLGateWaitsForItsPeersSSHD(t *testing.T) {
 	require.Error(t, err, out)
 	assert.Equal(t, 2, strings.Count(out, "waiting for rl-gate-nccl-1.rl-gate-nccl's sshd"), out)
 	assert.Contains(t, out, "ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 rl-gate-nccl-1.rl-gate-nccl true")
-	assert.Contains(t, out, "gate: FAILED: rl-gate-nccl-1 did not answer over ssh after 3 attempts")
+	assert.Contains(t, out, "gate: FAILED: rl-gate-nccl-1 did not answer over ssh after 3 attempts: its pod is on its node but")
 	assert.NotContains(t, out, "run_nccl_tests.sh args", "no NCCL run without every peer")
+	assertExit(t, err, gate.ExitNCCL)
+}
+
+// A peer whose pod never got a node has no address in the headless Service: the gate says no
+// capacity, with its own exit status, not a broken node.
+func TestNCCLGateNamesAPeerWithoutANodeNoCapacity(t *testing.T) {
+	out, err := gatetest.Node{GPUs: "8", ECC: "0", NCCL: "nccl-all_gather-a4-gib-2node.txt", Unscheduled: "rl-gate-nccl-1",
+		SSH: `case "$*" in *rl-gate-nccl-1*) exit 255 ;; esac`}.Run(t, gate.NCCLJob(gateArgs(2)))
+	require.Error(t, err, out)
+	assert.Contains(t, out, "gate: FAILED: no capacity: rl-gate-nccl-1 has no GPU node after 0s")
+	assert.Contains(t, out, "gate.capacityWaitMinutes")
+	assertExit(t, err, gate.ExitNoCapacity)
+}
+
+// assertExit checks that a gate script ended with the exit status of its cause.
+func assertExit(t *testing.T, err error, want int32) {
+	t.Helper()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.EqualValues(t, want, exit.ExitCode(), gate.FailureCauses[want])
 }
 
 // A run of run_nccl_tests.sh that fails (mpirun's status: 1 when it cannot start a rank, 134
@@ -174,20 +197,50 @@ func TestNCCLGateRunsThePairsInParallelRounds(t *testing.T) {
 	}
 }
 
-// Every gate Job ends by a deadline sized from what it does; MPI keeps the pods' full names.
+// Every gate pod ends by a deadline sized from what it does, counted from its start on its node;
+// the Job adds the capacity wait in front; MPI keeps the pods' full names.
 func TestGateJobsHaveDeadlines(t *testing.T) {
-	nccl := gate.NCCLJob(gateArgs(2))
-	assert.EqualValues(t, 30*60, *nccl.Spec.ActiveDeadlineSeconds)
-	assert.EqualValues(t, 30*60+2*60, *gate.NCCLJob(gateArgs(8)).Spec.ActiveDeadlineSeconds, "a minute for each round of the ring's pairs")
-	assert.EqualValues(t, 30*60+3*60, *gate.NCCLJob(gateArgs(5)).Spec.ActiveDeadlineSeconds, "three rounds for an odd ring")
-	storage := gate.StorageJob(gateArgs(2))
-	assert.EqualValues(t, 15*60+2*1, *storage.Spec.ActiveDeadlineSeconds, "4 MiB at 50 MB/s, twice")
-	assert.Equal(t, 15*60+2*86, gate.StorageDeadlineSeconds(4096), "4 GiB at 50 MB/s, twice")
+	args := gateArgs(2)
+	args.CapacityWaitSeconds = 60 * 60
+	nccl := gate.NCCLJob(args)
+	// The pull, the wait for a peer that comes up to the capacity wait later and pulls, the work.
+	pod := int64(15*60 + (60*60 + 15*60) + 15*60)
+	assert.Equal(t, pod, *nccl.Spec.Template.Spec.ActiveDeadlineSeconds, "the pod's clock starts on its node")
+	assert.Equal(t, 60*60+pod, *nccl.Spec.ActiveDeadlineSeconds, "the Job's adds the wait for the node")
+	args.NCCLNodes = 8
+	assert.EqualValues(t, pod+2*60, *gate.NCCLJob(args).Spec.Template.Spec.ActiveDeadlineSeconds, "a minute for each round of the ring's pairs")
+	args.NCCLNodes = 5
+	assert.EqualValues(t, pod+3*60, *gate.NCCLJob(args).Spec.Template.Spec.ActiveDeadlineSeconds, "three rounds for an odd ring")
+	args.NCCLNodes = 1
+	assert.EqualValues(t, 30*60, *gate.NCCLJob(args).Spec.Template.Spec.ActiveDeadlineSeconds, "one node waits for no peer")
+
+	storage := gate.StorageJob(args)
+	assert.EqualValues(t, 15*60+2*1, *storage.Spec.Template.Spec.ActiveDeadlineSeconds, "4 MiB at 50 MB/s, twice")
+	assert.EqualValues(t, 60*60+15*60+2*1, *storage.Spec.ActiveDeadlineSeconds)
+	assert.Equal(t, 15*60+2*86, gate.StoragePodSeconds(4096), "4 GiB at 50 MB/s, twice")
 	env := map[string]string{}
 	for _, e := range nccl.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
 	assert.Equal(t, "1", env["OMPI_MCA_orte_keep_fqdn_hostnames"])
+	assert.Equal(t, strconv.Itoa((60*60+15*60+5*60)/5), env["ATTEMPTS"], "index 0 asks a peer's sshd every 5 s for as long as the peer may take")
+}
+
+// A gate pod that a spot preemption or a drain ends is replaced without failing the Job; each
+// check's own failure fails it at once, and the Job's condition names the check's exit status.
+func TestGateJobsSurviveDisruptionsAndNameTheirFailures(t *testing.T) {
+	for _, job := range []*batchv1.Job{gate.NCCLJob(gateArgs(2)), gate.StorageJob(gateArgs(2))} {
+		rules := job.Spec.PodFailurePolicy.Rules
+		require.Len(t, rules, 2, job.Name)
+		assert.Equal(t, batchv1.PodFailurePolicyActionIgnore, rules[0].Action)
+		assert.Equal(t, corev1.DisruptionTarget, rules[0].OnPodConditions[0].Type)
+		assert.Equal(t, batchv1.PodFailurePolicyActionFailJob, rules[1].Action)
+		assert.Equal(t, job.Spec.Template.Spec.Containers[0].Name, *rules[1].OnExitCodes.ContainerName)
+		assert.Len(t, rules[1].OnExitCodes.Values, len(gate.FailureCauses))
+		for _, code := range rules[1].OnExitCodes.Values {
+			assert.NotEmpty(t, gate.FailureCauses[code], code)
+		}
+	}
 }
 
 // The bound no all_gather across nodes can pass: 8 NICs × 400 Gb/s = 400 GB/s into a node,
@@ -230,12 +283,13 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	realDD, err := exec.LookPath("dd")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "dd"), []byte("#!/bin/sh\necho \"$*\" >> \""+bin+"/dd.log\"\nexec "+realDD+" \"$@\"\n"), 0o755))
-	run := func() ([]byte, error) {
+	run := func(extra ...string) ([]byte, error) {
 		cmd := exec.Command("/bin/bash", "-c", c.Command[2])
 		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 		for _, e := range c.Env {
 			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 		}
+		cmd.Env = append(cmd.Env, extra...) // the last of a name wins
 		return cmd.CombinedOutput()
 	}
 	out, err := run()
@@ -248,12 +302,11 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left, "the test file is removed")
 
-	require.NoError(t, os.Chmod(dir, 0o555))
-	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
-	if os.Geteuid() != 0 {
-		_, err = run()
-		assert.Error(t, err, "an I/O error fails the gate")
-	}
+	// A volume that is not there (a mount that failed under the pod): the write fails, whoever
+	// runs the test.
+	out, err = run("FILE=" + filepath.Join(dir, "not-mounted", "file"))
+	assert.Contains(t, string(out), "gate: FAILED: shared volume: I/O error")
+	assertExit(t, err, gate.ExitVolume)
 	assert.Equal(t, "rl-storage", job.Spec.Template.Spec.ServiceAccountName)
 }
 

@@ -15,8 +15,10 @@ set -euo pipefail
 # Environment: GPUS (what the node must show), RDMA_INTERFACES (the pod's RDMA NICs, e.g. eth2 ...
 # eth9, from its networking.gke.io/interfaces annotation), HOSTS (the pods' host names, index 0 first),
 # MIN_BUS_BANDWIDTH_GBPS, PREFIX (starts every result line), ONE_NODE_NCCL_ENV (NCCL's
-# variables that keep a one-node all_gather on the NICs); ATTEMPTS (60) and RETRY_SECONDS (5)
-# bound the wait for the peers' sshd; JOB_COMPLETION_INDEX comes from the Job.
+# variables that keep a one-node all_gather on the NICs); ATTEMPTS and RETRY_SECONDS bound the
+# wait for the peers' sshd (as long as a peer's pod may wait for its node); EXIT_NO_CAPACITY,
+# EXIT_GPU_HEALTH, EXIT_RDMA_NICS and EXIT_NCCL are the exit statuses of each cause, which the
+# Job's failure names; JOB_COMPLETION_INDEX comes from the Job.
 
 smi=/usr/local/nvidia/bin/nvidia-smi
 # One line a GPU: index, name, driver, ECC mode, uncorrected volatile ECC errors (as recorded in
@@ -28,7 +30,7 @@ health="$PREFIX GPU health on $(hostname): $count GPUs, $ecc uncorrected ECC err
 echo "$health"
 if [[ $count -ne $GPUS || $ecc -ne 0 ]]; then
   echo "$PREFIX FAILED: GPU health on $(hostname)" >&2
-  exit 1
+  exit "$EXIT_GPU_HEALTH"
 fi
 # Every RDMA NIC the pod was given must be there and up (the kernel's operstate: "up", or
 # "unknown" for a driver that does not report it); a NIC that is down or absent would make NCCL
@@ -47,7 +49,7 @@ rdma="$PREFIX RDMA NICs on $(hostname): $((${#nics[@]} - ${#bad[@]})) of ${#nics
 echo "$rdma"
 if ((${#bad[@]} > 0)); then
   echo "$PREFIX FAILED: RDMA NICs on $(hostname): $(IFS=,; echo "${bad[*]}")" >&2
-  exit 1
+  exit "$EXIT_RDMA_NICS"
 fi
 # Index 0 reads this over ssh: the Job's success policy removes the other pods, and their logs,
 # before the results are collected.
@@ -86,12 +88,18 @@ else
       if ssh -p 222 -o StrictHostKeyChecking=no -o ConnectTimeout=5 "$host" true 2>/dev/null; then
         break
       fi
-      if ((attempt >= ${ATTEMPTS:-60})); then
-        echo "$PREFIX FAILED: ${host%%.*} did not answer over ssh after $attempt attempts: its pod did not start, or its GPU or NIC check failed (its log says which)" >&2
-        exit 1
+      if ((attempt >= ATTEMPTS)); then
+        # The headless Service names a pod once it has an address, which it gets on its node:
+        # no address means the pod is still waiting for a GPU node.
+        if ! getent hosts "$host" >/dev/null; then
+          echo "$PREFIX FAILED: no capacity: ${host%%.*} has no GPU node after $((attempt * RETRY_SECONDS))s (its pod is not scheduled: spot or flex-start capacity, or the pool's scale-up; gate.capacityWaitMinutes)" >&2
+          exit "$EXIT_NO_CAPACITY"
+        fi
+        echo "$PREFIX FAILED: ${host%%.*} did not answer over ssh after $attempt attempts: its pod is on its node but its image pull or its GPU or NIC check failed (its log says which)" >&2
+        exit "$EXIT_NCCL"
       fi
       echo "waiting for $host's sshd ($attempt)"
-      sleep "${RETRY_SECONDS:-5}"
+      sleep "$RETRY_SECONDS"
     done
   done
   for host in "${peers[@]:1}"; do
@@ -105,14 +113,14 @@ if ((nccl_status != 0)); then
   # mpirun's status: 1 when it cannot start the ranks (a host it cannot reach), 134 when NCCL
   # aborts (SIGABRT), e.g. on a NIC or transport error.
   echo "$PREFIX FAILED: NCCL all_gather $where exited with status $nccl_status (1: mpirun could not start on every node; 134: NCCL aborted); the lines above say why" >&2
-  exit 1
+  exit "$EXIT_NCCL"
 fi
 # NCCL names its transport once per communicator with NCCL_DEBUG=INFO (INIT,NET): "Using network
 # gIB" when the gIB plugin carries it (docs.cloud.google.com/ai-hypercomputer/docs/nccl/test-vms),
 # "Using network Socket" over TCP. On one node only the NICs are left: gIB must be the network.
 if ((${#peers[@]} < 2)) && ! grep -q 'NCCL INFO Using network gIB' /tmp/nccl.log; then
   echo "$PREFIX FAILED: NCCL all_gather $where did not use the gIB plugin (no \"NCCL INFO Using network gIB\" line; $(grep -o 'NCCL INFO Using network [A-Za-z]*' /tmp/nccl.log | sort -u | paste -sd, - || true)): check the RDMA installer DaemonSet and the rdma-* Network objects" >&2
-  exit 1
+  exit "$EXIT_NCCL"
 fi
 # The result table's rows: size (B), count, type, redop, root, then out-of-place time, algbw,
 # busbw (GB/s), #wrong, and the same in place, each line perhaps behind mpirun's
@@ -130,7 +138,7 @@ fi
 # NCCL names its transport once per communicator with NCCL_DEBUG=INFO (INIT,NET).
 if grep -q 'NCCL INFO Using network Socket' /tmp/nccl.log; then
   echo "$PREFIX FAILED: NCCL is below the minimum and ran over TCP sockets (NCCL INFO Using network Socket), not the RDMA NICs: check the RDMA installer DaemonSet and the rdma-* Network objects" >&2
-  exit 1
+  exit "$EXIT_NCCL"
 fi
 # Which node? With three nodes or more, all_gather runs again on each pair of neighbours in a ring
 # (1 GiB messages): a node whose two pairs are both below the minimum is named. With two nodes
@@ -170,12 +178,12 @@ if ((${#peers[@]} > 2)); then
   if ((${#slow[@]} == 2 * ${#peers[@]})); then
     # Every pair is slow: that is the fabric (or NCCL's transport), not every node at once.
     echo "$PREFIX FAILED: NCCL is below the minimum between every pair of nodes: the fabric or the transport, not a node; check the RDMA installer DaemonSet, the rdma-* Network objects and the NET/ lines of this log" >&2
-    exit 1
+    exit "$EXIT_NCCL"
   fi
   if [[ -n $suspects ]]; then
     echo "$PREFIX FAILED: NCCL is below the minimum; slow in both of its pairs: $suspects (drain it and let GKE repair it)" >&2
-    exit 1
+    exit "$EXIT_NCCL"
   fi
 fi
 echo "$PREFIX FAILED: NCCL is below the minimum; is it on RDMA? grep NET/ in this log" >&2
-exit 1
+exit "$EXIT_NCCL"

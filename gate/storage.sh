@@ -4,7 +4,9 @@ set -euo pipefail
 # back with direct I/O, and prints MB/s next to the storage's aggregate throughput, EXPECTED_MBPS.
 # A plain read right after the write would come from this node's page cache at memory speed; a
 # volume that refuses O_DIRECT is read normally and the figure says so. It fails only on an I/O
-# error: one node's figure is a sample, not the aggregate. PREFIX starts the result line.
+# error (named, with the exit status EXIT_VOLUME): one node's figure is a sample, not the
+# aggregate. PREFIX starts the result line.
+trap 'echo "$PREFIX FAILED: shared volume: I/O error at line $LINENO on $FILE (the lines above say which)" >&2; exit "$EXIT_VOLUME"' ERR
 t0=$(date +%s.%N)
 dd if=/dev/zero of="$FILE" bs=1M count="$MIB" conv=fsync status=none
 t1=$(date +%s.%N)

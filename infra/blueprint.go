@@ -21,6 +21,8 @@ import (
 // cluster endpoint).
 type Blueprint struct {
 	Project, Region, Zone string
+	// Namespace holds the stack's workloads (WorkloadNamespace).
+	Namespace string
 	// Hardware is the GPU type's row of the hardware catalog.
 	Hardware GPUSpec
 	// Addresses are the stack's IPv4 ranges.

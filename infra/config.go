@@ -195,6 +195,10 @@ type GateConfig struct {
 	MinBusBandwidthGBps int `json:"minBusBandwidthGBps"`
 	// StorageGiB is written and read back on the shared volume.
 	StorageGiB int `json:"storageGib"`
+	// CapacityWaitMinutes is how long a gate pod may wait for its GPU node (scale-up from zero,
+	// node creation, spot or flex-start capacity) before the gate fails naming no capacity; the
+	// pods' own clocks start once they are on their nodes.
+	CapacityWaitMinutes int `json:"capacityWaitMinutes"`
 	// RunID names the gate's Jobs: changing it runs the gate again (its Jobs run once).
 	RunID string `json:"runId"`
 }

@@ -59,6 +59,7 @@ type rawConfig struct {
 		Enabled             *bool   `json:"enabled"`
 		MinBusBandwidthGBps *int    `json:"minBusBandwidthGBps"`
 		StorageGiB          *int    `json:"storageGib"`
+		CapacityWaitMinutes *int    `json:"capacityWaitMinutes"`
 		RunID               *string `json:"runId"`
 	}
 	Tokens struct {
@@ -132,6 +133,16 @@ const (
 	OneNodeMinBusBandwidthGBps = 25
 	// DefaultGateStorageGiB is what the storage check writes and reads back.
 	DefaultGateStorageGiB = 4
+	// StandingCapacityWaitMinutes is the gate's wait for a GPU node of reserved or on-demand
+	// capacity: the nodes are normally there; a pool that scales from zero creates one in 10 to
+	// 15 minutes with the driver and the RDMA installer (docs/operations.md, timings).
+	StandingCapacityWaitMinutes = 30
+	// PreemptibleCapacityWaitMinutes is the wait on spot and flex-start capacity: creation as
+	// above, after a wait for capacity that GKE does not bound.
+	PreemptibleCapacityWaitMinutes = 60
+	// MaxCapacityWaitMinutes keeps the gate within a working session: a longer wait is better
+	// spent on another zone or provisioning model.
+	MaxCapacityWaitMinutes = 240
 	// DefaultMaintenanceStart puts GKE's daily maintenance window at 03:00 UTC.
 	DefaultMaintenanceStart = "03:00"
 	// DefaultNoUpgradesFrom and DefaultNoUpgradesUntil are a fixed exclusion window (the same
@@ -239,6 +250,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		Enabled:             or(r.Gate.Enabled, !c.GPU.Provisioning.Preemptible()),
 		MinBusBandwidthGBps: or(r.Gate.MinBusBandwidthGBps, defaultMinBusBandwidth(gpuType, c.GPU.Nodes)),
 		StorageGiB:          or(r.Gate.StorageGiB, DefaultGateStorageGiB),
+		CapacityWaitMinutes: or(r.Gate.CapacityWaitMinutes, defaultCapacityWaitMinutes(c.GPU.Provisioning)),
 		RunID:               or(r.Gate.RunID, ""),
 	}
 	// A run bounded by neither steps nor epochs would train until its deadline: default to steps.
@@ -271,6 +283,7 @@ func explicitKeys(r *rawConfig) map[string]bool {
 		"gpu.maxNodes":             r.GPU.MaxNodes != nil,
 		"gate.minBusBandwidthGBps": r.Gate.MinBusBandwidthGBps != nil,
 		"gate.storageGib":          r.Gate.StorageGiB != nil,
+		"gate.capacityWaitMinutes": r.Gate.CapacityWaitMinutes != nil,
 		"gate.runId":               r.Gate.RunID != nil && *r.Gate.RunID != "",
 		"ray.mirror":               r.Ray.Mirror != nil && *r.Ray.Mirror,
 		"job.model":                r.Job.Model != nil,
@@ -291,6 +304,14 @@ func defaultBucket(project, cluster string) string {
 		name = naming.New(project).Name(naming.MaxResourceNameLength, cluster, "rl")
 	}
 	return name
+}
+
+// defaultCapacityWaitMinutes is the gate's wait for its GPU nodes on a provisioning model.
+func defaultCapacityWaitMinutes(p kinds.Provisioning) int {
+	if p.Preemptible() {
+		return PreemptibleCapacityWaitMinutes
+	}
+	return StandingCapacityWaitMinutes
 }
 
 // defaultMinBusBandwidth is the gate's minimum for nodes GPU nodes of gpuType: the machine's

@@ -127,7 +127,7 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		"rdmaNetwork":     networks.RDMANetwork.SelfLink,
 		"namespace":       gke.Namespace.Metadata.Name().Elem(),
 		// The Ray add-on's logging sends the Ray pods' logs to Cloud Logging.
-		"rayLogs": pulumi.String(monitoring.LogsExplorerURL(bp.Project, monitoring.RayLogsFilter(bp.Cluster.Name, WorkloadNamespace))),
+		"rayLogs": pulumi.String(monitoring.LogsExplorerURL(bp.Project, monitoring.RayLogsFilter(bp.Cluster.Name, bp.Namespace))),
 	})
 	if bp.Monitoring != nil {
 		mon, err := monitoring.New(ctx, "monitoring", *bp.Monitoring)
@@ -163,7 +163,7 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		prepPlacement = prepPlacement.WaitingFor(gke.Images)
 	}
 	// The Ray pods mount run.sh, which the run's entrypoint runs on the head.
-	script := workloads.RunScriptObject(WorkloadNamespace)
+	script := workloads.RunScriptObject(bp.Namespace)
 	runScript, err := k8scorev1.NewConfigMap(ctx, "run-script", &k8scorev1.ConfigMapArgs{
 		Metadata: &k8smetav1.ObjectMetaArgs{Name: pulumi.String(script.Name), Namespace: pulumi.String(script.Namespace)},
 		Data:     pulumi.ToStringMap(script.Data),
@@ -173,7 +173,7 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 	}
 	rayPlacement = rayPlacement.WaitingFor(runScript)
 	// The Ray pods and the gate start behind the namespace's NetworkPolicies.
-	for _, policy := range ray.IngressPolicies(WorkloadNamespace) {
+	for _, policy := range ray.IngressPolicies(bp.Namespace) {
 		// Each policy's logical name is its own name: ray-head-ingress keeps its URN.
 		p, err := kube.NewObject(ctx, policy.Name, policy, inCluster.Namespaced()...)
 		if err != nil {
@@ -251,7 +251,7 @@ func deployStorage(ctx *pulumi.Context, bp *Blueprint, networks *network.Network
 // when it has one, and returns their stack outputs. The data preparation waits for prepPlacement
 // only.
 func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.Placement) (pulumi.Map, error) {
-	ns := WorkloadNamespace
+	ns := placement.Namespace
 	outputs := pulumi.Map{"checkpointDir": pulumi.String(run.Layout.Checkpoints())}
 	if run.RayCluster != nil {
 		longLived, err := ray.NewLongLivedCluster(ctx, "ray", &ray.LongLivedClusterArgs{RayCluster: run.RayCluster, Placement: placement})
@@ -292,6 +292,6 @@ func dashboardOutput(portForward string) pulumi.String {
 // workload namespace: a token's reader (workloads.Token.Reader).
 func tokenReader(bp *Blueprint) func(projectNumber, serviceAccount string) string {
 	return func(number, serviceAccount string) string {
-		return storage.WorkloadIdentityPrincipal(number, bp.Project, WorkloadNamespace, serviceAccount)
+		return storage.WorkloadIdentityPrincipal(number, bp.Project, bp.Namespace, serviceAccount)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"path"
 	"slices"
+	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,8 +23,24 @@ import (
 	"gke-rl/workloads"
 )
 
-// WorkloadNamespace holds the storage claim, the Ray cluster and the training run.
-const WorkloadNamespace = "gke-rl"
+// namespacePrefix starts every stack's workload namespace.
+const namespacePrefix = "gke-rl"
+
+// WorkloadNamespace is the namespace of a stack's storage claim, Ray cluster, training run and
+// tokens' readers, from its cluster name: the cluster name, with "gke-rl-" before it unless it
+// starts with "gke-rl" already. Every Workload Identity principal of a project shares one pool
+// (<project>.svc.id.goog) and names only the namespace and the service account, so a namespace
+// of its own is what keeps two stacks of one project from reading each other's tokens and
+// writing each other's buckets. The cluster name is the stack's name in the project: its VPCs,
+// secrets and buckets are named after it, and two stacks of one project cannot share it. The
+// prefix keeps it clear of the namespaces Kubernetes and GKE reserve (default, kube-*, gke-*
+// system namespaces), and within 63 characters (cluster names stop at 40).
+func WorkloadNamespace(clusterName string) string {
+	if strings.HasPrefix(clusterName, namespacePrefix) {
+		return clusterName
+	}
+	return namespacePrefix + "-" + clusterName
+}
 
 // Resolve checks a loaded configuration and derives everything the program will create from it:
 // the Blueprint. It is pure (no Pulumi context, no resource, no invoke), so that a configuration
@@ -41,6 +58,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 	}
 	bp := &Blueprint{
 		Project: c.Project, Region: c.Region, Zone: c.Zone,
+		Namespace: WorkloadNamespace(c.Cluster.Name),
 		Hardware:  hw,
 		Addresses: addrs,
 		NICs:      gpunode.NICs(c.Network.RDMASubnets),
@@ -75,7 +93,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 	bp.Bill = billOf(c, bp)
 	if c.Monitoring.Enabled {
 		bp.Monitoring = &monitoring.Args{
-			Project: c.Project, Cluster: c.Cluster.Name, Namespace: WorkloadNamespace,
+			Project: c.Project, Cluster: c.Cluster.Name, Namespace: bp.Namespace,
 			GPUsPerNode:          hw.GPUsPerNode,
 			Spot:                 c.GPU.Provisioning == kinds.Spot,
 			NotificationChannels: c.Monitoring.NotificationChannels,
@@ -136,7 +154,7 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 			LocalSSDs:        bp.Hardware.LocalSSDs,
 			CompactPlacement: c.GPU.Placement == PlacementCompact,
 		},
-		Namespace:   WorkloadNamespace,
+		Namespace:   bp.Namespace,
 		ImageMirror: imageMirror(c),
 		// The tokens' CSI driver.
 		SecretManager: c.Tokens.HuggingFace || c.Tokens.WandB,
@@ -223,7 +241,7 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 	}
 	var errs Errors
 	if plan.Mode.HasLongLivedCluster() {
-		plan.RayCluster = ray.RayClusterObject(c.Cluster.Name, WorkloadNamespace, ray.ClusterSpec(pods))
+		plan.RayCluster = ray.RayClusterObject(c.Cluster.Name, bp.Namespace, ray.ClusterSpec(pods))
 		if err := ray.ValidateCluster(plan.RayCluster); err != nil {
 			errs.Add(KeyRay, "KubeRay's validation rejects the long-lived cluster: %v", err)
 		}
@@ -250,10 +268,11 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 		name += "-" + c.Gate.RunID
 	}
 	args := gate.Args{
-		Name: name, Namespace: WorkloadNamespace,
+		Name: name, Namespace: bp.Namespace,
 		GPUsPerNode:         bp.Hardware.GPUsPerNode,
 		MinBusBandwidthGBps: c.Gate.MinBusBandwidthGBps,
 		StorageMiB:          c.Gate.StorageGiB * 1024,
+		CapacityWaitSeconds: c.Gate.CapacityWaitMinutes * 60,
 		ExpectedMBps:        int(bp.Storage.WriteMBps),
 		NodeSelector:        bp.WorkerSelector,
 		NICs:                bp.NICs,
@@ -293,7 +312,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	}
 	args := workloads.JobArgs{
 		Name:           plan.Layout.Run,
-		Namespace:      WorkloadNamespace,
+		Namespace:      bp.Namespace,
 		BackoffLimit:   c.Job.BackoffLimit,
 		SubmitterImage: pods.Image,
 		NodeSelector:   pods.HeadNodeSelector,
@@ -339,7 +358,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	}
 	prepEnv = append(slices.Clone(prepEnv), workloads.XetCacheEnv())
 	prep := workloads.PrepJob(workloads.PrepJobArgs{
-		Name: c.Cluster.Name + "-data-prep", Namespace: WorkloadNamespace,
+		Name: c.Cluster.Name + "-data-prep", Namespace: bp.Namespace,
 		Image:        pods.Image,
 		Script:       workloads.PrepScript(steps),
 		NodeSelector: pods.HeadNodeSelector,

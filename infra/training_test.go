@@ -751,7 +751,7 @@ func TestTheEntrypointsScriptIsMountedOnTheHead(t *testing.T) {
 		scripts := manifestsOf(res, "ConfigMap")
 		require.Len(t, scripts, 1, stack)
 		assert.Equal(t, workloads.RunScriptConfigMap, get(t, scripts[0], "metadata.name"))
-		assert.Equal(t, infra.WorkloadNamespace, get(t, scripts[0], "metadata.namespace"))
+		assert.Equal(t, res.Blueprint.Namespace, get(t, scripts[0], "metadata.namespace"))
 		data, _ := get(t, scripts[0], "data").(map[string]any)
 		assert.True(t, data[workloads.RunScriptKey] == workloads.RunScript(), "%s: the ConfigMap holds run.sh under %s", stack, workloads.RunScriptKey)
 

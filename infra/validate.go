@@ -29,10 +29,14 @@ const (
 )
 
 var (
-	projectIDPattern   = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
-	zonePattern        = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+-[a-z]$`)
-	regionPattern      = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
-	reservationPattern = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$`)
+	projectIDPattern = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
+	zonePattern      = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+-[a-z]$`)
+	regionPattern    = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
+	// A reservation of the project, `<name>[/reservationBlocks/<block>]`, or one shared with it by
+	// another project, by its full name `projects/<owner>/reservations/<name>[/...]`: the form a
+	// GKE node pool's reservation affinity takes for a shared reservation (Cluster Toolkit
+	// modules/compute/gke-node-pool/reservation_definitions.tf at v1.95.0 builds it so).
+	reservationPattern = regexp.MustCompile(`^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$`)
 	filesystemPattern  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9]{0,7}$`)
 	bucketPattern      = regexp.MustCompile(`^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$`)
 	semverPattern      = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
@@ -212,9 +216,9 @@ func validateProvisioning(c *Config, errs *Errors) {
 	case kinds.Reservation:
 		switch {
 		case res == "":
-			errs.Add("gpu.reservation", "is required with gpu.provisioning=reservation: the name of a reservation in %s (or <name>/reservationBlocks/<block>)", orUnset(c.Zone))
+			errs.Add("gpu.reservation", "is required with gpu.provisioning=reservation: the name of a reservation in %s (or <name>/reservationBlocks/<block>, or projects/<owner>/reservations/<name> for one shared with this project)", orUnset(c.Zone))
 		case !reservationPattern.MatchString(res):
-			errs.Add("gpu.reservation", "%s is not a reservation name; allowed: <name> or <name>/reservationBlocks/<block>, lowercase DNS labels", quote(res))
+			errs.Add("gpu.reservation", "%s is not a reservation name; allowed: <name> or <name>/reservationBlocks/<block> (lowercase DNS labels), either after projects/<owner project ID>/reservations/ for a reservation shared by another project", quote(res))
 		}
 	default:
 		if res != "" {
@@ -586,6 +590,9 @@ func validateGate(g GateConfig, errs *Errors) {
 	// The file is written to the shared volume: 1 TiB is more than a check needs.
 	if g.StorageGiB < 1 || g.StorageGiB > 1024 {
 		errs.Add("gate.storageGib", "%d is out of range; allowed: 1 to 1024 GiB", g.StorageGiB)
+	}
+	if g.CapacityWaitMinutes < 1 || g.CapacityWaitMinutes > MaxCapacityWaitMinutes {
+		errs.Add("gate.capacityWaitMinutes", "%d is out of range; allowed: 1 to %d minutes", g.CapacityWaitMinutes, MaxCapacityWaitMinutes)
 	}
 	// It ends the gate's Job names, whose Indexed pods' host names (<job>-<index>) are DNS
 	// labels of at most 63 characters.

@@ -64,7 +64,8 @@ type BucketSpec struct {
 	Name string
 	// NamePrefix starts the names of what the component creates (the cluster name).
 	NamePrefix string
-	// Protect keeps the bucket and its objects through `pulumi destroy` (retained on delete).
+	// Protect keeps the bucket and its objects through `pulumi destroy` (retained on delete);
+	// without it, destroy deletes the bucket with its objects.
 	Protect bool
 	// FileCacheMiB bounds GCS FUSE's file cache on each node.
 	FileCacheMiB int
@@ -128,8 +129,12 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 		HierarchicalNamespace:    &storage.BucketHierarchicalNamespaceArgs{Enabled: pulumi.Bool(true)},
 		UniformBucketLevelAccess: pulumi.Bool(true),
 		PublicAccessPrevention:   pulumi.String("enforced"),
-		// Never delete objects with the bucket: a bucket that still holds checkpoints stays.
-		ForceDestroy: pulumi.Bool(false),
+		// The provider deletes a bucket that holds objects only with forceDestroy (it lists and
+		// deletes them first; without it the delete fails and `pulumi destroy` stops there:
+		// terraform-provider-google-beta at 6a9e0f0b, google-beta/services/storage/
+		// resource_storage_bucket.go, resourceStorageBucketDelete). An unprotected bucket goes with
+		// what it holds; a protected one is retained on delete, so no delete reaches it.
+		ForceDestroy: pulumi.Bool(!args.Protect),
 	}, bucketOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("bucket: %w", err)

@@ -118,10 +118,14 @@ resume_prep() {
 }
 
 # cluster_gpus prints the GPUs of the Ray cluster's alive nodes: the total of `ray status`'s
-# "used/total GPU" line (0 when Ray does not answer).
+# "used/total GPU" line (0 when Ray does not answer). While a placement group holds GPUs (a
+# failed attempt's, until Ray frees it) Ray ends that line with "(U used of R reserved in placement
+# groups)" (ray-project/ray python/ray/autoscaler/_private/util.py, format_resource_usage_summary):
+# the total still counts every GPU, so the line is read up to "GPU" whatever follows.
 cluster_gpus() {
   local line n
-  line=$(ray status 2>/dev/null | grep -Eo '[0-9.]+/[0-9.]+ GPU$' | head -n 1) || true
+  line=$(ray status 2>/dev/null | grep -Eo '^ *[0-9.]+/[0-9.]+ GPU( |$)' | head -n 1) || true
+  line=${line% }
   n=${line#*/}
   n=${n%%.*}
   [[ $n =~ ^[0-9]+$ ]] || n=0

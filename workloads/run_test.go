@@ -74,6 +74,24 @@ mkdir -p %[1]s/tmp_step_4; touch %[1]s/attempted; exit 3`, ckpt)
 	assert.Regexp(t, m[1], out)
 }
 
+// A failed attempt's placement group can still hold the GPUs when the retry counts them: Ray then
+// ends the GPU line with what the groups reserve, and the count is still the cluster's total, so
+// the retry starts at once instead of waiting out GPU_WAIT_SECONDS with every GPU present.
+func TestRunCountsGPUsHeldByPlacementGroups(t *testing.T) {
+	r := run()
+	r.Nodes, r.GPUsPerNode, r.Attempts = 1, 2, 2
+	r.Layout.Root = t.TempDir()
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-placement-group-2-gpus.txt"}}}})
+	mark := filepath.Join(t.TempDir(), "attempted")
+	framework := fmt.Sprintf(`if [[ -e %[1]s ]]; then exit 0; fi; touch %[1]s; exit 3`, mark)
+	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"bash", "-c", framework}), ray,
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0", "GPU_WAIT_SECONDS": "0"})
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "the Ray cluster has its 2 GPUs")
+	assert.Contains(t, out, "gke-rl run: attempt 2 of 2")
+	assert.Equal(t, []string{"status"}, ray.Calls(), "one look: the GPUs were there")
+}
+
 // A retry that never gets its GPUs back ends the run with the attempt's failure, and a run out of
 // attempts fails without waiting.
 func TestRunGivesUp(t *testing.T) {

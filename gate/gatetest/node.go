@@ -28,6 +28,9 @@ import (
 // (/sys/class/net/<if>/operstate holds "up" or "down", Documentation/ABI/testing/sysfs-class-net),
 // but the one named by `Down`, which is down, or `Absent`, which is not there.
 //
+// getent resolves every peer's host name (the headless Service names a pod once it is on a node)
+// but the one named by `Unscheduled`, a pod that has no GPU node yet.
+//
 // `Broken` names a pod whose fabric gives NCCL no figure: any run_nccl_tests.sh that includes it
 // prints nothing (the recorded run otherwise).
 //
@@ -39,7 +42,7 @@ import (
 // many runs of it were going on at once at most (each run lasts `NCCLSeconds`, 0 by default).
 type Node struct {
 	GPUs, ECC, NCCL, SSH, Down, Absent, Broken, NCCLExit, NCCLEnv, NCCLInfo string
-	NCCLSeconds                                                             string
+	NCCLSeconds, Unscheduled                                                string
 }
 
 // Run runs the gate's script on the fake node as the pod of index 0 (the one that runs NCCL),
@@ -110,13 +113,21 @@ sleep `+cmp.Or(n.NCCLSeconds, "0")+`; rm "$dir/running/$$"
 		ssh = `host=${@: -3:1}; case "$*" in *"/gate-health") printf 'gate: GPU health on %s: 8 GPUs, 0 uncorrected ECC errors\ngate: RDMA NICs on %s: 8 of 8 up\n' "${host%%.*}" "${host%%.*}" ;; esac`
 	}
 	write("bin/ssh", ssh)
+	getent := `[ "$1" = hosts ] || exit 2; echo "10.8.0.7 $2"`
+	if n.Unscheduled != "" {
+		getent = `case "$2" in ` + n.Unscheduled + `.*) exit 2 ;; esac; ` + getent
+	}
+	write("bin/getent", getent)
 	c := job.Spec.Template.Spec.Containers[0]
 	script := strings.NewReplacer(gpunode.NvidiaPath, root+"/nvidia", gpunode.GIBPath, root+"/gib", "/scripts/container_entry.sh", root+"/scripts/container_entry.sh", "/tmp/", root+"/").Replace(c.Command[2])
 	cmd := exec.Command("/bin/bash", "-c", script)
-	cmd.Env = append(os.Environ(), "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0", "ATTEMPTS=3", "RETRY_SECONDS=0", "SYSFS_NET="+root+"/sys/class/net")
+	cmd.Env = os.Environ()
 	for _, e := range c.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
+	// After the container's own: the last of a name wins (os/exec), and the peers' wait is cut
+	// to three tries at once.
+	cmd.Env = append(cmd.Env, "PATH="+root+"/bin:"+os.Getenv("PATH"), "JOB_COMPLETION_INDEX=0", "ATTEMPTS=3", "RETRY_SECONDS=0", "SYSFS_NET="+root+"/sys/class/net")
 	out, err := cmd.CombinedOutput()
 	for _, f := range []string{"args", "env", "concurrent"} {
 		if noted, readErr := os.ReadFile(filepath.Join(root, "gib", "scripts", f)); readErr == nil {

@@ -117,7 +117,8 @@ type Total struct {
 // Complete reports whether every item of the total has a price.
 func (t Total) Complete() bool { return len(t.Unknown) == 0 }
 
-func (t *Total) add(item string, a Amount) {
+// Add adds an item's amount: to the known sum, or to the unknown items.
+func (t *Total) Add(item string, a Amount) {
 	if a.Known {
 		t.KnownUSD += a.USD
 	} else if !slices.Contains(t.Unknown, item) {
@@ -158,8 +159,8 @@ func (b Bill) Price(t Table) Estimate {
 		}
 		c.TrainingPerHour = c.amount(l.Training, PerHour)
 		c.IdlePerMonth = c.amount(l.Idle, PerGiBMonth)
-		e.TrainingPerHour.add(l.Item, c.TrainingPerHour)
-		e.IdlePerMonth.add(l.Item, c.IdlePerMonth)
+		e.TrainingPerHour.Add(l.Item, c.TrainingPerHour)
+		e.IdlePerMonth.Add(l.Item, c.IdlePerMonth)
 		e.Lines = append(e.Lines, c)
 	}
 	return e

@@ -111,11 +111,11 @@ func TestFirstUpSubmitsTheRun(t *testing.T) {
 			} else {
 				assert.NotEmpty(t, clusterName, "KubeRay made the run's own cluster")
 			}
-			pods, err := c.cp.Client.CoreV1().Pods(infra.WorkloadNamespace).List(ctx, metav1.ListOptions{})
+			pods, err := c.cp.Client.CoreV1().Pods(bp.Namespace).List(ctx, metav1.ListOptions{})
 			require.NoError(t, err)
-			policies, err := c.cp.Client.NetworkingV1().NetworkPolicies(infra.WorkloadNamespace).List(ctx, metav1.ListOptions{})
+			policies, err := c.cp.Client.NetworkingV1().NetworkPolicies(bp.Namespace).List(ctx, metav1.ListOptions{})
 			require.NoError(t, err)
-			ns, err := c.cp.Client.CoreV1().Namespaces().Get(ctx, infra.WorkloadNamespace, metav1.GetOptions{})
+			ns, err := c.cp.Client.CoreV1().Namespaces().Get(ctx, bp.Namespace, metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.NotEmpty(t, ns.Labels["pod-security.kubernetes.io/enforce"], "the namespace enforces a Pod Security level")
 
@@ -150,7 +150,7 @@ func TestFirstUpSubmitsTheRun(t *testing.T) {
 				gpuDone := w.DoneAt(t, "gcp:container/nodePool:NodePool", "cluster-gpu")
 				installerDone := w.DoneAt(t, "kubernetes:apps/v1:DaemonSet", "cluster-rdma")
 				for _, gate := range []string{g.NCCL.Name, g.Storage.Name} {
-					created := c.jobCreated(t, gate)
+					created := c.jobCreated(t, bp.Namespace, gate)
 					assert.False(t, created.Before(gpuDone.Truncate(time.Second)), "gate %s created %s, before the GPU pool was done %s", gate, created, gpuDone)
 					assert.False(t, created.Before(installerDone.Truncate(time.Second)), "gate %s created before the RDMA installer was ready", gate)
 				}
@@ -163,9 +163,9 @@ func TestFirstUpSubmitsTheRun(t *testing.T) {
 }
 
 // jobCreated is when the Job named name was created; its pods count their deadline from then.
-func (c testCluster) jobCreated(t *testing.T, name string) time.Time {
+func (c testCluster) jobCreated(t *testing.T, namespace, name string) time.Time {
 	t.Helper()
-	job, err := c.cp.Client.BatchV1().Jobs(infra.WorkloadNamespace).Get(context.Background(), name, metav1.GetOptions{})
+	job, err := c.cp.Client.BatchV1().Jobs(namespace).Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(t, err)
 	return job.CreationTimestamp.Time
 }
@@ -221,7 +221,7 @@ func TestSpotRunIsRetriedOnANewCluster(t *testing.T) {
 	ctx := context.Background()
 
 	c.dash.SetJob(first.Status.JobId, "FAILED")
-	require.NoError(t, c.cp.CompleteRunningPods(ctx, infra.WorkloadNamespace, "batch.kubernetes.io/job-name="+bp.Run.RayJob.Name))
+	require.NoError(t, c.cp.CompleteRunningPods(ctx, bp.Namespace, "batch.kubernetes.io/job-name="+bp.Run.RayJob.Name))
 	var job *rayv1.RayJob
 	kubetest.Eventually(t, 120*time.Second, "KubeRay retries on a new cluster", func() (bool, string) {
 		job = c.rayJob(t, bp)
@@ -234,7 +234,7 @@ func TestSpotRunIsRetriedOnANewCluster(t *testing.T) {
 	assert.EqualValues(t, *bp.Run.RayJob.Spec.ActiveDeadlineSeconds, *job.Spec.ActiveDeadlineSeconds)
 	kubetest.Eventually(t, 60*time.Second, "the first attempt's cluster is deleted", func() (bool, string) {
 		_, err := c.cp.As(t, kubetest.Admin).Get(ctx, map[string]any{"apiVersion": "ray.io/v1", "kind": "RayCluster",
-			"metadata": map[string]any{"name": first.Status.RayClusterName, "namespace": infra.WorkloadNamespace}})
+			"metadata": map[string]any{"name": first.Status.RayClusterName, "namespace": bp.Namespace}})
 		return err != nil, "still there"
 	})
 	c.submitted(t, bp)

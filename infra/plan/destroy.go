@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"gke-rl/infra/cost"
 )
 
 // DestroyPlan is what `pulumi destroy` would do to a stack: the order in which resources go,
@@ -33,6 +35,18 @@ type Kept struct {
 	Why string
 	// Remove is how to remove it when its data is no longer needed.
 	Remove string
+	// Bill is its line of the plan's priced bill: what it bills a month while it stays (its idle
+	// month), or why that is unknown; nil when the bill has no line of it (it bills nothing of
+	// note, or its cost goes with another line).
+	Bill *cost.Costed
+}
+
+// Monthly is what a kept resource bills a month (unknown without a price), nil without a line.
+func (k Kept) Monthly() *cost.Amount {
+	if k.Bill == nil {
+		return nil
+	}
+	return &k.Bill.IdlePerMonth
 }
 
 // Destroy computes the destroy plan of a planned stack, as `pulumi destroy --exclude-protected`
@@ -116,14 +130,45 @@ func Destroy(r *Result) *DestroyPlan {
 		why, isKept := kept[res.URN]
 		switch {
 		case isKept:
-			d.Stays = append(d.Stays, Kept{Resource: res, Why: why, Remove: removal(r, res, why)})
+			d.Stays = append(d.Stays, Kept{Resource: res, Why: why, Remove: removal(r, res, why), Bill: billLine(r, res)})
 		case res.Options.RetainOnDelete:
-			d.Stays = append(d.Stays, Kept{Resource: res, Why: "retained on delete (storage.protect)", Remove: removal(r, res, "retained")})
+			d.Stays = append(d.Stays, Kept{Resource: res, Why: "retained on delete (storage.protect)", Remove: removal(r, res, "retained"), Bill: billLine(r, res)})
 		case deletionPolicy(res) == "ABANDON" && cleanedUpBy(r, res) == nil:
-			d.Stays = append(d.Stays, Kept{Resource: res, Why: "abandoned (deletionPolicy ABANDON)", Remove: removal(r, res, "abandoned")})
+			d.Stays = append(d.Stays, Kept{Resource: res, Why: "abandoned (deletionPolicy ABANDON)", Remove: removal(r, res, "abandoned"), Bill: billLine(r, res)})
 		}
 	}
 	return d
+}
+
+// billItems are the items of the plan's bill (infra.billOf) that a kept resource bills as.
+var billItems = map[string]string{
+	"gcp:lustre/instance:Instance": "Lustre instance",
+	"gcp:storage/bucket:Bucket":    "Bucket",
+}
+
+// billLine is a kept resource's line of the plan's priced bill.
+func billLine(r *Result, res *Resource) *cost.Costed {
+	item, ok := billItems[res.Type]
+	if !ok {
+		return nil
+	}
+	for i := range r.Costs.Lines {
+		if r.Costs.Lines[i].Item == item {
+			return &r.Costs.Lines[i]
+		}
+	}
+	return nil
+}
+
+// StaysMonthly is what everything that stays bills a month.
+func (d *DestroyPlan) StaysMonthly() cost.Total {
+	var t cost.Total
+	for _, k := range d.Stays {
+		if m := k.Monthly(); m != nil {
+			t.Add(k.Resource.Name, *m)
+		}
+	}
+	return t
 }
 
 // cleanedUpBy is the command whose delete step removes what an abandoned resource leaves behind:
@@ -201,9 +246,16 @@ func WriteDestroy(out io.Writer, d *DestroyPlan) error {
 		fmt.Fprintln(w, "\nNothing stays.")
 		return w.err
 	}
-	fmt.Fprintln(w, "\nStays in the cloud (and bills):")
+	fmt.Fprintf(w, "\nStays in the cloud, billing %s a month at list prices:\n", d.StaysMonthly())
 	for _, k := range d.Stays {
 		fmt.Fprintf(w, "  %s %s: %s\n", k.Resource.Type, k.Resource.Name, k.Why)
+		if l := k.Bill; l != nil {
+			fmt.Fprintf(w, "    bills: %s a month for %s", l.IdlePerMonth, l.Detail)
+			if l.Price == nil {
+				fmt.Fprintf(w, " (no price for %s: `plan --prices FILE --destroy` prices it; %s)", l.SKU, CurrentPricesURL)
+			}
+			fmt.Fprintln(w)
+		}
 		if k.Remove != "" {
 			fmt.Fprintf(w, "    to remove: %s\n", k.Remove)
 		}
@@ -219,6 +271,11 @@ func destroyNote(res *Resource) string {
 		if script, _ := res.Input("delete"); script != nil && script != "" {
 			return "  (runs its delete script)"
 		}
+	case res.Type == "gcp:storage/bucket:Bucket":
+		if force, _ := res.Input("forceDestroy"); force == true {
+			return "  (with its objects: forceDestroy)"
+		}
+		return "  (fails while it holds objects: forceDestroy is off)"
 	case res.Options.CustomTimeouts != nil && res.Options.CustomTimeouts.Delete != "":
 		return "  (up to " + res.Options.CustomTimeouts.Delete + ")"
 	}
@@ -238,6 +295,8 @@ type keptJSON struct {
 	URN    string `json:"urn"`
 	Why    string `json:"why"`
 	Remove string `json:"remove,omitempty"`
+	// MonthlyUSD is what it bills a month; null when unknown or not billed as an item of its own.
+	MonthlyUSD *float64 `json:"monthlyUSD"`
 }
 
 // WriteDestroyJSON prints a destroy plan as JSON, resources by URN.
@@ -254,7 +313,11 @@ func WriteDestroyJSON(w io.Writer, d *DestroyPlan) error {
 		doc.Steps = append(doc.Steps, urns(wave))
 	}
 	for _, k := range d.Stays {
-		doc.Stays = append(doc.Stays, keptJSON{URN: k.Resource.URN, Why: k.Why, Remove: k.Remove})
+		kept := keptJSON{URN: k.Resource.URN, Why: k.Why, Remove: k.Remove}
+		if m := k.Monthly(); m != nil && m.Known {
+			kept.MonthlyUSD = &m.USD
+		}
+		doc.Stays = append(doc.Stays, kept)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

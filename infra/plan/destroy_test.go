@@ -3,11 +3,13 @@ package plan_test
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/infra/cost"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
@@ -30,6 +32,34 @@ func stays(d *plan.DestroyPlan) map[string]string {
 		out[k.Resource.Name+" "+k.Resource.Type] = k.Why
 	}
 	return out
+}
+
+func instanceGiB(t *testing.T, res *plan.Result) int {
+	t.Helper()
+	v := plantest.Input(t, res.Find("gcp:lustre/instance:Instance", "storage-lustre"), "capacityGib")
+	n, err := strconv.Atoi(fmt.Sprint(v))
+	require.NoError(t, err)
+	return n
+}
+
+func keptOf(d *plan.DestroyPlan, typ string) plan.Kept {
+	for _, k := range d.Stays {
+		if k.Resource.Type == typ {
+			return k
+		}
+	}
+	return plan.Kept{}
+}
+
+func resourceOf(d *plan.DestroyPlan, typ string) *plan.Resource {
+	for _, wave := range d.Steps {
+		for _, r := range wave {
+			if r.Type == typ {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 func TestDestroyPlan(t *testing.T) {
@@ -67,6 +97,18 @@ func TestDestroyPlan(t *testing.T) {
 						}
 						assert.Len(t, kept, 5, "nothing else stays: %v", kept)
 						assert.Zero(t, stepOf(d, lustre, "storage-lustre"))
+						instance := keptOf(d, lustre)
+						require.NotNil(t, instance.Monthly(), "the kept instance says what it bills")
+						// No public record prices Managed Lustre: the shipped table leaves it
+						// unknown, and a price file prices it.
+						assert.False(t, instance.Monthly().Known)
+						assert.Equal(t, []string{"storage-lustre"}, d.StaysMonthly().Unknown)
+						priced := plantest.Plan(t, stack, "storage.type="+storage, fmt.Sprintf("storage.protect=%v", protect))
+						sku := instance.Bill.SKU
+						priced.Price(cost.Table{Prices: map[cost.SKU]cost.Price{sku: {USD: 0.14, Source: &cost.Source{Date: "2026-12-01", Name: "test"}}}})
+						kept := keptOf(plan.Destroy(priced), lustre)
+						require.True(t, kept.Monthly().Known)
+						assert.InDelta(t, 0.14*float64(instanceGiB(t, priced)), kept.Monthly().USD, 0.01, "capacity × the price a GiB-month")
 					case storage == "lustre":
 						assert.Empty(t, d.Protected)
 						assert.Empty(t, kept, "nothing stays")
@@ -85,9 +127,19 @@ func TestDestroyPlan(t *testing.T) {
 						assert.Empty(t, d.Protected, "a retained bucket does not stop destroy")
 						assert.Equal(t, map[string]string{"storage-bucket " + bucket: "retained on delete (storage.protect)"}, kept)
 						assert.Contains(t, d.Stays[0].Remove, "gcloud storage rm --recursive gs://")
+						assert.NotNil(t, d.Stays[0].Monthly(), "the kept bucket says what it bills (or that it is unknown)")
 					default:
 						assert.Empty(t, kept)
-						assert.Positive(t, stepOf(d, bucket, "storage-bucket"))
+						require.Positive(t, stepOf(d, bucket, "storage-bucket"))
+						// The provider deletes a bucket that holds objects only with forceDestroy
+						// (resource_storage_bucket.go at 6a9e0f0b): without it, destroy stops here
+						// after a run.
+						force, _ := resourceOf(d, bucket).Input("forceDestroy")
+						assert.Equal(t, true, force, "an unprotected bucket is deleted with its objects")
+					}
+					if storage == "gcsfuse" && protect {
+						force, _ := keptOf(d, bucket).Resource.Input("forceDestroy")
+						assert.Equal(t, false, force, "a protected bucket keeps forceDestroy off: its objects are never deleted with it")
 					}
 
 					var out bytes.Buffer
@@ -95,7 +147,8 @@ func TestDestroyPlan(t *testing.T) {
 					if len(kept) == 0 {
 						assert.Contains(t, out.String(), "Nothing stays.")
 					} else {
-						assert.Contains(t, out.String(), "Stays in the cloud (and bills):")
+						assert.Contains(t, out.String(), "Stays in the cloud, billing ")
+						assert.Contains(t, out.String(), "    bills: ")
 					}
 				})
 			}

@@ -1,9 +1,11 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -205,15 +207,21 @@ func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
 		f.Status, f.Detail = Skipped, fmt.Sprintf("gpu.provisioning is %s", n.Provisioning)
 		return f
 	}
-	listFix := fmt.Sprintf("`gcloud compute reservations list --project %s --filter=name=%s` shows where it is; gpu.reservation and zone must name it and its zone", n.Project, n.Reservation)
-	r, err := c.Compute.Reservations.Get(n.Project, n.Zone, n.Reservation).Context(ctx).Do()
+	// A shared reservation is read in the project that owns it: the consumer project cannot list
+	// it, and compute.reservations.get is asked of the owner.
+	owner := cmp.Or(n.ReservationProject, n.Project)
+	listFix := fmt.Sprintf("`gcloud compute reservations list --project %s --filter=name=%s` shows where it is; gpu.reservation and zone must name it and its zone", owner, n.Reservation)
+	if owner != n.Project {
+		listFix += fmt.Sprintf("; a reservation of another project must be shared with %s (`gcloud compute reservations describe %s --zone %s --project %s` shows its shareSettings)", n.Project, n.Reservation, n.Zone, owner)
+	}
+	r, err := c.Compute.Reservations.Get(owner, n.Zone, n.Reservation).Context(ctx).Do()
 	switch {
 	case isNotFound(err):
-		f.Status, f.Detail, f.Fix = Failed, fmt.Sprintf("%s has no reservation %q in %s", n.Project, n.Reservation, n.Zone), listFix
+		f.Status, f.Detail, f.Fix = Failed, fmt.Sprintf("%s has no reservation %q in %s", owner, n.Reservation, n.Zone), listFix
 		return f
 	case err != nil:
-		f.Status, f.Detail = Failed, fmt.Sprintf("reservation %q in %s cannot be read: %s", n.Reservation, n.Zone, apiMessage(err))
-		f.Fix = grantFix(n.Project, "compute.reservations.get", "roles/compute.viewer")
+		f.Status, f.Detail = Failed, fmt.Sprintf("reservation %q of %s in %s cannot be read: %s", n.Reservation, owner, n.Zone, apiMessage(err))
+		f.Fix = grantFix(owner, "compute.reservations.get", "roles/compute.viewer")
 		return f
 	}
 	var problems []string
@@ -228,6 +236,9 @@ func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
 	if r.Status != "READY" {
 		problems = append(problems, fmt.Sprintf("its status is %s, not READY", r.Status))
 	}
+	if owner != n.Project && !sharedWith(r, n.Project) {
+		problems = append(problems, fmt.Sprintf("%s does not share it with %s (shareSettings: %s)", owner, n.Project, shareText(r.ShareSettings)))
+	}
 	if machine != n.MachineType {
 		problems = append(problems, fmt.Sprintf("it holds %s, and gpu.type needs %s", orNone(machine), n.MachineType))
 	}
@@ -235,6 +246,9 @@ func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
 		problems = append(problems, fmt.Sprintf("%d of its %d machines are free (%d in use), and gpu.nodes is %d", free, count, inUse, n.Nodes))
 	}
 	have := fmt.Sprintf("reservation %q in %s: %d × %s, %d in use", n.Reservation, n.Zone, count, orNone(machine), inUse)
+	if owner != n.Project {
+		have = fmt.Sprintf("reservation %q of %s in %s: %d × %s, %d in use", n.Reservation, owner, n.Zone, count, orNone(machine), inUse)
+	}
 	if len(problems) > 0 {
 		f.Status, f.Detail = Failed, have+"; "+strings.Join(problems, "; ")
 		f.Fix = "use a reservation that fits (" + listFix + "), or lower gpu.nodes"
@@ -242,6 +256,45 @@ func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
 	}
 	f.Status, f.Detail = OK, have
 	return f
+}
+
+// sharedWith reports whether a reservation's share settings let project use it: any project of
+// the owner's organization (ORGANIZATION), or the projects of projectMap (SPECIFIC_PROJECTS),
+// keyed by project ID (Compute Engine's ShareSettings reference: "A map of project id and
+// project config") or, as Terraform's google_compute_reservation documents it, by project
+// number, which preflight does not know: a map keyed by numbers is taken as sharing it.
+func sharedWith(r *compute.Reservation, project string) bool {
+	s := r.ShareSettings
+	if s == nil {
+		return false
+	}
+	switch s.ShareType {
+	case "ORGANIZATION":
+		return true
+	case "SPECIFIC_PROJECTS":
+		for key, p := range s.ProjectMap {
+			if key == project || p.ProjectId == project || isProjectNumber(key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shareText says whom a reservation is shared with.
+func shareText(s *compute.ShareSettings) string {
+	if s == nil || s.ShareType == "" {
+		return "none"
+	}
+	text := s.ShareType
+	if len(s.ProjectMap) > 0 {
+		text += " " + strings.Join(slices.Sorted(maps.Keys(s.ProjectMap)), ", ")
+	}
+	return text
+}
+
+func isProjectNumber(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // testIamPermissionsMax is how many permissions one testIamPermissions call may ask about

@@ -23,8 +23,9 @@ type Needs struct {
 	Nodes, MaxNodes int
 	Provisioning    kinds.Provisioning
 	// Reservation is the reservation's name (without a /reservationBlocks/ suffix), set with
-	// gpu.provisioning=reservation.
-	Reservation string
+	// gpu.provisioning=reservation; ReservationProject owns it (Project, or the project that
+	// shares it: gpu.reservation=projects/<owner>/reservations/<name>).
+	Reservation, ReservationProject string
 	// QuotaMetric is the Compute Engine regional quota the GPU nodes draw on; empty with a
 	// reservation, whose capacity carries its own quota.
 	QuotaMetric string
@@ -70,7 +71,7 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 		}
 	}
 	if pool.Provisioning == kinds.Reservation {
-		n.Reservation, _, _ = strings.Cut(pool.Reservation, "/")
+		n.ReservationProject, n.Reservation = SplitReservation(n.Project, pool.Reservation)
 	} else {
 		n.QuotaMetric = QuotaMetric(bp.Hardware, pool.Provisioning)
 	}
@@ -192,4 +193,17 @@ func resourceNeeds(typ, name string) (need, bool) {
 	}
 	n, ok := typeNeeds[typ]
 	return n, ok
+}
+
+// SplitReservation is the project that owns a gpu.reservation and its name, without a
+// /reservationBlocks/ suffix: projects/<owner>/reservations/<name>[/...] names a reservation that
+// another project shares; a bare name is one of project.
+func SplitReservation(project, reservation string) (owner, name string) {
+	owner = project
+	if rest, ok := strings.CutPrefix(reservation, "projects/"); ok {
+		owner, rest, _ = strings.Cut(rest, "/reservations/")
+		reservation = rest
+	}
+	name, _, _ = strings.Cut(reservation, "/")
+	return owner, name
 }

@@ -30,6 +30,8 @@ type project struct {
 	skus map[string]string
 	// lustre answers Managed Lustre's instances.list of every location.
 	lustre string
+	// sharedReservation answers reservations.get in the project owner-rl, which shares one.
+	sharedReservation string
 }
 
 // catalog is the Compute Engine SKU list in three recorded pages (testdata/googleapis/SOURCES.md).
@@ -98,6 +100,8 @@ func (p project) handler(t *testing.T) http.Handler {
 			reply(page, "")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/reservations/"):
 			reply(p.reservation, "googleapis/preflight/compute-error-404-reservation.json")
+		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/owner-rl/zones/") && strings.Contains(route, "/reservations/"):
+			reply(p.sharedReservation, "googleapis/preflight/compute-error-404-reservation.json")
 		default:
 			t.Errorf("preflight made a call no check makes: %s", route)
 			w.WriteHeader(http.StatusNotImplemented)
@@ -322,6 +326,49 @@ func TestMissingReservationNamesTheCommandThatFindsIt(t *testing.T) {
 	assert.Equal(t, ExitFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckReservation), `acme-rl has no reservation "example-reservation" in europe-west4-b`)
 	assert.Contains(t, fixOf(t, out, CheckReservation), "`gcloud compute reservations list --project acme-rl --filter=name=example-reservation`")
+}
+
+// A reservation that another project shares is named by its full name, which GKE's reservation
+// affinity takes as it is, and read in the project that owns it.
+func TestSharedReservationIsReadInItsOwnersProject(t *testing.T) {
+	shared := []string{"--stack", "h200-reserved", "--config", "gcp:region=europe-west4", "--config", "gke-rl:zone=europe-west4-b",
+		"--config", "gke-rl:gpu.reservation=projects/owner-rl/reservations/example-reservation"}
+	p := reservedProject("")
+	p.sharedReservation = "googleapis/preflight/compute-reservation-a3-ultragpu-8g-shared.json"
+	code, out, calls := preflight(t, p, append(shared, yours...)...)
+	assert.Equal(t, ExitOK, code, out)
+	assert.Contains(t, finding(t, out, CheckReservation), `ok    reservation   reservation "example-reservation" of owner-rl in europe-west4-b: 2 × a3-ultragpu-8g, 0 in use`)
+	var asked []string
+	for _, c := range calls {
+		if strings.Contains(c.String(), "/reservations/") {
+			asked = append(asked, c.String())
+		}
+	}
+	assert.Equal(t, []string{"GET compute.googleapis.com/compute/v1/projects/owner-rl/zones/europe-west4-b/reservations/example-reservation"}, asked)
+
+	// The owner's reservation that is not shared (LOCAL) is refused, naming its share settings.
+	p.sharedReservation = "googleapis/preflight/compute-reservation-a3-ultragpu-8g.json"
+	code, out, _ = preflight(t, p, append(shared, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckReservation), "owner-rl does not share it with acme-rl (shareSettings: LOCAL)")
+
+	p.sharedReservation = ""
+	code, out, _ = preflight(t, p, append(shared, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckReservation), `owner-rl has no reservation "example-reservation" in europe-west4-b`)
+	assert.Contains(t, fixOf(t, out, CheckReservation), "`gcloud compute reservations list --project owner-rl --filter=name=example-reservation`")
+}
+
+func TestSplitReservation(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"r":                                {"acme-rl", "r"},
+		"r/reservationBlocks/b":            {"acme-rl", "r"},
+		"projects/owner-rl/reservations/r": {"owner-rl", "r"},
+		"projects/owner-rl/reservations/r/reservationBlocks/b": {"owner-rl", "r"},
+	} {
+		owner, name := SplitReservation("acme-rl", in)
+		assert.Equal(t, want, [2]string{owner, name}, in)
+	}
 }
 
 func TestMissingPermissionsAreNamed(t *testing.T) {
