@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -44,14 +43,6 @@ var ResultsScript = kube.KubectlScript(gateResults)
 //go:embed results.sh
 var gateResults string
 
-// awaitLonger is the custom timeout of Pulumi's wait for a gate Job: ten minutes past the Job's
-// own deadline, so that the Job's failure, which names its cause, comes before Pulumi's timeout,
-// which names none.
-func awaitLonger(job *batchv1.Job) pulumi.ResourceOption {
-	wait := (time.Duration(JobSeconds(job))*time.Second + 10*time.Minute).String()
-	return pulumi.Timeouts(&pulumi.CustomTimeouts{Create: wait, Update: wait})
-}
-
 // New registers the gate.
 func New(ctx *pulumi.Context, name string, args *ComponentArgs, opts ...pulumi.ResourceOption) (*Gate, error) {
 	g := &Gate{}
@@ -85,13 +76,15 @@ func New(ctx *pulumi.Context, name string, args *ComponentArgs, opts ...pulumi.R
 	// never stops a run. Running it again is deliberate: a new `gate.runId` renames the Jobs,
 	// which Pulumi then creates anew; their pods preempt Ray workers that hold the GPUs
 	// (PriorityClass).
-	onceOpts := append(lifecycle.Options(lifecycle.JobType), pulumi.IgnoreChanges([]string{"spec"}))
-	ncclName, ncclOpts := kids.Of("nccl", "", append(slices.Clone(onceOpts), awaitLonger(args.NCCL))...)
+	once := func(job *batchv1.Job) []pulumi.ResourceOption {
+		return append(lifecycle.GateJobOptions(JobSeconds(job)), pulumi.IgnoreChanges([]string{"spec"}))
+	}
+	ncclName, ncclOpts := kids.Of("nccl", "", once(args.NCCL)...)
 	ncclJob, err := kube.NewObject(ctx, ncclName, args.NCCL, p.WaitingFor(svc).Namespaced(ncclOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("nccl job: %w", err)
 	}
-	storageName, storageOpts := kids.Of("storage", "", append(slices.Clone(onceOpts), awaitLonger(args.Storage))...)
+	storageName, storageOpts := kids.Of("storage", "", once(args.Storage)...)
 	storageJob, err := kube.NewObject(ctx, storageName, args.Storage, p.Namespaced(storageOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("storage job: %w", err)

@@ -146,7 +146,7 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"a zero-byte storage check is refused", "h200-reserved", []string{"gate.storageGib=0"}, "gate.storageGib", "1 to 1024 GiB"},
 		{"a gate that waits for no node is refused", "h200-reserved", []string{"gate.capacityWaitMinutes=0"}, "gate.capacityWaitMinutes", "1 to 240 minutes"},
 		{"a gate that waits past a day's work is refused", "b200-spot", []string{"gate.enabled=true", "gate.capacityWaitMinutes=241"}, "gate.capacityWaitMinutes", "1 to 240 minutes"},
-		{"an unknown gate key is refused", "h200-reserved", []string{"gate.nodes=4"}, "gate.nodes", "gate takes enabled, minBusBandwidthGBps, runId, storageGib"},
+		{"an unknown gate key is refused", "h200-reserved", []string{"gate.nodes=4"}, "gate.nodes", "gate takes capacityWaitMinutes, enabled, minBusBandwidthGBps, runId, storageGib"},
 		{"a gate run ID that would not fit a Job name is refused", "h200-reserved", []string{"gate.runId=Second-Run"}, "gate.runId", "1 to 8 lowercase letters and digits"},
 		{"a notification channel that is not a channel name is refused", "b200-spot", []string{"monitoring.notificationChannels[0]=ops@example.com"}, "monitoring.notificationChannels[0]", "projects/<project>/notificationChannels/<number>"},
 		{"channels without the alerts are refused", "b200-spot", []string{"monitoring.enabled=false", "monitoring.notificationChannels[0]=projects/acme/notificationChannels/1"}, "monitoring.notificationChannels[0]", "only with the alerts on"},

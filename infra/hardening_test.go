@@ -27,7 +27,7 @@ func TestWorkloadPodsAreHardened(t *testing.T) {
 		pods := 0
 		for _, m := range plan.Manifests(res) {
 			meta, _ := m.Object["metadata"].(map[string]any)
-			if meta["namespace"] != "gke-rl" {
+			if meta["namespace"] != res.Blueprint.Namespace {
 				continue
 			}
 			for path, spec := range podSpecs(m.Object) {

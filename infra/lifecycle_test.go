@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/cluster"
+	"gke-rl/gate"
 	"gke-rl/infra"
 	"gke-rl/infra/lifecycle"
 	"gke-rl/infra/plan"
@@ -72,6 +73,16 @@ func TestSlowResourcesCarryTimeoutsLongerThanTheProvidersDefault(t *testing.T) {
 			require.NotNil(t, r.Options.CustomTimeouts, "%s %s has no custom timeouts", r.Type, r.Name)
 			if r.Name == "cluster-gpu" {
 				row = lifecycle.GPUPoolTimeout(res.Blueprint.Cluster.GPUPool.Nodes)
+			}
+			if g := res.Blueprint.Run.Gate; g != nil && (r.Name == "gate-nccl" || r.Name == "gate-storage") {
+				job := g.NCCL
+				if r.Name == "gate-storage" {
+					job = g.Storage
+				}
+				row = lifecycle.GateJobTimeout(gate.JobSeconds(job))
+				deadline, err := time.ParseDuration(row.Create)
+				require.NoError(t, err)
+				assert.Greater(t, deadline, time.Duration(gate.JobSeconds(job))*time.Second, "%s: Pulumi waits past the Job's own deadline", r.Name)
 			}
 			assert.Equal(t, row.Create, r.Options.CustomTimeouts.Create, r.Name)
 			assert.Equal(t, row.Update, r.Options.CustomTimeouts.Update, r.Name)

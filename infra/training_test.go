@@ -107,8 +107,8 @@ func TestB200SpotRunsARayJobWithItsOwnCluster(t *testing.T) {
 	assert.Equal(t, map[string]any{"cloud.google.com/gke-nodepool": "ray-a4-gpu-spot-gpu"}, get(t, workers, "template.spec.nodeSelector"))
 	assert.Equal(t, "/lustre/checkpoints/ray-a4-gpu-spot-grpo", res.Outputs["checkpointDir"])
 	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo")
-	assert.Equal(t, "kubectl -n gke-rl get rayjob ray-a4-gpu-spot-grpo -w", res.Outputs["rayJobStatus"])
-	assert.Equal(t, "kubectl -n gke-rl port-forward service/$(kubectl -n gke-rl get rayjob ray-a4-gpu-spot-grpo -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
+	assert.Equal(t, "kubectl -n gke-rl-ray-a4-gpu-spot get rayjob ray-a4-gpu-spot-grpo -w", res.Outputs["rayJobStatus"])
+	assert.Equal(t, "kubectl -n gke-rl-ray-a4-gpu-spot port-forward service/$(kubectl -n gke-rl-ray-a4-gpu-spot get rayjob ray-a4-gpu-spot-grpo -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
 }
 
 func TestRayImageAndVersionOverrideTheFrameworkRelease(t *testing.T) {
@@ -128,7 +128,7 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 	assert.Equal(t, map[string]any{"ray.io/cluster": get(t, rc, "metadata.name")}, get(t, job, "spec.clusterSelector"))
 	assert.Nil(t, get(t, job, "spec.rayClusterSpec"))
 	assert.Nil(t, get(t, job, "spec.backoffLimit"), "clusterSelector excludes backoffLimit")
-	assert.Equal(t, "kubectl -n gke-rl port-forward service/verl-h200-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
+	assert.Equal(t, "kubectl -n gke-rl-verl-h200 port-forward service/verl-h200-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
 
 	prep := prepJob(t, res)
 	script := get(t, prep, "spec.template.spec.containers.0.command.2").(string)
@@ -686,7 +686,7 @@ func TestOnlyThePodsThatReadATokenMayReadIt(t *testing.T) {
 		readers := map[string]string{}
 		for _, binding := range res.OfType("gcp:secretmanager/secretIamMember:SecretIamMember") {
 			member := plantest.Input(t, binding, "member").(string)
-			_, account, ok := strings.Cut(member, "/subject/ns/gke-rl/sa/")
+			_, account, ok := strings.Cut(member, "/subject/ns/"+res.Blueprint.Namespace+"/sa/")
 			require.True(t, ok, member)
 			readers[fmt.Sprint(plantest.Input(t, binding, "secretId"))] = account
 		}
@@ -728,7 +728,7 @@ func TestOnlyThePodsThatReadATokenMayReadIt(t *testing.T) {
 		bucketReaders := map[string]bool{}
 		for _, b := range res.OfType("gcp:storage/bucketIAMMember:BucketIAMMember") {
 			member := plantest.Input(t, b, "member").(string)
-			_, account, _ := strings.Cut(member, "/subject/ns/gke-rl/sa/")
+			_, account, _ := strings.Cut(member, "/subject/ns/"+res.Blueprint.Namespace+"/sa/")
 			bucketReaders[account] = true
 		}
 		if stack == "h200-reserved" { // GCS FUSE

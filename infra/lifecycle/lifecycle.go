@@ -8,6 +8,7 @@ package lifecycle
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -200,6 +201,25 @@ func GPUPoolTimeout(nodes int) Timeout {
 func GPUPoolOptions(nodes int) []pulumi.ResourceOption {
 	t := GPUPoolTimeout(nodes)
 	return options(NodePoolType, &t)
+}
+
+// GateJobTimeout is a gate Job's row: the Job's, with create and update timeouts ten minutes past
+// the Job's own deadline (its activeDeadlineSeconds, which holds the wait for capacity), so that
+// the Job's failure, which names its cause, comes before Pulumi's timeout, which names none;
+// never below the table's.
+func GateJobTimeout(deadlineSeconds int) Timeout {
+	t, _ := TimeoutOf(JobType)
+	table, _ := time.ParseDuration(t.Create)
+	wait := max(table, time.Duration(deadlineSeconds)*time.Second+10*time.Minute)
+	t.Create, t.Update = wait.String(), wait.String()
+	t.Why = "a gate Job's deadline holds the wait for GPU capacity (gate.capacityWaitMinutes); Pulumi waits ten minutes longer"
+	return t
+}
+
+// GateJobOptions are a gate Job's options with GateJobTimeout's timeouts.
+func GateJobOptions(deadlineSeconds int) []pulumi.ResourceOption {
+	t := GateJobTimeout(deadlineSeconds)
+	return options(JobType, &t)
 }
 
 // Options are the resource options the tables give a resource type: its custom timeouts, the
