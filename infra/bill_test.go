@@ -59,7 +59,7 @@ func TestProvisioningModelsNameTheirOwnPrices(t *testing.T) {
 		gpu := lineOf(t, plantest.Resolve(t, "b200-spot", "gpu.provisioning="+prov).Bill, "GPU nodes")
 		assert.Equal(t, want, gpu.SKU.Name, prov)
 	}
-	auto := plantest.Resolve(t, "b200-spot", "cluster.mode=autopilot").Bill
+	auto := plantest.Resolve(t, "b200-spot", "cluster.mode=autopilot", "storage.type=gcsfuse").Bill
 	assert.Equal(t, "a4-highgpu-8g/spot/autopilot", lineOf(t, auto, "GPU nodes").SKU.Name)
 	pods := lineOf(t, auto, "CPU pods")
 	assert.Equal(t, "autopilot-pods", pods.SKU.Name)

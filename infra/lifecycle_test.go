@@ -26,7 +26,7 @@ var lifecycleVariants = map[string][]string{
 	"h200-reserved":                    nil,
 	"b200-spot on GCS FUSE":            {"storage.type=gcsfuse"},
 	"h200-reserved on Lustre":          {"storage.type=lustre"},
-	"b200-spot on Autopilot with verl": {"cluster.mode=autopilot", "framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
+	"b200-spot on Autopilot with verl": {"cluster.mode=autopilot", "storage.type=gcsfuse", "framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
 }
 
 func eachVariant(t *testing.T, check func(t *testing.T, res *plan.Result)) {

@@ -68,7 +68,7 @@ func TestEveryDerivedNameFitsItsResource(t *testing.T) {
 		"z" + strings.Repeat("y", 38) + "x",  // 40 letters
 		"ab",                                 // short
 	}
-	variants := [][]string{nil, {"storage.type=gcsfuse"}, {"cluster.mode=autopilot"}, {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
+	variants := [][]string{nil, {"storage.type=gcsfuse"}, {"cluster.mode=autopilot", "storage.type=gcsfuse"}, {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
 		{"gate.enabled=true", "gate.runId=abcdefgh", "gpu.nodes=128", "gpu.maxNodes=128", "job.promptsPerStep=1024"},
 		{"tokens.huggingFace=true", "tokens.wandb=true"}}
 	project := "p" + strings.Repeat("0", 28) + "9" // project IDs have at most 30 characters

@@ -374,6 +374,11 @@ func TestRunMatrix(t *testing.T) {
 							if fw == kinds.Verl {
 								o = append(o, "job.dataset=gsm8k", "job.recipe=", "job.args=[]")
 							}
+							if st == kinds.Lustre && mode == kinds.Autopilot {
+								_, err := plantest.TryResolve("b200-spot", o...)
+								require.ErrorContains(t, err, "lustre is not allowed with cluster.mode=autopilot", "Autopilot's Secure Boot CPU nodes cannot mount Lustre")
+								return
+							}
 							bp := plantest.Resolve(t, "b200-spot", o...)
 							require.NotNil(t, bp.Run.RayJob)
 							if prov.Preemptible() {

@@ -323,6 +323,13 @@ func validateStorage(c *Config, errs *Errors) {
 	case kinds.GCSFuse:
 		validateBucket(s.Bucket, errs)
 	}
+	// Managed Lustre's client loads on Secure Boot nodes of GPU machine types only, and Autopilot
+	// boots every node with Secure Boot ("Connect to an existing Managed Lustre instance from
+	// Google Kubernetes Engine", Limitations): the Ray head and the data preparation, which mount
+	// the volume on CPU nodes, would never start.
+	if s.Type == kinds.Lustre && c.Cluster.Mode == kinds.Autopilot {
+		errs.Add("storage.type", "lustre is not allowed with cluster.mode=autopilot: Autopilot boots its nodes with Secure Boot, where Managed Lustre's client loads on GPU machine types only, and the Ray head and the data preparation mount the volume on CPU nodes; allowed: storage.type=gcsfuse with autopilot, or cluster.mode=standard with lustre")
+	}
 	if s.CheckpointBudgetSeconds < 1 {
 		errs.Add("storage.checkpointBudgetSeconds", "%d is not a budget; allowed: seconds, 1 or more", s.CheckpointBudgetSeconds)
 	}

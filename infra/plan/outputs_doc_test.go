@@ -20,7 +20,7 @@ var documentedOutput = regexp.MustCompile("stack output `?([a-zA-Z]+)`?")
 func TestDocumentedOutputsExist(t *testing.T) {
 	outputs := map[string]bool{}
 	for _, stack := range plantest.Stacks {
-		for _, overrides := range [][]string{nil, {"gate.enabled=true", "tokens.huggingFace=true", "tokens.wandb=true"}, {"cluster.mode=autopilot"}} {
+		for _, overrides := range [][]string{nil, {"gate.enabled=true", "tokens.huggingFace=true", "tokens.wandb=true"}, {"cluster.mode=autopilot", "storage.type=gcsfuse"}} {
 			res, err := plantest.TryPlan(stack, overrides...)
 			if err != nil {
 				continue // a combination the stack refuses

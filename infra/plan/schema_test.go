@@ -31,7 +31,7 @@ func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
 		"h200-reserved":                   nil,
 		"b200-spot with verl":             {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
 		"h200-reserved with nemo-rl":      {"framework=nemo-rl", "job.dataset=DeepScaler"},
-		"b200-spot on Autopilot":          {"cluster.mode=autopilot"},
+		"b200-spot on Autopilot":          {"cluster.mode=autopilot", "storage.type=gcsfuse"},
 		"h200-reserved without a job":     {"job.enabled=false"},
 		"b200-spot with tokens and limit": {"tokens.huggingFace=true", "tokens.wandb=true", "job.activeDeadlineSeconds=86400"},
 	}

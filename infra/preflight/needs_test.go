@@ -22,7 +22,7 @@ import (
 var variants = [][]string{
 	nil,
 	{"tokens.huggingFace=true", "tokens.wandb=true"},
-	{"cluster.mode=autopilot"},
+	{"cluster.mode=autopilot", "storage.type=gcsfuse"},
 	{"cluster.previewServiceAccount=pr-preview@acme-rl.iam.gserviceaccount.com"},
 	{"cluster.nodeServiceAccount=gke-nodes@acme-rl.iam.gserviceaccount.com"},
 }
