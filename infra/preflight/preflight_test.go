@@ -260,6 +260,18 @@ func TestAReadYouMayNotMakeNamesTheRole(t *testing.T) {
 	assert.Contains(t, finding(t, out, CheckPermissions), "ok    permissions")
 }
 
+// At the boundary: a run that needs exactly what is free passes (64 of 64), one node more fails.
+func TestQuotaExactlyEnoughPasses(t *testing.T) {
+	p := ready
+	p.region = "googleapis/preflight/compute-region-us-east1-b200-in-use.json"
+	// 56 free: 7 nodes need exactly 56 (a batch of 56 prompts × 4 divides over 56 GPUs), 8 nodes
+	// need 64.
+	_, out, _ := preflight(t, p, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.nodes=7", "--config", "gke-rl:job.promptsPerStep=56"}, yours...)...)
+	assert.Contains(t, finding(t, out, CheckQuota), "ok    gpu quota     PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: limit 64, in use 8, 56 free; the run needs 56", out)
+	_, out, _ = preflight(t, p, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.nodes=8"}, yours...)...)
+	assert.Contains(t, finding(t, out, CheckQuota), "FAIL  gpu quota     PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: limit 64, in use 8, 56 free; the run needs 64 (8 nodes × 8 GPUs)")
+}
+
 func TestQuotaInUseLeavesTooFewGPUs(t *testing.T) {
 	p := ready
 	p.region = "googleapis/preflight/compute-region-us-east1-b200-in-use.json"
