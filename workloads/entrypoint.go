@@ -178,8 +178,9 @@ const (
 )
 
 // Command is the entrypoint of a run: run.sh (the file at RunScriptPath) with its values, then
-// the framework's command line. It is one list of words with no shell operator, so that it means
-// the same to whichever shell splits it (the submitter's, Ray's `/bin/sh -c` on the head).
+// the framework's command line. It is one list of words with no shell operator, quoted for bash,
+// which alone reads it: the submitter hands it to Ray encoded (submit.sh), so Ray's `/bin/sh -c`
+// on the head expands nothing of it.
 func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 	attempts := max(r.Attempts, 1)
 	env := []string{

@@ -42,10 +42,18 @@ fi
 
 # A retried submitter pod finds the job already submitted, as KubeRay's does.
 if ! ray job status --address "$address" "$id" >/dev/null 2>&1; then
-  # `ray job submit` joins the words after -- with shlex.join (Ray's dashboard/modules/job/cli.py):
-  # `bash -c` keeps the entrypoint one shell command.
+  # `ray job submit` joins the words after -- with subprocess.list2cmdline, which quotes with
+  # double quotes (Ray's dashboard/modules/job/cli.py; shlex.join only since ray-project/ray
+  # #63797), and the job's driver runs the line with /bin/sh: a `$`, a backtick or a backslash of
+  # the entrypoint (an OmegaConf ${...} interpolation in job.args) would be expanded there before
+  # bash reads it. The entrypoint travels base64-encoded instead (letters, digits, +, / and =,
+  # which neither joining nor sh changes) and bash reads the decoded text as its script from a
+  # pipe of its own, keeping the job's stdin: the framework gets exactly the planned words,
+  # whichever way Ray joins them.
+  encoded=$(printf '%s' "$ENTRYPOINT" | base64 -w0)
+  log "submitting: $ENTRYPOINT"
   ray job submit --address "$address" --submission-id "$id" --no-wait \
-    --runtime-env-json "$RUNTIME_ENV_JSON" -- bash -c "$ENTRYPOINT"
+    --runtime-env-json "$RUNTIME_ENV_JSON" -- bash -c "bash <(base64 -d <<<$encoded)"
 fi
 
 # running_status starts the line Ray's CLI prints for a job that runs (cli.py, _log_job_status),

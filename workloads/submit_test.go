@@ -1,10 +1,12 @@
 package workloads_test
 
 import (
+	"encoding/base64"
 	"slices"
 	"strings"
 	"testing"
 
+	"al.essio.dev/pkg/shellescape"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -60,7 +62,8 @@ func TestSubmitterWaitsForTheJobToFinish(t *testing.T) {
 			address := "--address http://x-head-svc.gke-rl.svc.cluster.local:8265 "
 			assert.Equal(t, []string{
 				"job status " + address + recordedJobID,
-				"job submit " + address + "--submission-id " + recordedJobID + ` --no-wait --runtime-env-json {"py_modules":["/data/verl/v0.6.0/verl"]} -- bash -c env A=1 bash -c 'echo a && echo b' run`,
+				"job submit " + address + "--submission-id " + recordedJobID + ` --no-wait --runtime-env-json {"py_modules":["/data/verl/v0.6.0/verl"]} -- bash -c bash <(base64 -d <<<` +
+					base64.StdEncoding.EncodeToString([]byte("env A=1 bash -c 'echo a && echo b' run")) + ")",
 				"job logs " + address + "--follow " + recordedJobID,
 				"job status " + address + recordedJobID,
 				"job logs " + address + "--follow " + recordedJobID,
@@ -112,4 +115,51 @@ func TestSubmitterGivesUpWhenRayDoesNotAnswer(t *testing.T) {
 	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "UNREACHABLE_SECONDS": "0"})
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "Ray's job API has not answered for 0s; giving up")
+}
+
+// rayRuns runs a `ray job submit` entrypoint's words the way Ray 2.49 does: `ray job submit` joins
+// them with subprocess.list2cmdline (dashboard/modules/job/cli.py) and the job's driver runs the
+// line with /bin/sh (job_manager.py, shell=True). It prints what the job printed.
+func rayRuns(t *testing.T, words ...string) string {
+	t.Helper()
+	python := clitest.Tool(t, "python3")
+	joined := clitest.Run(t, nil, python, append([]string{"-c", "import subprocess, sys; sys.stdout.write(subprocess.list2cmdline(sys.argv[1:]))"}, words...)...)
+	require.Zero(t, joined.Code, joined.Stderr)
+	res := clitest.Run(t, nil, "/bin/sh", "-c", joined.Stdout)
+	return res.Stdout + res.Stderr
+}
+
+// No shell between the user and the framework: the entrypoint the submitter hands to Ray reaches
+// bash exactly as planned, `$`, backticks and backslashes of job.args included (an OmegaConf
+// interpolation, a literal $HOME), as the plan's words show when bash runs them directly.
+func TestSubmissionReachesTheFrameworkAsPlanned(t *testing.T) {
+	args := []string{"data.max_response_length=${data.max_prompt_length}", "trainer.experiment_name=$HOME-`id -u`", `actor_rollout_ref.model.path=C:\\models "q"`}
+	planned := "printf '<%s>\\n' python3 -m verl.trainer.main_ppo"
+	for _, a := range args {
+		planned += " " + shellescape.Quote(a)
+	}
+	want := clitest.Run(t, nil, "bash", "-c", planned)
+	require.Zero(t, want.Code, want.Stderr)
+	for _, a := range args {
+		require.Contains(t, want.Stdout, "<"+a+">", "bash alone keeps each word")
+	}
+
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
+		"job status": {{Code: 1}, {Files: []string{"ray-job-status-stopped.txt"}}},
+		"job submit": {{Files: []string{"ray-job-submit-no-wait.txt"}}},
+		"job logs":   {{Files: []string{"ray-job-logs.txt"}, Then: []string{"ray-job-status-stopped.txt"}}},
+	})
+	out, code := runSubmitter(t, ray, map[string]string{"POLL_SECONDS": "0", "ENTRYPOINT": planned})
+	require.Equal(t, 0, code, out)
+	var submitted string
+	for _, call := range ray.Calls() {
+		if _, rest, ok := strings.Cut(call, " -- bash -c "); ok && strings.HasPrefix(call, "job submit ") {
+			submitted = rest
+		}
+	}
+	require.NotEmpty(t, submitted, "the job was submitted: %v", ray.Calls())
+	assert.Equal(t, want.Stdout, rayRuns(t, "bash", "-c", submitted), "the framework's words are the plan's")
+
+	// The entrypoint handed over as it is, as before, is expanded by Ray's shell first.
+	assert.Contains(t, rayRuns(t, "bash", "-c", planned), "Bad substitution")
 }
