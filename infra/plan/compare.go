@@ -1,6 +1,7 @@
 package plan
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,15 @@ func Digests(obj map[string]any) map[string]string {
 			continue
 		}
 		out[key] = digest(v)
+		if meta, ok := v.(map[string]any); ok && key == "metadata" {
+			// The provider replaces an object whose name or namespace changes.
+			for _, field := range []string{"name", "namespace"} {
+				if fv, ok := meta[field]; ok {
+					out["metadata."+field] = digest(fv)
+				}
+			}
+			continue
+		}
 		spec, ok := v.(map[string]any)
 		if key != "spec" || !ok {
 			continue
@@ -73,6 +83,8 @@ type Change struct {
 	// Effect says what the change does to a running run, when it does something.
 	Effect      string
 	StopsTheRun bool
+	// NewStorage is set when the storage that holds the checkpoints is replaced by an empty one.
+	NewStorage bool
 	// Unknown is set for a Kubernetes object of an earlier plan written before plans carried
 	// digests: whether it changes cannot be told.
 	Unknown bool
@@ -108,8 +120,8 @@ func LoadEarlierPlan(path string) (*EarlierPlan, error) {
 // Compare lists what differs between an earlier plan (`plan --json`, from the version that
 // deployed the stack) and this one, resource by resource, with what each change does to a
 // running run. A resource that moved to a new URN with an alias to its old one is the same
-// resource. The plans see inputs, not the provider's schema: whether a changed input of a cloud
-// resource updates it in place or replaces it is for `pulumi preview --diff` to say.
+// resource. A cloud resource whose changed input its provider cannot update (forceNew) is
+// replaced; for the others `pulumi preview --diff` has the last word.
 func Compare(before *EarlierPlan, after *Result) []Change {
 	old := map[string]int{}
 	for i, r := range before.Resources {
@@ -215,12 +227,24 @@ func changedDigests(before, after map[string]any) []string {
 		if before[key] == after[key] {
 			continue
 		}
+		if parent, finer := parentOf(key); finer && before[parent] != nil && before[key] == nil && !strings.HasPrefix(key, "spec.") {
+			continue // an earlier plan without this field's own digest: its parent says it
+		}
 		if hasFinerChange(before, after, key+".") || hasFinerChange(before, after, key+"[") {
 			continue // its parts say more
 		}
 		out = append(out, key)
 	}
 	return out
+}
+
+// parentOf is the field a digest's field is part of ("metadata" of "metadata.name").
+func parentOf(key string) (string, bool) {
+	i := strings.IndexAny(key, ".[")
+	if i < 0 {
+		return "", false
+	}
+	return key[:i], true
 }
 
 // hasFinerChange reports whether a field under prefix changed.
@@ -249,11 +273,76 @@ func union(a, b map[string]any) map[string]any {
 	return out
 }
 
+// forceNewJSON lists, for each cloud resource type the program creates, the top-level arguments
+// whose change makes the provider replace the resource (ForceNew), read from the pinned provider's
+// schemas: terraform-provider-google-beta at 6a9e0f0b (pulumi-gcp v8.41.1), the file of each type
+// named in it; IAM members from tpgiamresource/resource_iam_member.go. Arguments whose schema a
+// function builds (a cluster's nodeConfig) are not listed: for those the report says update, and
+// `pulumi preview --diff` has the last word.
+//
+//go:embed forcenew.json
+var forceNewJSON []byte
+
+// forceNew is forceNewJSON by type.
+var forceNew = func() map[string][]string {
+	var doc struct {
+		Resources map[string]struct {
+			ForceNew []string `json:"forceNew"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(forceNewJSON, &doc); err != nil {
+		panic(fmt.Sprintf("forcenew.json: %v", err)) // embedded, checked by the tests
+	}
+	out := map[string][]string{}
+	for typ, r := range doc.Resources {
+		out[typ] = r.ForceNew
+	}
+	return out
+}()
+
+// HasForceNewTable reports whether forcenew.json lists a cloud resource type.
+func HasForceNewTable(typ string) bool {
+	_, ok := forceNew[typ]
+	return ok
+}
+
+// replacedBy are the changed fields of a cloud resource that its provider replaces it for.
+func replacedBy(typ string, fields []string) []string {
+	var out []string
+	for _, f := range fields {
+		top, _, _ := strings.Cut(f, ".")
+		if slices.Contains(forceNew[typ], top) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // describe says what an update does, for the resources whose change touches a running run.
 func describe(c *Change, res *Resource) {
 	replaced := false
 	for _, path := range res.Options.ReplaceOnChanges {
 		replaced = replaced || slices.ContainsFunc(c.Fields, func(f string) bool { return matchesPath(f, path) })
+	}
+	if fixed := replacedBy(res.Type, c.Fields); len(fixed) > 0 {
+		c.Kind = Replaced
+		switch res.Type {
+		case lifecycle.LustreType:
+			c.Effect = "a new, empty Lustre instance (" + strings.Join(fixed, ", ") + " is fixed at creation): the checkpoints stay in the old one, which storage.protect keeps from deletion; the run starts from step 0"
+			c.StopsTheRun, c.NewStorage = true, true
+		case "gcp:storage/bucket:Bucket":
+			c.Effect = "a new, empty bucket (" + strings.Join(fixed, ", ") + " is fixed at creation): the run starts from step 0; a protected bucket is kept, an unprotected one is deleted with its objects"
+			c.StopsTheRun, c.NewStorage = true, true
+		case lifecycle.ClusterType:
+			c.Effect = "a new cluster (" + strings.Join(fixed, ", ") + " is fixed at creation): every node, the Ray cluster and the run go with the old one"
+			c.StopsTheRun = true
+		case lifecycle.NodePoolType:
+			c.Effect = "a new node pool (" + strings.Join(fixed, ", ") + " is fixed at creation): its nodes, and a run on them, go with the old one"
+			c.StopsTheRun = true
+		default:
+			c.Effect = "replaced: " + strings.Join(fixed, ", ") + " is fixed at creation"
+		}
+		return
 	}
 	switch {
 	case res.Type == lifecycle.RayJobType && replaced:
@@ -264,6 +353,16 @@ func describe(c *Change, res *Resource) {
 		c.Effect = "the long-lived Ray cluster is deleted and created again; the RayJob is replaced with it"
 	case replaced:
 		c.Kind = Replaced
+	case strings.HasPrefix(res.Type, "kubernetes:") && slices.ContainsFunc(c.Fields, func(f string) bool { return f == "metadata.name" || f == "metadata.namespace" }):
+		// pulumi-kubernetes cannot rename or move an object: it creates the new one and deletes
+		// the old.
+		c.Kind = Replaced
+		if res.Type == lifecycle.RayJobType || res.Type == lifecycle.RayClusterType {
+			c.Effect, c.StopsTheRun = "the running attempt stops; the new one starts where the checkpoint directory says", true
+		}
+	case strings.HasPrefix(res.Type, "kubernetes:") && slices.Contains(c.Fields, "metadata"):
+		// A plan of an earlier version carries one digest of the whole metadata.
+		c.Effect = "replaced if its name or namespace changed (each stack has its own namespace since this version: docs/operations.md, Updates); the earlier plan does not say which part of metadata changed"
 	case res.Type == lifecycle.JobType && slices.Contains(c.Fields, "spec.template"):
 		// A Job's template is immutable: pulumi-kubernetes replaces the Job.
 		c.Kind = Replaced
@@ -286,8 +385,9 @@ func describe(c *Change, res *Resource) {
 func WriteComparison(out io.Writer, file string, changes []Change) error {
 	w := &errWriter{w: out}
 	fmt.Fprintf(w, "Changes against %s (inputs compared; `pulumi preview --diff` has the provider's word):\n", file)
-	stops, unknown, jobDeleted, jobCreated := false, 0, false, false
+	stops, unknown, jobDeleted, jobCreated, newStorage := false, 0, false, false, false
 	for _, c := range changes {
+		newStorage = newStorage || c.NewStorage
 		jobDeleted = jobDeleted || (c.Kind == Deleted && c.Type == lifecycle.RayJobType)
 		jobCreated = jobCreated || (c.Kind == Created && c.Type == lifecycle.RayJobType)
 		if c.Unknown {
@@ -314,6 +414,8 @@ func WriteComparison(out io.Writer, file string, changes []Change) error {
 		fmt.Fprintln(w, "Whether a running run stops cannot be told from that plan: compare against one written by this version, or read `pulumi preview --diff`.")
 	case jobDeleted && !jobCreated:
 		fmt.Fprintln(w, "A running run stops for good: the stack no longer has a RayJob.")
+	case newStorage:
+		fmt.Fprintln(w, "A running run stops, and the next one starts from step 0: the storage that holds the checkpoints is new and empty (the old checkpoints stay where they were only if the old storage is kept).")
 	case stops:
 		fmt.Fprintln(w, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.")
 	default:

@@ -163,3 +163,39 @@ func TestCompareSaysWhenTheRunStopsForGood(t *testing.T) {
 	assert.Contains(t, out, "\n  -  kubernetes:ray.io/v1:RayJob grpo-rayjob\n       the running attempt stops\n")
 	assert.True(t, strings.HasSuffix(out, "A running run stops for good: the stack no longer has a RayJob.\n"), out)
 }
+
+// A rename replaces what its name fixes: the cluster, its pools, the Lustre instance (a new, empty
+// one), the networks; the report says so, and that the run starts again from step 0, instead of
+// listing updates that resume from a checkpoint.
+func TestCompareSaysReplaceWhereTheProviderReplaces(t *testing.T) {
+	before := earlierPlanFile(t, "b200-spot", nil)
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.name=ray-a4-renamed")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	for _, replaced := range []string{
+		"gcp:container/cluster:Cluster cluster-gke: ", "gcp:container/nodePool:NodePool cluster-gpu: ",
+		"gcp:lustre/instance:Instance storage-lustre: ", "gcp:compute/network:Network networks-main: ",
+	} {
+		assert.Contains(t, out, "\n  +- "+replaced, replaced)
+	}
+	assert.Contains(t, out, "a new, empty Lustre instance (instanceId, network is fixed at creation)")
+	assert.Contains(t, out, "\n  +- kubernetes:core/v1:Namespace cluster-workloads: metadata.name", "a new namespace: the stack's name changed")
+	assert.True(t, strings.HasSuffix(out, "the storage that holds the checkpoints is new and empty (the old checkpoints stay where they were only if the old storage is kept).\n"), out)
+	assert.NotContains(t, out, "resumes from its newest checkpoint: update")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "  ~  gcp:") && !strings.Contains(line, "gcp:monitoring/") { // alerts and dashboards update in place
+			t.Errorf("a cloud resource updated in place by a rename: %s", line)
+		}
+	}
+}
+
+// The table of the provider's forceNew arguments covers every cloud resource type a plan holds.
+func TestForceNewCoversEveryCloudResourceType(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "tokens.wandb=true", "monitoring.enabled=true")
+		for _, r := range res.Resources {
+			if strings.HasPrefix(r.Type, "gcp:") {
+				assert.True(t, plan.HasForceNewTable(r.Type), "%s: no forceNew arguments of %s in forcenew.json", stack, r.Type)
+			}
+		}
+	}
+}
