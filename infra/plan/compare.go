@@ -290,10 +290,10 @@ var forceNew = func() map[string][]string {
 			ForceNew []string `json:"forceNew"`
 		} `json:"resources"`
 	}
-	if err := json.Unmarshal(forceNewJSON, &doc); err != nil {
-		panic(fmt.Sprintf("forcenew.json: %v", err)) // embedded, checked by the tests
-	}
 	out := map[string][]string{}
+	if err := json.Unmarshal(forceNewJSON, &doc); err != nil {
+		return out // embedded: TestForceNewCoversEveryCloudResourceType fails on an empty table
+	}
 	for typ, r := range doc.Resources {
 		out[typ] = r.ForceNew
 	}
