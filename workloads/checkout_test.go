@@ -175,7 +175,26 @@ func TestSubmitterRefusesALinkInTheShippedCode(t *testing.T) {
 	require.NoError(t, os.WriteFile(outside, []byte("print('v0.6.0')\n"), 0o644))
 	require.NoError(t, os.Remove(filepath.Join(pkg, "trainer.py")))
 	require.NoError(t, os.Symlink(outside, filepath.Join(pkg, "trainer.py")))
-	assertSubmitterRefuses(t, pkg, tree, "is not the code this program pins")
+	assertSubmitterRefuses(t, pkg, tree, "holds a symbolic link, "+filepath.Join(pkg, "trainer.py"))
+}
+
+// A checked directory that is itself a link (or is reached through one) would hash the link's
+// target of the moment and ship a link back onto the volume: refused before the copy, though the
+// target holds exactly the pinned files.
+func TestSubmitterRefusesACheckedDirectoryThatIsALink(t *testing.T) {
+	repo, tree := packageRepo(t)
+	pkg := filepath.Join(repo, "pkg")
+	moved := filepath.Join(t.TempDir(), "pkg")
+	require.NoError(t, os.Rename(pkg, moved))
+	require.NoError(t, os.Symlink(moved, pkg))
+	assertSubmitterRefuses(t, pkg, tree, pkg+" is a symbolic link, or is reached through one")
+
+	// Reached through a linked parent.
+	require.NoError(t, os.Remove(pkg))
+	require.NoError(t, os.Rename(moved, pkg))
+	linked := filepath.Join(t.TempDir(), "repo")
+	require.NoError(t, os.Symlink(repo, linked))
+	assertSubmitterRefuses(t, filepath.Join(linked, "pkg"), tree, "is reached through one")
 }
 
 // A checked directory that the runtime environment does not ship would leave the shipped code
