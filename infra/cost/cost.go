@@ -248,6 +248,34 @@ func (b Bill) Unmatched(extra Table) []Mismatch {
 	return out
 }
 
+// Plausible bounds of a list price: above them a price is more likely a typo or a price of
+// another unit than a price. The dearest machine this program plans lists under $100 an hour
+// (a3-ultragpu-8g on demand, the shipped table's sources); Managed Lustre, the dearest storage,
+// under $1 a GiB-month.
+const (
+	MaxPlausibleHourUSD     = 200
+	MaxPlausibleGiBMonthUSD = 5
+)
+
+// Implausible names the bill's lines that extra prices above the plausible bounds.
+func (b Bill) Implausible(extra Table) []string {
+	var out []string
+	for _, l := range b.Lines {
+		p, ok := extra.Prices[l.SKU]
+		if !ok {
+			continue
+		}
+		bound := float64(MaxPlausibleHourUSD)
+		if l.Unit == PerGiBMonth {
+			bound = MaxPlausibleGiBMonthUSD
+		}
+		if p.USD > bound {
+			out = append(out, fmt.Sprintf("%s (%s) at $%g per %s is above any list price of its kind ($%g): a typo, or a price of another unit?", l.SKU, l.Item, p.USD, l.Unit, bound))
+		}
+	}
+	return out
+}
+
 // Mismatch is a price file entry that matches no line of a bill, and the bill's SKUs it could
 // have meant (same name elsewhere, the same name spelt otherwise, the same machine family).
 type Mismatch struct {

@@ -94,14 +94,18 @@ func TestParseFile(t *testing.T) {
 	assert.Equal(t, Source{Date: "2026-11-30", Name: "billing console"}, *p.Source)
 
 	for name, tc := range map[string]struct{ file, want string }{
-		"no date":       {`{"source": "x", "prices": []}`, `p.json: date "": want the day the prices were read, as YYYY-MM-DD`},
-		"bad date":      {`{"date": "30/11/2026", "source": "x", "prices": []}`, `date "30/11/2026"`},
-		"no source":     {`{"date": "2026-11-30", "prices": []}`, `source is empty`},
-		"zero price":    {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 0}]}`, `prices[0]: want a sku, a region and a usd above 0`},
-		"no region":     {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "usd": 1}]}`, `prices[0]`},
-		"twice":         {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 1}, {"sku": "a", "region": "r", "usd": 2}]}`, `prices[1]: a in r is priced twice`},
-		"unknown field": {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 1, "per": "hour"}]}`, `unknown field "per"`},
-		"not json":      {`date: 2026-11-30`, `p.json: invalid character`},
+		"no date":                          {`{"source": "x", "prices": []}`, `p.json: date "": want the day the prices were read, as YYYY-MM-DD`},
+		"bad date":                         {`{"date": "30/11/2026", "source": "x", "prices": []}`, `date "30/11/2026"`},
+		"no source":                        {`{"date": "2026-11-30", "prices": []}`, `source is empty`},
+		"zero price":                       {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 0}]}`, `prices[0]: want a sku, a region and a usd above 0`},
+		"no region":                        {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "usd": 1}]}`, `prices[0]`},
+		"twice":                            {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 1}, {"sku": "a", "region": "r", "usd": 2}]}`, `prices[1]: a in r is priced twice`},
+		"unknown field":                    {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 1, "per": "hour"}]}`, `unknown field "per"`},
+		"not json":                         {`date: 2026-11-30`, `p.json: invalid character`},
+		"a negative price":                 {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": -3}]}`, `prices[0]: want a sku, a region and a usd above 0, got sku "a", region "r", usd -3`},
+		"an escape sequence in the source": {`{"date": "2026-11-30", "source": "x\u001b[2J", "prices": []}`, `source: "x\x1b[2J" holds a control character at byte 1`},
+		"a carriage return in a sku":       {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a\rb", "region": "r", "usd": 1}]}`, `prices[0].sku: "a\rb" holds a control character`},
+		"an escape sequence in a basis":    {`{"date": "2026-11-30", "source": "x", "prices": [{"sku": "a", "region": "r", "usd": 1, "basis": "\u001b]0;owned\u0007"}]}`, `prices[0].basis:`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseFile("p.json", []byte(tc.file))
@@ -132,4 +136,23 @@ func TestTheCatalogIsDatedAndHasOnlyPositivePrices(t *testing.T) {
 	}
 	_, ok := Catalog.Lookup(SKU{Name: "n2-standard-16", Region: "me-central2"})
 	assert.False(t, ok, "a machine's price is its region's only")
+}
+
+// A price far above any list price of its kind (a typo, or a price of another unit) is named;
+// plausible prices are not.
+func TestImplausiblePricesAreNamed(t *testing.T) {
+	bill := Bill{Lines: []Line{
+		{Item: "GPU nodes", SKU: SKU{Name: "a4-highgpu-8g/spot", Region: "us-east1"}, Unit: PerHour, Training: 8},
+		{Item: "Lustre instance", SKU: SKU{Name: "lustre-500", Region: "us-east1"}, Unit: PerGiBMonth, Training: 18000},
+	}}
+	src := &Source{Date: "2026-12-01", Name: "t"}
+	table := func(gpu, lustre float64) Table {
+		return Table{Prices: map[SKU]Price{bill.Lines[0].SKU: {USD: gpu, Source: src}, bill.Lines[1].SKU: {USD: lustre, Source: src}}}
+	}
+	assert.Empty(t, bill.Implausible(table(39.63, 0.3)))
+	got := bill.Implausible(table(39630, 300))
+	require.Len(t, got, 2)
+	assert.Contains(t, got[0], "a4-highgpu-8g/spot in us-east1 (GPU nodes) at $39630 per hour is above any list price of its kind ($200)")
+	assert.Contains(t, got[1], "lustre-500 in us-east1 (Lustre instance) at $300 per GiB-month")
+	assert.Empty(t, bill.Implausible(table(MaxPlausibleHourUSD, MaxPlausibleGiBMonthUSD)), "at the bound")
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // File is a price file: prices a user read elsewhere (the Cloud Billing console, a negotiated
@@ -61,11 +63,19 @@ func (f File) Table() (Table, error) {
 	if f.Name == "" {
 		return Table{}, fmt.Errorf("source is empty: say where the prices were read")
 	}
+	if err := printable("source", f.Name); err != nil {
+		return Table{}, err
+	}
 	src := f.Source
 	t := Table{Prices: map[SKU]Price{}}
 	for i, p := range f.Prices {
+		for _, f := range [][2]string{{"sku", p.Name}, {"region", p.Region}, {"basis", p.Basis}} {
+			if err := printable(fmt.Sprintf("prices[%d].%s", i, f[0]), f[1]); err != nil {
+				return Table{}, err
+			}
+		}
 		if p.Name == "" || p.Region == "" || p.USD <= 0 {
-			return Table{}, fmt.Errorf("prices[%d]: want a sku, a region and a usd above 0, got %+v", i, p)
+			return Table{}, fmt.Errorf("prices[%d]: want a sku, a region and a usd above 0, got sku %q, region %q, usd %g", i, p.Name, p.Region, p.USD)
 		}
 		if _, dup := t.Prices[p.SKU]; dup {
 			return Table{}, fmt.Errorf("prices[%d]: %s is priced twice", i, p.SKU)
@@ -73,4 +83,13 @@ func (f File) Table() (Table, error) {
 		t.Prices[p.SKU] = Price{USD: p.USD, Source: &src}
 	}
 	return t, nil
+}
+
+// printable refuses a string with control characters: the plan prints a price file's strings to
+// the terminal, where an escape sequence would rewrite what the user reads.
+func printable(field, s string) error {
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("%s: %q holds a control character at byte %d; allowed: printable text", field, s, i)
+	}
+	return nil
 }

@@ -152,6 +152,9 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		for _, m := range result.Price(extra) {
 			fmt.Fprintf(stderr, "warning: --prices %s: %s\n", *prices, m)
 		}
+		for _, m := range result.Blueprint.Bill.Implausible(extra) {
+			fmt.Fprintf(stderr, "warning: --prices %s: %s\n", *prices, m)
+		}
 	}
 	for _, p := range result.Placeholders {
 		fmt.Fprintf(stderr, "placeholder: %s: %s\n", p.Key, p.Message)

@@ -111,6 +111,14 @@ func TestCLIPricesFileAddsPrices(t *testing.T) {
 	assert.Contains(t, errOut, "warning: --prices "+typo+`: a4-highgpu-8g/spot in us-central1 prices no line of this stack's bill, and is ignored; did you mean "a4-highgpu-8g/spot" in us-east1?`)
 	assert.Contains(t, errOut, "warning: --prices "+typo+`: tpu-v5p in us-east1 prices no line of this stack's bill, and is ignored`+"\n")
 
+	// A price of another unit (per month for a machine) is named; the plan still uses it.
+	dear := filepath.Join(t.TempDir(), "dear.json")
+	require.NoError(t, os.WriteFile(dear, []byte(`{"date": "2026-11-30", "source": "my billing console", "prices": [
+		{"sku": "a4-highgpu-8g/spot", "region": "us-east1", "usd": 28930}]}`), 0o600))
+	code, _, errOut = runMain(t, "--stack", "smoke", "--prices", dear)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "warning: --prices "+dear+": a4-highgpu-8g/spot in us-east1 (GPU nodes) at $28930 per hour is above any list price of its kind ($200): a typo, or a price of another unit?")
+
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"date": "yesterday", "source": "x", "prices": []}`), 0o600))
 	code, out, errOut = runMain(t, "--stack", "smoke", "--prices", bad)
