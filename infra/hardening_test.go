@@ -14,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"gke-rl/cluster"
+	"gke-rl/infra/kinds"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
+	"gke-rl/workloads"
 )
 
 // Every pod of the workload namespace runs under the runtime's default seccomp profile without a
@@ -131,6 +133,40 @@ func TestPreviewAccessCoversEveryRenderedKind(t *testing.T) {
 			r := res.Find("kubernetes:rbac.authorization.k8s.io/v1:"+kind, name)
 			require.NotNil(t, r, name)
 			assert.True(t, res.DependencyClosure(r)[policy.URN], "%s waits for the dry-run-only policy", name)
+		}
+	}
+}
+
+// No pod has the shared volume on its PYTHONPATH: a package planted there would run in every
+// step of the pod (the data preparation's downloads hold the Hugging Face token); the checked
+// commands import from their checked copies (VERIFIED_PYTHONPATH, run_verified).
+func TestNoPodImportsFromTheVolume(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack, "gate.enabled=true", "tokens.huggingFace=true")
+		mount := res.Blueprint.Storage.Volume.MountPath
+		verified := 0
+		for _, m := range plan.Manifests(res) {
+			for path, spec := range podSpecs(m.Object) {
+				containers, _ := spec["containers"].([]any)
+				for _, c := range containers {
+					env, _ := c.(map[string]any)["env"].([]any)
+					for _, e := range env {
+						kv, _ := e.(map[string]any)
+						value, _ := kv["value"].(string)
+						if kv["name"] == "PYTHONPATH" {
+							for _, entry := range strings.Split(value, ":") {
+								assert.False(t, entry == mount || strings.HasPrefix(entry, mount+"/"), "%s%s: PYTHONPATH %s is on the volume", m.File, path, value)
+							}
+						}
+						if kv["name"] == workloads.VerifiedPythonPathEnv {
+							verified++
+						}
+					}
+				}
+			}
+		}
+		if res.Blueprint.Run.Framework == kinds.Verl {
+			assert.Positive(t, verified, "%s: the data preparation's checked commands get verl's checkout", stack)
 		}
 	}
 }

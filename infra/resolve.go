@@ -349,9 +349,12 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		// The verl image installs verl and uninstalls it again (verl's
 		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
 		// verl.utils: they run against the checkout the first step makes, without writing
-		// bytecode next to it.
+		// bytecode next to it. The checkout reaches the import path of the checked commands only,
+		// through their checked copy (run_verified, prep.sh): on the Job's own PYTHONPATH, a
+		// package planted there (huggingface_hub) would run in every step, the downloads that hold
+		// the Hugging Face token among them.
 		prepEnv = append(prepEnv,
-			corev1.EnvVar{Name: "PYTHONPATH", Value: plan.Layout.VerlSource()},
+			corev1.EnvVar{Name: workloads.VerifiedPythonPathEnv, Value: plan.Layout.VerlSource()},
 			corev1.EnvVar{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"})
 	default:
 		args.Entrypoint = workloads.NeMoRLEntrypoint(run)

@@ -654,7 +654,8 @@ func TestPrepCachesAndTheCheckedCheckout(t *testing.T) {
 	}
 	assert.Equal(t, "/tmp/hf-xet", env["HF_XET_CACHE"])
 	assert.Equal(t, "1", env["PYTHONDONTWRITEBYTECODE"])
-	assert.Equal(t, "/data/verl/v0.6.0", env["PYTHONPATH"])
+	assert.Equal(t, "/data/verl/v0.6.0", env[workloads.VerifiedPythonPathEnv], "the checked commands' import path")
+	assert.NotContains(t, env, "PYTHONPATH", "no step imports from the volume")
 	submitter := get(t, one(t, verl, "RayJob"), "spec.submitterPodTemplate.spec.containers.0.env").([]any)
 	senv := map[string]string{}
 	for _, e := range submitter {

@@ -218,7 +218,7 @@ func TestPrepRunsTheCopiesItChecked(t *testing.T) {
 	pkg := filepath.Join(repo, "pkg")
 	tmp := t.TempDir()
 	res := clitest.RunScript(t, workloads.PrepScript(nil)+"run_verified "+pkg+" "+tree+" -- python3 -c 'import sys; print(sys.argv[1])' "+filepath.Join(pkg, "trainer.py")+"\n",
-		"TMPDIR="+tmp, "PYTHONPATH="+repo)
+		"TMPDIR="+tmp, "VERIFIED_PYTHONPATH="+repo)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	arg := strings.TrimSpace(res.Stdout[strings.LastIndex(strings.TrimSpace(res.Stdout), "\n")+1:])
 	assert.True(t, strings.HasPrefix(arg, tmp+"/") && strings.HasSuffix(arg, filepath.Join(pkg, "trainer.py")), "the argument names the copy: %s", arg)
@@ -232,8 +232,34 @@ import pkg.trainer
 print(pkg.trainer.__file__)
 `), 0o644))
 	res = clitest.RunScript(t, workloads.PrepScript(nil)+"run_verified "+pkg+" "+tree+" -- python3 "+prog+"\n",
-		"TMPDIR="+tmp, "PYTHONPATH="+repo, "PLANT="+filepath.Join(pkg, "trainer.py"))
+		"TMPDIR="+tmp, "VERIFIED_PYTHONPATH="+repo, "PLANT="+filepath.Join(pkg, "trainer.py"))
 	require.Equal(t, 0, res.Code, res.Stdout+res.Stderr)
 	assert.Contains(t, res.Stdout, "v0.6.0\n"+tmp+"/", "the package is imported from the checked copy")
 	assert.NotContains(t, res.Stdout+res.Stderr, "the volume code ran")
+}
+
+// A package planted on the volume beside the checked code (huggingface_hub, which the download
+// steps import while they hold the token) is not on any step's import path: a checked command
+// imports only its checked copies, and an import path entry that holds no checked directory is
+// refused.
+func TestPrepImportsNothingUncheckedFromTheVolume(t *testing.T) {
+	clitest.Tool(t, "python3")
+	repo, tree := packageRepo(t)
+	pkg := filepath.Join(repo, "pkg")
+	planted := filepath.Join(repo, "huggingface_hub")
+	require.NoError(t, os.MkdirAll(planted, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(planted, "__init__.py"), []byte("print('PLANTED: the token is read')\n"), 0o644))
+	probe := `python3 -c 'import importlib.util as u; s = u.find_spec("huggingface_hub"); print("PLANTED" if s and "PLANTED" in open(s.origin).read() else "clean")'`
+	res := clitest.RunScript(t, workloads.PrepScript(nil)+"run_verified "+pkg+" "+tree+" -- "+probe+"\n",
+		"TMPDIR="+t.TempDir(), workloads.VerifiedPythonPathEnv+"="+repo)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.True(t, strings.HasSuffix(res.Stdout, "\nclean\n"), "the planted package is not found from the checked copy: %s", res.Stdout)
+	// As the Job's PYTHONPATH, the volume's directory would hand it to every step.
+	res = clitest.RunScript(t, probe+"\n", "PYTHONPATH="+repo)
+	require.Equal(t, "PLANTED\n", res.Stdout, res.Stderr)
+
+	res = clitest.RunScript(t, workloads.PrepScript(nil)+"run_verified "+pkg+" "+tree+" -- true\n",
+		"TMPDIR="+t.TempDir(), workloads.VerifiedPythonPathEnv+"="+planted)
+	assert.Equal(t, 1, res.Code)
+	assert.Contains(t, res.Stderr, "VERIFIED_PYTHONPATH names "+planted+", which holds no directory this step checks: refused")
 }

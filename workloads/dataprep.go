@@ -14,6 +14,11 @@ import (
 	"gke-rl/infra/kube"
 )
 
+// VerifiedPythonPathEnv names the import path of the checked commands (run_verified, prep.sh):
+// each entry must hold a checked directory, and the command imports from its checked copy. The
+// Job's own PYTHONPATH holds nothing of the shared volume.
+const VerifiedPythonPathEnv = "VERIFIED_PYTHONPATH"
+
 // CompleteMarker is the file written beside a prepared directory as its step's last act
 // (prep.sh): a directory without it is prepared again, so that an interrupted download never
 // passes for a finished one. It is not inside the directory, which holds exactly what the step

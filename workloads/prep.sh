@@ -65,8 +65,10 @@ checkout_commit() {
 # its TREE's files, on copies of them off the volume (verified_copy, treehash.sh, which precedes
 # this script), without writing Python's bytecode: code from the shared volume runs here, as the
 # reader of the tokens, only once checked (the dataset scripts, and the verl package they import
-# through PYTHONPATH), and a writer of the volume cannot change it while it runs. COMMAND's
-# arguments inside a checked DIR, and PYTHONPATH's entries that hold one, name the copies.
+# through VERIFIED_PYTHONPATH), and a writer of the volume cannot change it while it runs.
+# COMMAND's arguments inside a checked DIR name the copies; VERIFIED_PYTHONPATH's entries, each
+# of which must hold a checked DIR, go before the command's PYTHONPATH as the copies. The Job's
+# own PYTHONPATH names nothing of the volume, so that no other step imports from it.
 run_verified() {
   local root dirs=() args=() path=() entries=() arg entry dir
   root=$(mktemp -d)
@@ -85,15 +87,23 @@ run_verified() {
     done
     args+=("$arg")
   done
-  IFS=: read -ra entries <<<"${PYTHONPATH:-}"
+  IFS=: read -ra entries <<<"${VERIFIED_PYTHONPATH:-}"
   for entry in "${entries[@]}"; do
+    local copied=
     for dir in "${dirs[@]}"; do
       if [[ $dir == "$entry" || $dir == "$entry"/* ]]; then
-        entry=$root$entry
+        copied=$root$entry
         break
       fi
     done
-    path+=("$entry")
+    if [[ -z $copied ]]; then
+      echo "VERIFIED_PYTHONPATH names $entry, which holds no directory this step checks: refused" >&2
+      return 1
+    fi
+    path+=("$copied")
   done
+  if [[ -n ${PYTHONPATH:-} ]]; then
+    path+=("$PYTHONPATH")
+  fi
   PYTHONPATH=$(IFS=:; echo "${path[*]}") PYTHONDONTWRITEBYTECODE=1 "${args[@]}"
 }
