@@ -41,6 +41,29 @@ func TestCheckoutFetchesTheCommit(t *testing.T) {
 	body, err := os.ReadFile(filepath.Join(dst, "trainer.py"))
 	require.NoError(t, err)
 	assert.Equal(t, "print('v0.6.0')\n", string(body), "the commit's code, not the branch head's")
+	assert.NoDirExists(t, filepath.Join(dst, ".git"), "the repository stays in the step's own directory")
+}
+
+// git runs nothing the volume holds: a hook, and configuration naming a hooks directory, planted
+// in the checkout directory (as a writer of the volume could between two git commands) neither
+// runs nor is read; the commit's files arrive all the same.
+func TestCheckoutRunsNoHookFromTheVolume(t *testing.T) {
+	repo, commit := gitRepo(t)
+	dst := filepath.Join(t.TempDir(), "verl")
+	ran := filepath.Join(t.TempDir(), "hook-ran")
+	hook := "#!/bin/sh\ntouch " + ran + "\n"
+	for _, dir := range []string{filepath.Join(dst, ".git", "hooks"), filepath.Join(dst, "planted-hooks")} {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "post-checkout"), []byte(hook), 0o755))
+	}
+	clitest.Git(t, dst, "init", "-q")
+	clitest.Git(t, dst, "config", "core.hooksPath", filepath.Join(dst, "planted-hooks"))
+	res := clitest.RunScript(t, workloads.PrepScript(nil)+"checkout_commit "+dst+" "+repo+" "+commit+"\n")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.NoFileExists(t, ran, "no hook of the volume ran")
+	body, err := os.ReadFile(filepath.Join(dst, "trainer.py"))
+	require.NoError(t, err)
+	assert.Equal(t, "print('v0.6.0')\n", string(body))
 }
 
 // submitterVerifying runs the submitter with the shipped code at dir, pinned to tree; it

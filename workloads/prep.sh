@@ -46,19 +46,38 @@ size_of() {
   du -shcL -- "${paths[@]}" | tail -n 1 | cut -f 1
 }
 
-# checkout_commit DIR REPOSITORY COMMIT fetches exactly COMMIT into DIR and checks that it is
-# what DIR holds: a tag can be moved to other code, a commit cannot.
+# checkout_commit DIR REPOSITORY COMMIT fetches exactly COMMIT and checks that it got it (a tag
+# can be moved to other code, a commit cannot), in a repository of this process's own outside the
+# volume, then copies the commit's files into DIR, without a .git: git reads no configuration and
+# runs no hook that a writer of the volume could plant in DIR between two git commands (a
+# .git/hooks/post-checkout between init and checkout would run here, as the tokens' reader).
 checkout_commit() {
-  local dir=$1 repo=$2 commit=$3 head
-  git -C "$dir" init -q
-  git -C "$dir" fetch -q --depth 1 "$repo" "$commit"
-  git -C "$dir" checkout -q --detach FETCH_HEAD
-  head=$(git -C "$dir" rev-parse HEAD)
+  local dir=$1 repo=$2 commit=$3 tmp head
+  tmp=$(mktemp -d)
+  mkdir "$tmp/tree"
+  if ! own_git "$tmp" init -q || ! own_git "$tmp" fetch -q --depth 1 "$repo" "$commit" ||
+    ! own_git "$tmp" checkout -q --detach FETCH_HEAD || ! head=$(own_git "$tmp" rev-parse HEAD); then
+    rm -rf "$tmp"
+    echo "checkout of $repo at $commit failed" >&2
+    return 1
+  fi
   if [[ $head != "$commit" ]]; then
+    rm -rf "$tmp"
     echo "checkout of $repo: HEAD is $head, not $commit" >&2
     return 1
   fi
+  cp -R "$tmp/tree/." "$dir/"
+  rm -rf "$tmp"
   echo "checked out $repo at $commit"
+}
+
+# own_git TMP ARGS... runs git on the repository TMP/git and the work tree TMP/tree, reading no
+# configuration but its own and running no hook.
+own_git() {
+  local tmp=$1
+  shift
+  GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME="$tmp" GIT_TEMPLATE_DIR="" \
+    GIT_DIR="$tmp/git" GIT_WORK_TREE="$tmp/tree" git -c core.hooksPath=/dev/null "$@"
 }
 
 # run_verified DIR TREE [DIR TREE...] -- COMMAND... runs COMMAND only if each DIR holds exactly
