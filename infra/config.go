@@ -13,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
 	"gke-rl/infra/kinds"
+	"gke-rl/workloads"
 )
 
 // ProjectName is the Pulumi project name and so the namespace of the program's config keys.
@@ -141,8 +142,16 @@ type RayConfig struct {
 
 // JobConfig is `job.*`: the GRPO run.
 type JobConfig struct {
-	Enabled bool   `json:"enabled"`
-	Model   string `json:"model"`
+	Enabled bool `json:"enabled"`
+	// Name is the experiment (experiment.go): it names the checkpoint and log directories, the
+	// RayJob and the W&B run. Unset, it is derived from what is trained.
+	Name string `json:"name"`
+	// ResumeFrom is another experiment whose newest checkpoint this one starts from while it
+	// has none of its own.
+	ResumeFrom string `json:"resumeFrom"`
+	// Tuning are the knobs researchers tune (job.learningRate, job.klCoef, ...).
+	Tuning workloads.Tuning `json:"-"`
+	Model  string           `json:"model"`
 	// Revisions pin the Hugging Face Hub downloads, keyed by repository ID (the model's and
 	// the datasets' the run loads, workloads.HubDatasets): a full commit ID, a tag or a branch.
 	// A repository without one is fetched at its default branch, and the data preparation logs
@@ -306,8 +315,9 @@ func ConfigKeys() []string {
 	sections := reflect.TypeOf(rawConfig{})
 	for i := 0; i < sections.NumField(); i++ {
 		section := sections.Field(i)
-		for j := 0; j < section.Type.NumField(); j++ {
-			tag, _, _ := strings.Cut(section.Type.Field(j).Tag.Get("json"), ",")
+		fields := map[string][]int{}
+		collectFields(section.Type, nil, fields)
+		for _, tag := range slices.SortedFunc(maps.Keys(fields), func(a, b string) int { return slices.Compare(fields[a], fields[b]) }) {
 			keys = append(keys, strings.ToLower(section.Name)+"."+tag)
 		}
 	}

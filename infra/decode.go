@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -26,14 +27,8 @@ func decodeObject(prefix, raw string, target any, errs *Errors) {
 		return
 	}
 	v := reflect.ValueOf(target).Elem()
-	t := v.Type()
-	known := map[string]int{}
-	for i := 0; i < t.NumField(); i++ {
-		tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
-		if tag != "" && tag != "-" {
-			known[tag] = i
-		}
-	}
+	known := map[string][]int{}
+	collectFields(v.Type(), nil, known)
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
 		keys = append(keys, k)
@@ -46,8 +41,24 @@ func decodeObject(prefix, raw string, target any, errs *Errors) {
 			errs.Add(path, "unknown key; %s takes %s", prefix, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 			continue
 		}
-		if err := decodeValue(fields[k], v.Field(i)); err != nil {
+		if err := decodeValue(fields[k], v.FieldByIndex(i)); err != nil {
 			errs.Add(path, "%s %v", quote(rawText(fields[k])), err)
+		}
+	}
+}
+
+// collectFields maps each json tag of a struct to its field, the fields of embedded structs
+// (workloads.Tuning inside job) at the same level.
+func collectFields(t reflect.Type, prefix []int, known map[string][]int) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		index := append(slices.Clone(prefix), i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			collectFields(f.Type, index, known)
+			continue
+		}
+		if tag := strings.Split(f.Tag.Get("json"), ",")[0]; tag != "" && tag != "-" {
+			known[tag] = index
 		}
 	}
 }
@@ -75,6 +86,20 @@ func decodeValue(raw json.RawMessage, field reflect.Value) error {
 			return err
 		}
 		field.Set(reflect.ValueOf(&n))
+	case *float64:
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err != nil {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				return fmt.Errorf("is not a number")
+			}
+			n = json.Number(strings.TrimSpace(s))
+		}
+		f, err := strconv.ParseFloat(n.String(), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("is not a number")
+		}
+		field.Set(reflect.ValueOf(&f))
 	case *bool:
 		b, err := decodeBool(raw)
 		if err != nil {

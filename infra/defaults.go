@@ -76,7 +76,10 @@ type rawConfig struct {
 		Mirror  *bool   `json:"mirror"`
 	}
 	Job struct {
-		Enabled              *bool             `json:"enabled"`
+		Enabled    *bool   `json:"enabled"`
+		Name       *string `json:"name"`
+		ResumeFrom *string `json:"resumeFrom"`
+		workloads.Tuning
 		Model                *string           `json:"model"`
 		Revisions            map[string]string `json:"revisions"`
 		ModelSize            *string           `json:"modelSize"`
@@ -225,6 +228,9 @@ func applyDefaults(c *Config, r *rawConfig) {
 	c.Ray = RayConfig{Version: or(r.Ray.Version, ""), Image: or(r.Ray.Image, ""), Mirror: or(r.Ray.Mirror, true)}
 	c.Job = JobConfig{
 		Enabled:              or(r.Job.Enabled, true),
+		Name:                 or(r.Job.Name, ""),
+		ResumeFrom:           or(r.Job.ResumeFrom, ""),
+		Tuning:               r.Job.Tuning,
 		Model:                or(r.Job.Model, DefaultModel),
 		Revisions:            r.Job.Revisions,
 		ModelSize:            or(r.Job.ModelSize, ""),

@@ -252,7 +252,8 @@ func deployStorage(ctx *pulumi.Context, bp *Blueprint, networks *network.Network
 // only.
 func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.Placement) (pulumi.Map, error) {
 	ns := placement.Namespace
-	outputs := pulumi.Map{"checkpointDir": pulumi.String(run.Layout.Checkpoints())}
+	// The experiment names the checkpoint directory, the RayJob and the W&B run (job.name).
+	outputs := pulumi.Map{"experiment": pulumi.String(run.Layout.Run), "checkpointDir": pulumi.String(run.Layout.Checkpoints())}
 	if run.RayCluster != nil {
 		longLived, err := ray.NewLongLivedCluster(ctx, "ray", &ray.LongLivedClusterArgs{RayCluster: run.RayCluster, Placement: placement})
 		if err != nil {

@@ -205,8 +205,9 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		Mode:      kinds.RunModeOf(c.Job.Enabled, c.GPU.Provisioning),
 		Framework: c.Framework,
 		Release:   release,
-		// The run's name names its checkpoint directory: the same on every retry.
-		Layout: workloads.Layout{Root: c.Storage.MountPath, Run: c.Cluster.Name + "-grpo"},
+		// The experiment names its checkpoint directory: the same on every retry, another for
+		// each experiment (experiment.go).
+		Layout: workloads.Layout{Root: c.Storage.MountPath, Run: ExperimentName(c)},
 	}
 	// Each group of pods mounts only the token it reads (workloads.Tokens.ForRay, ForPrep).
 	rayTokens := bp.Tokens.ForRay()
@@ -305,6 +306,8 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		Layout:               plan.Layout,
 		Extra:                c.Job.Args,
 		Attempts:             1,
+		ResumeFrom:           c.Job.ResumeFrom,
+		Tuning:               c.Job.Tuning,
 	}
 	if plan.Mode != kinds.OwnCluster {
 		// KubeRay cannot retry a job on a shared cluster: the entrypoint does, on the same one.

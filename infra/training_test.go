@@ -105,10 +105,11 @@ func TestB200SpotRunsARayJobWithItsOwnCluster(t *testing.T) {
 	assert.EqualValues(t, 8, get(t, workers, "replicas"))
 	assert.Equal(t, "8", get(t, workers, "template.spec.containers.0.resources.limits").(map[string]any)["nvidia.com/gpu"])
 	assert.Equal(t, map[string]any{"cloud.google.com/gke-nodepool": "ray-a4-gpu-spot-gpu"}, get(t, workers, "template.spec.nodeSelector"))
-	assert.Equal(t, "/lustre/checkpoints/ray-a4-gpu-spot-grpo", res.Outputs["checkpointDir"])
-	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo")
-	assert.Equal(t, "kubectl -n gke-rl-ray-a4-gpu-spot get rayjob ray-a4-gpu-spot-grpo -w", res.Outputs["rayJobStatus"])
-	assert.Equal(t, "kubectl -n gke-rl-ray-a4-gpu-spot port-forward service/$(kubectl -n gke-rl-ray-a4-gpu-spot get rayjob ray-a4-gpu-spot-grpo -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
+	assert.Equal(t, "/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5", res.Outputs["checkpointDir"], "the experiment's directory")
+	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5")
+	assert.Equal(t, "qwen2-5-72b-instruct-deepscaler-cedcb5", res.Outputs["experiment"])
+	assert.Equal(t, "kubectl -n gke-rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-cedcb5 -w", res.Outputs["rayJobStatus"])
+	assert.Equal(t, "kubectl -n gke-rl-ray-a4-gpu-spot port-forward service/$(kubectl -n gke-rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-cedcb5 -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
 }
 
 func TestRayImageAndVersionOverrideTheFrameworkRelease(t *testing.T) {
@@ -465,16 +466,16 @@ func TestPreemptedRunsResumeFromTheNewestCheckpoint(t *testing.T) {
 		resume    []string
 	}{
 		// NeMo RL resumes by itself from the newest checkpoint in checkpointing.checkpoint_dir.
-		{"nemo-rl", nil, []string{"checkpointing.enabled=True", "checkpointing.checkpoint_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo"}},
+		{"nemo-rl", nil, []string{"checkpointing.enabled=True", "checkpointing.checkpoint_dir=/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5"}},
 		// verl resumes with trainer.resume_mode=auto from trainer.default_local_dir.
-		{"verl", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}, []string{"trainer.resume_mode=auto", "trainer.default_local_dir=/lustre/checkpoints/ray-a4-gpu-spot-grpo"}},
+		{"verl", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}, []string{"trainer.resume_mode=auto", "trainer.default_local_dir=/lustre/checkpoints/qwen2-5-72b-instruct-gsm8k-9f2bd2"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.framework, func(t *testing.T) {
 			bp := plantest.Resolve(t, "b200-spot", tc.overrides...)
 			job := bp.Run.RayJob
 			require.Equal(t, kinds.OwnCluster, bp.Run.Mode)
-			assert.Equal(t, "ray-a4-gpu-spot-grpo", job.Name, "a deterministic name: the same directory on every retry")
+			assert.Equal(t, path.Base(bp.Run.Layout.Checkpoints()), job.Name, "the experiment names the job and its directory: the same on every retry")
 			for _, o := range tc.resume {
 				assert.Contains(t, job.Spec.Entrypoint, o)
 			}

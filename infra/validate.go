@@ -395,6 +395,11 @@ func validateJob(c *Config, errs *Errors) {
 		errs.Add("job.dataset", "is empty; allowed: a dataset name such as DeepScaler (nemo-rl) or gsm8k (verl)")
 	}
 	validateRevisions(c, errs)
+	validateExperiment(c, errs)
+	tuning := workloads.CheckTuning(c.Framework, c.Job.Tuning)
+	for _, k := range slices.Sorted(maps.Keys(tuning)) {
+		errs.Add(k, "%s", tuning[k])
+	}
 	positive := []struct {
 		key   string
 		value int
@@ -425,8 +430,8 @@ func validateJob(c *Config, errs *Errors) {
 		switch {
 		case !overridePattern.MatchString(arg):
 			errs.Add(key, "%s is not a framework override; allowed: key=value, e.g. policy.max_total_sequence_length=4096", quote(arg))
-		case contains(managed, workloads.OverrideKey(arg)):
-			errs.Add(key, "%s sets %s, which the program already sets from the job.* and gpu.* keys; change those instead", quote(arg), workloads.OverrideKey(arg))
+		case managed[workloads.OverrideKey(arg)].Key != "":
+			errs.Add(key, "%s sets %s, which the program sets; %s", quote(arg), workloads.OverrideKey(arg), workloads.SetterOf(managed[workloads.OverrideKey(arg)]))
 		default:
 			k := workloads.OverrideKey(arg)
 			if first, dup := seen[k]; dup {

@@ -46,8 +46,14 @@ type Run struct {
 	// deadline stops nothing.
 	DeadlineSeconds int
 	// WandB turns Weights & Biases logging on; it is set only when the key is.
-	WandB  bool
+	WandB bool
+	// Layout.Run is the experiment's name: its checkpoint and log directories, its W&B run.
 	Layout Layout
+	// ResumeFrom is another experiment whose newest checkpoint this one starts from while it
+	// has none of its own (verl only: ResumeRefusal).
+	ResumeFrom string
+	// Tuning are the job.* knobs; nil ones leave the program's or the recipe's value.
+	Tuning Tuning
 	// Extra are `job.args`: overrides appended after the program's own.
 	Extra []string
 }
@@ -65,8 +71,30 @@ type Override = frameworkconfig.Override
 
 func set(key, value, origin string) Override { return Override{Key: key, Value: value, Origin: origin} }
 
-// WandBProject is the Weights & Biases project every run logs to.
+// fixed is a value the program sets whatever the stack says, and why.
+func fixed(key, value, why string) Override {
+	return Override{Key: key, Value: value, Origin: "framework", Why: why}
+}
+
+// WandBProject is the Weights & Biases project a run logs to unless job.wandbProject says.
 const WandBProject = "gke-rl"
+
+// wandbProject is the run's W&B project.
+func (r Run) wandbProject() string {
+	if r.Tuning.WandBProject != nil {
+		return *r.Tuning.WandBProject
+	}
+	return WandBProject
+}
+
+// Why the program fixes what no job.* key sets.
+const (
+	whyCheckpointDir = "each experiment keeps its checkpoints in its own directory, named by job.name (a new experiment: a new job.name; continuing another one's checkpoint: job.resumeFrom)"
+	whyLogDir        = "the logs go to the shared volume, in the experiment's directory, named by job.name"
+	whyWandBName     = "the W&B run is named after the experiment: job.name"
+	whyGRPO          = "the program runs GRPO"
+	whyOffload       = "a model of more than 35B parameters (job.model, job.modelSize) trains with its parameters and optimizer state in host memory"
+)
 
 // NeMoRLOverrides are the overrides of NeMo RL's GRPO example, in a fixed order. Every key is a
 // key of the v0.5.0 recipes (frameworkconfig/data), which the plan checks.
@@ -91,21 +119,21 @@ func NeMoRLOverrides(r Run) []Override {
 		set("checkpointing.enabled", "True", "job.checkpointPeriod"),
 		// NeMo RL resumes from the newest checkpoint in checkpoint_dir by itself: the same
 		// directory on every retry.
-		set("checkpointing.checkpoint_dir", r.Layout.Checkpoints(), "storage.mountPath"),
+		fixed("checkpointing.checkpoint_dir", r.Layout.Checkpoints(), whyCheckpointDir),
 		set("checkpointing.save_period", fmt.Sprint(r.CheckpointPeriod), "job.checkpointPeriod"),
 		set("checkpointing.keep_top_k", fmt.Sprint(r.KeepCheckpoints), "job.keepCheckpoints"),
 		// Without a metric, keep_top_k keeps the newest checkpoints: the ones a resume needs.
 		set("checkpointing.metric_name", "null", "job.keepCheckpoints"),
-		set("logger.wandb_enabled", pyBool(r.WandB), "wandbApiKey"),
+		set("logger.wandb_enabled", pyBool(r.WandB), "tokens.wandb"),
 		// The recipes' "logs" is relative to the head container's working directory: the
 		// metrics and TensorBoard logs would go with the container. On the shared volume, each
 		// attempt gets its own exp_<n> directory (run_grpo_math.py, get_next_experiment_dir).
-		set("logger.log_dir", r.Layout.Logs(), "storage.mountPath"),
+		fixed("logger.log_dir", r.Layout.Logs(), whyLogDir),
 	)
 	if r.WandB {
-		o = append(o, set("logger.wandb.project", WandBProject, "wandbApiKey"), set("logger.wandb.name", r.Layout.Run, "wandbApiKey"))
+		o = append(o, set("logger.wandb.project", r.wandbProject(), "job.wandbProject"), fixed("logger.wandb.name", r.Layout.Run, whyWandBName))
 	}
-	return o
+	return append(o, nemoRLTuning(r)...)
 }
 
 //go:embed run.sh
@@ -184,6 +212,7 @@ const (
 func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 	attempts := max(r.Attempts, 1)
 	env := []string{
+		"EXPERIMENT=" + r.Layout.Run,
 		"FRAMEWORK=" + string(f),
 		"CHECKPOINT_DIR=" + r.Layout.Checkpoints(),
 		"KEEP_CHECKPOINTS=" + fmt.Sprint(r.KeepCheckpoints),
@@ -197,6 +226,9 @@ func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 	}
 	if f == kinds.NeMoRL {
 		env = append(env, "CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.ModelDir()))
+	}
+	if f == kinds.Verl && r.ResumeFrom != "" {
+		env = append(env, "RESUME_FROM="+r.Layout.Of(r.ResumeFrom).Checkpoints())
 	}
 	words := append([]string{"env"}, env...)
 	// `bash FILE ARGS...`: ARGS are the script's "$@".
@@ -243,42 +275,93 @@ func SizeVerl(billions float64, gpusPerNode int) VerlSizing {
 }
 
 // VerlOverrides are the overrides of verl's PPO trainer for GRPO, in a fixed order. Every key is
-// a key of verl v0.6.0's composed config (frameworkconfig/data), which the plan checks.
+// a key of verl v0.6.0's composed config (frameworkconfig/data), which the plan checks. The
+// knobs (Tuning) replace what the model's size decides.
 func VerlOverrides(r Run) []Override {
 	data := r.DatasetDir()
 	loggers := `["console"]`
 	if r.WandB {
 		loggers = `["console","wandb"]`
 	}
+	t := r.Tuning
 	size := SizeVerl(r.ModelBillions, r.GPUsPerNode)
+	micro, logProbMicro, rolloutTP, rolloutMemory := size.MicroBatchPerGPU, size.LogProbMicroBatchPerGPU, size.RolloutTensorParallel, 0.6
+	microOrigin, logProbOrigin, tpOrigin, memoryOrigin := "job.model", "job.model", "job.model", "job.model"
+	if t.MicroBatchSize != nil {
+		micro, microOrigin = *t.MicroBatchSize, "job.microBatchSize"
+	}
+	if t.LogProbMicroBatchSize != nil {
+		logProbMicro, logProbOrigin = *t.LogProbMicroBatchSize, "job.logProbMicroBatchSize"
+	}
+	if t.RolloutTensorParallel != nil {
+		rolloutTP, tpOrigin = *t.RolloutTensorParallel, "job.rolloutTensorParallel"
+	}
+	if t.RolloutGPUMemory != nil {
+		rolloutMemory, memoryOrigin = *t.RolloutGPUMemory, "job.rolloutGpuMemory"
+	}
+	prompt, response := VerlPromptTokens[r.Dataset], VerlResponseTokens
+	if prompt == 0 {
+		prompt = VerlPromptTokens["gsm8k"]
+	}
+	if t.MaxPromptLength != nil {
+		prompt = *t.MaxPromptLength
+	}
+	if t.MaxResponseLength != nil {
+		response = *t.MaxResponseLength
+	}
 	o := []Override{
-		set("algorithm.adv_estimator", "grpo", "framework"),
+		fixed("algorithm.adv_estimator", "grpo", whyGRPO),
 		set("data.train_files", data+"/train.parquet", "job.dataset"),
 		set("data.val_files", data+"/test.parquet", "job.dataset"),
 		set("data.train_batch_size", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
+		set("data.max_prompt_length", fmt.Sprint(prompt), "job.maxPromptLength"),
+		set("data.max_response_length", fmt.Sprint(response), "job.maxResponseLength"),
+		// A prompt longer than max_prompt_length stops the run (truncation=error, verl's
+		// default) at the same step after every resume; verl's own examples filter them out
+		// when the dataset loads.
+		fixed("data.filter_overlong_prompts", "True", "a prompt longer than job.maxPromptLength would stop the run at the same step after every resume (data.truncation=error); it is left out when the dataset loads, as in verl's examples"),
 		set("actor_rollout_ref.model.path", r.ModelDir(), "job.model"),
-		set("actor_rollout_ref.model.use_remove_padding", "True", "job.model"),
+		fixed("actor_rollout_ref.model.use_remove_padding", "True", "padding is removed before the forward pass, which the models the program sizes support (verl's GRPO examples)"),
 		// One optimizer step per GRPO step, as with NeMo RL; verl requires
 		// train_batch_size >= ppo_mini_batch_size (default 256).
 		set("actor_rollout_ref.actor.ppo_mini_batch_size", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
-		set("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", fmt.Sprint(size.MicroBatchPerGPU), "job.model"),
-		// GRPO's KL term is a loss against the reference policy, not a reward penalty (verl's
-		// examples/grpo_trainer).
-		set("actor_rollout_ref.actor.use_kl_loss", "True", "framework"),
-		set("actor_rollout_ref.actor.kl_loss_coef", "0.001", "framework"),
-		set("actor_rollout_ref.actor.kl_loss_type", "low_var_kl", "framework"),
-		set("actor_rollout_ref.rollout.name", "vllm", "framework"),
-		set("actor_rollout_ref.rollout.n", fmt.Sprint(r.GenerationsPerPrompt), "job.generationsPerPrompt"),
-		set("actor_rollout_ref.rollout.tensor_model_parallel_size", fmt.Sprint(size.RolloutTensorParallel), "job.model"),
-		set("actor_rollout_ref.rollout.gpu_memory_utilization", "0.6", "job.model"),
-		set("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", fmt.Sprint(size.LogProbMicroBatchPerGPU), "job.model"),
-		set("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", fmt.Sprint(size.LogProbMicroBatchPerGPU), "job.model"),
+		set("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", fmt.Sprint(micro), microOrigin),
 	}
+	if t.LearningRate != nil {
+		o = append(o, set("actor_rollout_ref.actor.optim.lr", num(*t.LearningRate), "job.learningRate"))
+	}
+	o = append(o, verlKL(t)...)
+	if t.EntropyCoef != nil {
+		o = append(o, set("actor_rollout_ref.actor.entropy_coeff", num(*t.EntropyCoef), "job.entropyCoef"))
+	}
+	if t.ClipRatio != nil {
+		// verl v0.6.0 clips with clip_ratio_low and clip_ratio_high, which default to 0.2 of
+		// their own: clip_ratio alone changes nothing (verl/trainer/ppo/core_algos.py,
+		// compute_policy_loss_vanilla).
+		c := num(*t.ClipRatio)
+		o = append(o,
+			set("actor_rollout_ref.actor.clip_ratio", c, "job.clipRatio"),
+			set("actor_rollout_ref.actor.clip_ratio_low", c, "job.clipRatio"),
+			set("actor_rollout_ref.actor.clip_ratio_high", c, "job.clipRatio"))
+	}
+	o = append(o,
+		fixed("actor_rollout_ref.rollout.name", "vllm", "the framework's image serves the rollout with vLLM"),
+		set("actor_rollout_ref.rollout.n", fmt.Sprint(r.GenerationsPerPrompt), "job.generationsPerPrompt"),
+	)
+	if t.Temperature != nil {
+		o = append(o, set("actor_rollout_ref.rollout.temperature", num(*t.Temperature), "job.temperature"))
+	}
+	o = append(o,
+		set("actor_rollout_ref.rollout.tensor_model_parallel_size", fmt.Sprint(rolloutTP), tpOrigin),
+		set("actor_rollout_ref.rollout.gpu_memory_utilization", num(rolloutMemory), memoryOrigin),
+		set("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", fmt.Sprint(logProbMicro), logProbOrigin),
+		set("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", fmt.Sprint(logProbMicro), logProbOrigin),
+	)
 	if size.Offload {
 		o = append(o,
-			set("actor_rollout_ref.actor.fsdp_config.param_offload", "True", "job.model"),
-			set("actor_rollout_ref.actor.fsdp_config.optimizer_offload", "True", "job.model"),
-			set("actor_rollout_ref.ref.fsdp_config.param_offload", "True", "job.model"),
+			fixed("actor_rollout_ref.actor.fsdp_config.param_offload", "True", whyOffload),
+			fixed("actor_rollout_ref.actor.fsdp_config.optimizer_offload", "True", whyOffload),
+			fixed("actor_rollout_ref.ref.fsdp_config.param_offload", "True", whyOffload),
 		)
 	}
 	o = append(o,
@@ -291,17 +374,50 @@ func VerlOverrides(r Run) []Override {
 	if r.MaxSteps > 0 {
 		o = append(o, set("trainer.total_training_steps", fmt.Sprint(r.MaxSteps), "job.maxSteps"))
 	}
+	if v := t.ValidationPeriod; v != nil {
+		if *v == 0 {
+			// test_freq -1 never validates during the run; val_before_train would still
+			// validate once before it (verl/trainer/ppo/ray_trainer.py, fit).
+			o = append(o, set("trainer.test_freq", "-1", "job.validationPeriod"), set("trainer.val_before_train", "False", "job.validationPeriod"))
+		} else {
+			o = append(o, set("trainer.test_freq", fmt.Sprint(*v), "job.validationPeriod"))
+		}
+	}
 	return append(o,
 		set("trainer.save_freq", fmt.Sprint(r.CheckpointPeriod), "job.checkpointPeriod"),
 		set("trainer.max_actor_ckpt_to_keep", fmt.Sprint(r.KeepCheckpoints), "job.keepCheckpoints"),
-		set("trainer.default_local_dir", r.Layout.Checkpoints(), "storage.mountPath"),
+		fixed("trainer.default_local_dir", r.Layout.Checkpoints(), whyCheckpointDir),
 		// Resume from the newest checkpoint in default_local_dir, if any: a retried RayJob
-		// after a spot preemption continues where it stopped.
-		set("trainer.resume_mode", "auto", "framework"),
-		set("trainer.logger", loggers, "wandbApiKey"),
-		set("trainer.project_name", WandBProject, "framework"),
-		set("trainer.experiment_name", r.Layout.Run, "cluster.name"),
+		// after a spot preemption continues where it stopped. (With job.resumeFrom, run.sh
+		// loads the other experiment's newest instead while this one has none.)
+		fixed("trainer.resume_mode", "auto", whyCheckpointDir),
+		set("trainer.logger", loggers, "tokens.wandb"),
+		set("trainer.project_name", r.wandbProject(), "job.wandbProject"),
+		fixed("trainer.experiment_name", r.Layout.Run, whyWandBName),
 	)
+}
+
+// verlKL is GRPO's KL term: a loss against the reference policy (verl's
+// examples/grpo_trainer), or with job.klInLoss=false a penalty on the reward
+// (algorithm.use_kl_in_reward, with its own coefficient); job.klCoef=0 turns it off.
+func verlKL(t Tuning) []Override {
+	coef, coefOrigin := 0.001, "job.klCoef"
+	if t.KLCoef != nil {
+		coef = *t.KLCoef
+	}
+	inLoss := t.KLInLoss == nil || *t.KLInLoss
+	if !inLoss {
+		return []Override{
+			set("actor_rollout_ref.actor.use_kl_loss", "False", "job.klInLoss"),
+			set("algorithm.use_kl_in_reward", pyBool(coef > 0), "job.klInLoss"),
+			set("algorithm.kl_ctrl.kl_coef", num(coef), coefOrigin),
+		}
+	}
+	return []Override{
+		set("actor_rollout_ref.actor.use_kl_loss", pyBool(coef > 0), "job.klInLoss"),
+		set("actor_rollout_ref.actor.kl_loss_coef", num(coef), coefOrigin),
+		fixed("actor_rollout_ref.actor.kl_loss_type", "low_var_kl", "GRPO's KL estimator (k3), as in verl's GRPO examples"),
+	}
 }
 
 // VerlWorkdir is where a verl run's driver starts: a local directory, not the checkout, so that
@@ -328,17 +444,48 @@ func Overrides(f kinds.Framework, r Run) []Override {
 	return own
 }
 
-// ManagedKeys are the override keys the program sets for a framework. `job.args` may not set
-// them again: both frameworks would take the last value (Hydra 1.3 and NeMo RL's
-// parse_hydra_overrides apply overrides in order), silently replacing what the program derived
-// from the job.* and gpu.* keys and breaking the checks made on those.
-func ManagedKeys(f kinds.Framework) []string {
-	sample := Run{MaxSteps: 1, Epochs: 1, WandB: true}
-	var keys []string
-	for _, ov := range Overrides(f, sample) {
-		keys = append(keys, ov.Key)
+// ManagedKeys are the override keys the program sets for a framework, each with what sets it
+// (Origin: a config key, or "framework" with Why). `job.args` may not set them again: both
+// frameworks would take the last value (Hydra 1.3 and NeMo RL's parse_hydra_overrides apply
+// overrides in order), silently replacing what the program derived from the job.* and gpu.*
+// keys and breaking the checks made on those.
+func ManagedKeys(f kinds.Framework) map[string]Override {
+	one, lr, length, period, project := 1, 1e-6, 1024, 10, "p"
+	half, no := 0.5, false
+	all := Tuning{LearningRate: &lr, KLCoef: &lr, EntropyCoef: &lr, ClipRatio: &half, Temperature: &half,
+		MaxPromptLength: &length, MaxResponseLength: &length, RolloutTensorParallel: &one, RolloutGPUMemory: &half,
+		MicroBatchSize: &one, LogProbMicroBatchSize: &one, ValidationPeriod: &period, WandBProject: &project}
+	inReward := all
+	inReward.KLInLoss = &no
+	off := 0
+	noValidation := all
+	noValidation.ValidationPeriod = &off
+	keys := map[string]Override{}
+	// Every branch of the mapping: the KL in the loss and in the reward, validation on and off.
+	for _, t := range []Tuning{all, inReward, noValidation} {
+		sample := Run{MaxSteps: 1, Epochs: 1, WandB: true, Recipe: DefaultNeMoRLRecipe, Tuning: t}
+		for _, ov := range Overrides(f, sample) {
+			if _, seen := keys[ov.Key]; !seen {
+				keys[ov.Key] = ov
+			}
+		}
+	}
+	// The learning rate of the other NeMo RL backend.
+	if f == kinds.NeMoRL {
+		for _, k := range []string{"policy.optimizer.kwargs.lr", "policy.megatron_cfg.optimizer.lr"} {
+			keys[k] = set(k, "", "job.learningRate")
+		}
 	}
 	return keys
+}
+
+// SetterOf says what sets a managed override key, for an error about a `job.args` entry that
+// sets it too: the job.* (or gpu.*) key to set instead, or why the program fixes it.
+func SetterOf(o Override) string {
+	if o.Origin == "framework" {
+		return "the program fixes it: " + o.Why
+	}
+	return "set " + o.Origin + " instead"
 }
 
 // OverrideKey is the key of a `key=value` override, without Hydra's `+`/`++`/`~` prefixes.

@@ -105,9 +105,25 @@ const DefaultNeMoRLRecipe = "examples/configs/grpo_math_8B.yaml"
 // Layout is where a run keeps its files on the shared volume.
 type Layout struct {
 	Root string
-	// Run names the run's checkpoint directory: the same name on every retry, so that a
-	// re-created cluster resumes from the newest checkpoint.
+	// Run is the experiment's name (job.name), which names its checkpoint and log directories:
+	// the same on every retry, so that a re-created cluster resumes from the newest checkpoint,
+	// and another for each experiment, so that a new one starts from step 0.
 	Run string
+}
+
+// Of is the layout of another experiment on the same volume.
+func (l Layout) Of(experiment string) Layout { return Layout{Root: l.Root, Run: experiment} }
+
+// ResumeRefusal says why a framework cannot start an experiment from another one's checkpoint,
+// or "" when it can (verl: trainer.resume_mode=resume_path, which run.sh gives while the
+// experiment has no checkpoint of its own).
+func ResumeRefusal(f kinds.Framework) string {
+	if f == kinds.NeMoRL {
+		// nemo_rl/algorithms/grpo.py setup: CheckpointManager(checkpointing).get_latest_checkpoint_path()
+		// reads checkpointing.checkpoint_dir alone; no key of v0.5.0 loads another directory.
+		return "NeMo RL " + NeMoRLConfigTag + " resumes only from its own checkpointing.checkpoint_dir (nemo_rl/algorithms/grpo.py, setup: get_latest_checkpoint_path); no key loads another experiment's checkpoint"
+	}
+	return ""
 }
 
 // HFHome is the Hugging Face cache: models download once for every node and retry.

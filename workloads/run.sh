@@ -14,7 +14,10 @@ set -euo pipefail
 # rayjob_controller.go, the Retrying state's deleteClusterResources.) A run with a cluster of its
 # own (spot, flex-start) has ATTEMPTS=1: KubeRay retries it on a new cluster.
 #
-# Environment: FRAMEWORK (nemo-rl or verl), CHECKPOINT_DIR (the run's checkpoints),
+# Environment: EXPERIMENT (job.name, in every line this script logs), FRAMEWORK (nemo-rl or
+# verl), CHECKPOINT_DIR (the experiment's checkpoints); with verl, RESUME_FROM (job.resumeFrom's
+# checkpoint directory, or empty): while CHECKPOINT_DIR holds no checkpoint, the attempt starts
+# from RESUME_FROM's newest instead of step 0;
 # KEEP_CHECKPOINTS (job.keepCheckpoints); with NeMo RL, CONVERTED_DIR (where it converts the
 # Hugging Face weights to Megatron's format on its first attempt); WORKDIR; ATTEMPTS; GPUS (the
 # run's GPUs); GPU_WAIT_SECONDS (how long a retry waits for them); PAUSE_SECONDS (before a retry
@@ -27,7 +30,10 @@ set -euo pipefail
 # clusterSelector, and the Ray job is stopped only when the RayJob is deleted).
 shopt -s nullglob
 
-log() { echo "gke-rl run: $*"; }
+log() { echo "gke-rl run $EXPERIMENT: $*"; }
+
+# Exit status of a run whose job.resumeFrom holds no checkpoint to start from.
+no_resume_status=25
 
 # step_number prints the number at the end of a checkpoint directory's name.
 step_number() { echo "${1##*_}"; }
@@ -105,6 +111,34 @@ verl() {
   fi
 }
 
+# verl_resume_from sets args to the framework's arguments, with the other experiment's newest
+# checkpoint in place of resume_mode=auto while this experiment has none of its own: verl v0.6.0
+# loads trainer.resume_from_path (a global_step_N directory) on every start with
+# resume_mode=resume_path (verl/trainer/ppo/ray_trainer.py, _load_checkpoint), so it is given
+# only until the experiment has saved once; then auto resumes from its own.
+verl_resume_from() {
+  args=("$@")
+  [[ -n ${RESUME_FROM:-} && ! -f $CHECKPOINT_DIR/latest_checkpointed_iteration.txt ]] || return 0
+  local step i found=0
+  step=$(tr -dc '0-9' <"$RESUME_FROM/latest_checkpointed_iteration.txt" 2>/dev/null) || true
+  if [[ -z $step || ! -d $RESUME_FROM/global_step_$step ]]; then
+    log "job.resumeFrom: $RESUME_FROM holds no complete checkpoint (latest_checkpointed_iteration.txt names none); allowed: an experiment that has saved one"
+    exit "$no_resume_status"
+  fi
+  for i in "${!args[@]}"; do
+    if [[ ${args[i]} == trainer.resume_mode=auto ]]; then
+      args[i]=trainer.resume_mode=resume_path
+      found=1
+    fi
+  done
+  if ((found == 0)); then
+    log "job.resumeFrom: the command has no trainer.resume_mode=auto to replace"
+    exit "$no_resume_status"
+  fi
+  args+=("trainer.resume_from_path=$RESUME_FROM/global_step_$step")
+  log "starts from $RESUME_FROM/global_step_$step (job.resumeFrom): $CHECKPOINT_DIR has no checkpoint yet"
+}
+
 resume_prep() {
   mkdir -p "$CHECKPOINT_DIR"
   case $FRAMEWORK in
@@ -175,9 +209,11 @@ while :; do
     exit "$deadline_status"
   fi
   resume_prep
+  args=("$@")
+  if [[ $FRAMEWORK == verl ]]; then verl_resume_from "$@"; fi
   log "attempt $attempt of $ATTEMPTS"
   status=0
-  (cd "$WORKDIR" && exec timeout --kill-after=60 "$left" "$@") || status=$?
+  (cd "$WORKDIR" && exec timeout --kill-after=60 "$left" "${args[@]}") || status=$?
   if ((status == 0)); then
     exit 0
   fi

@@ -60,12 +60,12 @@ mkdir -p %[1]s/tmp_step_4; touch %[1]s/attempted; exit 3`, ckpt)
 	out, code := runEntrypoint(t, workloads.Command(kinds.NeMoRL, r, r.Layout.Root, []string{"bash", "-c", framework}), ray,
 		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"})
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "gke-rl run: attempt 1 of 3")
+	assert.Contains(t, out, "gke-rl run ray-a4-grpo: attempt 1 of 3")
 	assert.Contains(t, out, "attempt 1 failed (exit 3)")
 	assert.Contains(t, out, "waiting for the Ray cluster's 16 GPUs (0 now)")
 	assert.Contains(t, out, "the Ray cluster has its 16 GPUs")
 	assert.Contains(t, out, "removed "+ckpt+"/tmp_step_4: a save cut short")
-	assert.Contains(t, out, "gke-rl run: attempt 2 of 3")
+	assert.Contains(t, out, "gke-rl run ray-a4-grpo: attempt 2 of 3")
 	assert.NotContains(t, out, "tmp_step_4\n", "the second attempt starts without the first one's partial save")
 	assert.Equal(t, []string{"status", "status"}, ray.Calls())
 	// The failed-attempt alert matches the line the retry printed (the submitter streams it).
@@ -88,7 +88,7 @@ func TestRunCountsGPUsHeldByPlacementGroups(t *testing.T) {
 		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0", "GPU_WAIT_SECONDS": "0"})
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "the Ray cluster has its 2 GPUs")
-	assert.Contains(t, out, "gke-rl run: attempt 2 of 2")
+	assert.Contains(t, out, "gke-rl run ray-a4-grpo: attempt 2 of 2")
 	assert.Equal(t, []string{"status"}, ray.Calls(), "one look: the GPUs were there")
 }
 
@@ -144,4 +144,42 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "the Ray cluster has 16 of its 32 GPUs and the run's deadline of 3s has passed; giving up")
 	assert.NotContains(t, out, "attempt 2 of 3")
+}
+
+// job.resumeFrom with verl: while the experiment has no checkpoint of its own, its attempt loads
+// the other experiment's newest (resume_path and that global_step_N); once it has saved, a retry
+// resumes from its own (auto), never going back to the other's.
+func TestRunStartsFromAnotherExperimentUntilItHasItsOwn(t *testing.T) {
+	r := run()
+	r.Nodes, r.GPUsPerNode, r.Attempts = 1, 2, 2
+	r.Layout = workloads.Layout{Root: t.TempDir(), Run: "kl-0-01"}
+	r.ResumeFrom = "baseline"
+	from := r.Layout.Of("baseline").Checkpoints()
+	require.NoError(t, os.MkdirAll(filepath.Join(from, "global_step_6"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(from, "latest_checkpointed_iteration.txt"), []byte("6"), 0o644))
+	own := r.Layout.Checkpoints()
+	seen := filepath.Join(t.TempDir(), "argv")
+	// Each attempt records its verl arguments; the first saves step 8 of its own, then fails.
+	framework := fmt.Sprintf(`printf '%%s\n' "$*" >>%[1]s
+if [[ -e %[2]s/global_step_8 ]]; then exit 0; fi
+mkdir -p %[2]s/global_step_8 && echo 8 >%[2]s/latest_checkpointed_iteration.txt; exit 3`, seen, own)
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-placement-group-2-gpus.txt"}}}})
+	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"bash", "-c", framework, "verl", "trainer.resume_mode=auto", "trainer.default_local_dir=" + own}), ray,
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"})
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "gke-rl run kl-0-01: starts from "+from+"/global_step_6 (job.resumeFrom)")
+	got, err := os.ReadFile(seen)
+	require.NoError(t, err)
+	attempts := strings.Split(strings.TrimSpace(string(got)), "\n")
+	require.Len(t, attempts, 2, out)
+	assert.Equal(t, "trainer.resume_mode=resume_path trainer.default_local_dir="+own+" trainer.resume_from_path="+from+"/global_step_6", attempts[0])
+	assert.Equal(t, "trainer.resume_mode=auto trainer.default_local_dir="+own, attempts[1], "the retry resumes from its own step 8")
+
+	// The other experiment has saved nothing: the run stops before training, naming the key.
+	require.NoError(t, os.RemoveAll(from))
+	require.NoError(t, os.RemoveAll(own))
+	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"bash", "-c", framework, "verl", "trainer.resume_mode=auto"}), ray, nil)
+	assert.Equal(t, 25, code, out)
+	assert.Contains(t, out, "job.resumeFrom: "+from+" holds no complete checkpoint")
+	assert.NotContains(t, out, "attempt 1 of 2", "no attempt starts")
 }

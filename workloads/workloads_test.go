@@ -489,7 +489,7 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 			}
 			res := clitest.Run(t, nil, bash, "-c", onHead(t, workloads.Command(tc.framework, r, r.Layout.Root, []string{"true"})))
 			require.Equal(t, 0, res.Code, res.Stderr)
-			res.Stdout = strings.Replace(res.Stdout, "gke-rl run: attempt 1 of 1\n", "", 1)
+			res.Stdout = strings.Replace(res.Stdout, "gke-rl run ray-a4-grpo: attempt 1 of 1\n", "", 1)
 			for _, p := range append(slices.Clone(tc.before), tc.after...) {
 				name, _, _ := strings.Cut(p, "=")
 				_, err := os.Stat(filepath.Join(r.Layout.Root, name))

@@ -37,6 +37,8 @@ type Kube struct {
 	hide map[string]int
 	// forbidden answers 403 for every request under these paths (no permission).
 	forbidden []string
+	// readOnly answers 403 to every write, as the API server does to a user who may only read.
+	readOnly bool
 }
 
 // NewKube starts the fake API server; it stops when the test ends.
@@ -48,6 +50,16 @@ func NewKube(t testing.TB) *Kube {
 	t.Cleanup(k.srv.Close)
 	k.Serve(schema.GroupVersion{Version: "v1"}, metav1.APIResource{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: []string{"get", "list"}},
 		metav1.APIResource{Name: "pods/log", Kind: "Pod", Namespaced: true, Verbs: []string{"get"}})
+	return k
+}
+
+// ReadOnly makes every write answer 403 Forbidden, as for a user who may only read: a command
+// line that writes (kubectl run, delete) is then parsed and sent, and refused by the server, not
+// by kubectl.
+func (k *Kube) ReadOnly() *Kube {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.readOnly = true
 	return k
 }
 
@@ -185,6 +197,11 @@ func (k *Kube) serve(w http.ResponseWriter, r *http.Request) {
 				Message: p + " is forbidden: User \"deployer\" cannot get resource", Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden})
 			return
 		}
+	}
+	if r.Method != http.MethodGet && k.readOnly {
+		write(http.StatusForbidden, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+			Message: p + " is forbidden: User \"reader\" cannot " + strings.ToLower(r.Method) + " it", Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden})
+		return
 	}
 	if r.Method != http.MethodGet {
 		k.t.Errorf("fake Kubernetes API: %s %s is not served", r.Method, p)

@@ -229,10 +229,10 @@ func RunOutcomeFilter(cluster, namespace string) string {
 
 // RunFailedFilter selects a failed attempt's line in the submitter's log: the Ray job's end
 // (on spot, each preempted attempt is a Ray job of its own), or, on a long-lived cluster, the
-// entrypoint's "gke-rl run: attempt N failed" before it retries (workloads/run.sh), which the
+// entrypoint's "gke-rl run <experiment>: attempt N failed" before it retries (workloads/run.sh), which the
 // submitter prints with the rest of the job's log.
 func RunFailedFilter(cluster, namespace string) string {
-	return RayLogsFilter(cluster, namespace) + "\nresource.labels.container_name=\"ray-job-submitter\"\ntextPayload=~\"Job '.*' failed|gke-rl run: attempt [0-9]+ failed\""
+	return RayLogsFilter(cluster, namespace) + "\nresource.labels.container_name=\"ray-job-submitter\"\ntextPayload=~\"Job '.*' failed|gke-rl run [a-z0-9-]+: attempt [0-9]+ failed\""
 }
 
 // gpuIdlePercent is the GPU utilisation below which the GPUs count as idle.

@@ -125,8 +125,8 @@ func TestRunFiltersMatchTheSubmittersLastLine(t *testing.T) {
 		"Job 'rl-grpo-x7k2p' was stopped":                                   false,
 		"Tailing logs until the job exits":                                  false,
 		// workloads/run.sh on a long-lived cluster, before it retries.
-		"gke-rl run: attempt 2 failed (exit 1); the next starts once the cluster has its GPUs": true,
-		"gke-rl run: attempt 3 of 11": false,
+		"gke-rl run qwen2-5-32b-instruct-deepscaler-0a1b2c: attempt 2 failed (exit 1); the next starts once the cluster has its GPUs": true,
+		"gke-rl run qwen2-5-32b-instruct-deepscaler-0a1b2c: attempt 3 of 11":                                                          false,
 	} {
 		assert.Equal(t, isFailure, failed.MatchString(line), line)
 		assert.Equal(t, !strings.HasPrefix(line, "Tailing") && !strings.HasPrefix(line, "gke-rl run"), outcome.MatchString(line), line)

@@ -85,7 +85,7 @@ func TestDocumentedCommandsParse(t *testing.T) {
 	cmds := documentedCommands(t)
 	require.NotEmpty(t, cmds)
 	google := clitest.NewGoogle(t, clitest.NotFound())
-	kubeconfig := clitest.NewKube(t).KubeconfigFile(t)
+	kubeconfig := clitest.NewKube(t).ReadOnly().KubeconfigFile(t)
 	seen := map[string]bool{}
 	for _, cmd := range cmds {
 		key := strings.Join(cmd.Args, "\x00")

@@ -12,8 +12,11 @@ import (
 // `++` adds or sets, `~` deletes) and the stack config key it comes from.
 type Override struct {
 	Prefix, Key, Value string
-	// Origin is the config key that produced it (`job.promptsPerStep`, `job.args[2]`).
+	// Origin is the config key that produced it (`job.promptsPerStep`, `job.args[2]`), or
+	// "framework" for a value the program fixes.
 	Origin string
+	// Why says why the program fixes the value, when no config key sets it.
+	Why string
 }
 
 // ParseOverride splits `+key=value`.
