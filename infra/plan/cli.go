@@ -176,7 +176,7 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		}
 	}
 	if earlier != nil {
-		if err := WriteComparison(stdout, *compare, Compare(earlier, result)); err != nil {
+		if err := WriteComparison(stdout, *compare, Compare(earlier, result), CompareExperiment(earlier, result)); err != nil {
 			fmt.Fprintf(stderr, "error: writing the comparison (not a problem with your configuration): %v\n", err)
 			return ExitOutput
 		}

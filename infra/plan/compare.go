@@ -92,7 +92,10 @@ type Change struct {
 
 // EarlierPlan is the part of a `plan --json` document that Compare reads.
 type EarlierPlan struct {
-	Stack     string `json:"stack"`
+	Stack string `json:"stack"`
+	// Outputs are the stack outputs the plan showed (checkpointDir names the experiment's
+	// directory in every version's plan).
+	Outputs   map[string]any `json:"outputs"`
 	Resources []struct {
 		URN    string         `json:"urn"`
 		Type   string         `json:"type"`
@@ -381,15 +384,21 @@ func describe(c *Change, res *Resource) {
 	}
 }
 
-// WriteComparison prints the changes and a closing line on the running run.
-func WriteComparison(out io.Writer, file string, changes []Change) error {
+// WriteComparison prints the changes, what they do to the experiment (exp, nil when the stack
+// runs nothing) and a closing line on the running run.
+func WriteComparison(out io.Writer, file string, changes []Change, exp *ExperimentShift) error {
 	w := &errWriter{w: out}
 	fmt.Fprintf(w, "Changes against %s (inputs compared; `pulumi preview --diff` has the provider's word):\n", file)
 	stops, unknown, jobDeleted, jobCreated, newStorage := false, 0, false, false, false
 	for _, c := range changes {
 		newStorage = newStorage || c.NewStorage
+	}
+	for _, c := range changes {
 		jobDeleted = jobDeleted || (c.Kind == Deleted && c.Type == lifecycle.RayJobType)
 		jobCreated = jobCreated || (c.Kind == Created && c.Type == lifecycle.RayJobType)
+		if c.Type == lifecycle.RayJobType && c.Kind == Replaced && exp != nil && c.Effect != "" {
+			c.Effect = "the running attempt stops; " + exp.jobEffect(newStorage)
+		}
 		if c.Unknown {
 			unknown++
 			continue
@@ -407,6 +416,9 @@ func WriteComparison(out io.Writer, file string, changes []Change) error {
 	if unknown > 0 {
 		fmt.Fprintf(w, "  ?  %d Kubernetes objects not compared: the earlier plan was written before plans carried digests of them\n", unknown)
 	}
+	if exp != nil && len(changes) > 0 {
+		fmt.Fprintln(w, exp.Line(newStorage))
+	}
 	switch {
 	case len(changes) == 0:
 		fmt.Fprintln(w, "  none: `pulumi up` with this version proposes no change to the stack's inputs")
@@ -416,6 +428,10 @@ func WriteComparison(out io.Writer, file string, changes []Change) error {
 		fmt.Fprintln(w, "A running run stops for good: the stack no longer has a RayJob.")
 	case newStorage:
 		fmt.Fprintln(w, "A running run stops, and the next one starts from step 0: the storage that holds the checkpoints is new and empty (the old checkpoints stay where they were only if the old storage is kept).")
+	case exp != nil && exp.New():
+		fmt.Fprintln(w, "A running run stops, and the new experiment starts in its own directory: the earlier experiment's checkpoints stay, and it resumes if its job.name comes back.")
+	case exp != nil && exp.ShardsLost:
+		fmt.Fprintln(w, "A running run stops, and its retries fail: verl cannot load the experiment's checkpoints on the new GPU count.")
 	case stops:
 		fmt.Fprintln(w, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.")
 	default:

@@ -199,3 +199,66 @@ func TestForceNewCoversEveryCloudResourceType(t *testing.T) {
 		}
 	}
 }
+
+// --compare says which experiment an update runs: a new one (another model, or job.name) starts
+// from step 0 in its own directory and leaves the earlier one's checkpoints; a knob keeps the
+// experiment, which resumes; job.resumeFrom starts from the other's newest checkpoint.
+func TestCompareSaysWhichExperimentRuns(t *testing.T) {
+	before := earlierPlanFile(t, "smoke", nil)
+	old := "/data/checkpoints/" + plantest.Plan(t, "smoke").Outputs["experiment"].(string)
+
+	_, out, _ := runMain(t, "--stack", "smoke", "--compare", before, "--config", "job.model=Qwen/Qwen2.5-1.5B-Instruct")
+	assert.Regexp(t, `\nExperiment qwen2-5-1-5b-instruct-gsm8k-[0-9a-f]{6}: a new one \([^)]*\); it starts from step 0 in /data/checkpoints/qwen2-5-1-5b-instruct-gsm8k-[0-9a-f]{6}; `+
+		`qwen2-5-0-5b-instruct-gsm8k-[0-9a-f]{6}'s checkpoints stay in `+old+`\.\n`, out)
+	assert.Contains(t, out, "the running attempt stops; the new experiment starts from step 0\n")
+	assert.True(t, strings.HasSuffix(out, "A running run stops, and the new experiment starts in its own directory: the earlier experiment's checkpoints stay, and it resumes if its job.name comes back.\n"), out)
+
+	_, out, _ = runMain(t, "--stack", "smoke", "--compare", before, "--config", "job.klCoef=0.01")
+	assert.Contains(t, out, "the running attempt stops; the new RayJob resumes from the newest checkpoint")
+	assert.Contains(t, out, "\nExperiment "+filepath.Base(old)+": the same one; a replaced RayJob resumes from its newest checkpoint in "+old+".\n")
+
+	_, out, _ = runMain(t, "--stack", "smoke", "--compare", before, "--config", "job.klCoef=0.01", "--config", "job.name=kl-0-01", "--config", "job.resumeFrom="+filepath.Base(old))
+	assert.Contains(t, out, "\nExperiment kl-0-01: a new one (")
+	assert.Contains(t, out, "it starts from "+filepath.Base(old)+"'s newest checkpoint (job.resumeFrom) and saves in /data/checkpoints/kl-0-01;")
+	assert.Contains(t, out, "the running attempt stops; the new experiment starts from "+filepath.Base(old)+"'s newest checkpoint\n")
+}
+
+// A plan of the version before experiments named the directory after the cluster: the first
+// `up` of this version starts a new experiment, which --compare says, with the way to keep the
+// old one (docs/operations.md, Updates).
+func TestCompareAgainstAPlanBeforeExperiments(t *testing.T) {
+	before := earlierPlanFile(t, "b200-spot", func(doc map[string]any) {
+		doc["outputs"].(map[string]any)["checkpointDir"] = "/lustre/checkpoints/ray-a4-gpu-spot-grpo"
+		delete(doc["outputs"].(map[string]any), "experiment")
+		for _, r := range doc["resources"].([]any) {
+			if r := r.(map[string]any); r["type"] == "kubernetes:ray.io/v1:RayJob" {
+				r["inputs"].(map[string]any)["manifest"].(map[string]any)["digests"].(map[string]any)["metadata.name"] = "the RayJob's old name"
+			}
+		}
+	})
+	_, out, _ := runMain(t, "--stack", "b200-spot", "--compare", before)
+	assert.Contains(t, out, "; ray-a4-gpu-spot-grpo's checkpoints stay in /lustre/checkpoints/ray-a4-gpu-spot-grpo.\n")
+	_, out, _ = runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "job.name=ray-a4-gpu-spot-grpo")
+	assert.Contains(t, out, "\nExperiment ray-a4-gpu-spot-grpo: the same one; a replaced RayJob resumes from its newest checkpoint in /lustre/checkpoints/ray-a4-gpu-spot-grpo.\n")
+}
+
+// verl saves one shard per GPU: a named experiment moved to another GPU count cannot load its
+// checkpoints, and --compare says so (the default name changes with the count instead).
+func TestCompareWarnsWhenVerlCannotLoadItsShards(t *testing.T) {
+	before := earlierPlanFile(t, "h200-reserved", nil, "job.name=sweep")
+	_, out, _ := runMain(t, "--stack", "h200-reserved", "--compare", before, "--config", "job.name=sweep", "--config", "gpu.nodes=4")
+	assert.Contains(t, out, "\nExperiment sweep: the same one, but verl's checkpoints in /data/checkpoints/sweep are 16 shards, one per GPU, and the run now has 32 GPUs: verl cannot load them and the next attempt fails.")
+	assert.True(t, strings.HasSuffix(out, "A running run stops, and its retries fail: verl cannot load the experiment's checkpoints on the new GPU count.\n"), out)
+	_, out, _ = runMain(t, "--stack", "h200-reserved", "--compare", earlierPlanFile(t, "h200-reserved", nil), "--config", "gpu.nodes=4")
+	assert.Contains(t, out, ": a new one (", "the default follows verl's GPU count")
+}
+
+// The --compare text docs/operations.md shows (Experiments) is what the command prints.
+func TestOperationsShowsTheExperimentComparison(t *testing.T) {
+	_, out, _ := runMain(t, "--stack", "smoke", "--compare", earlierPlanFile(t, "smoke", nil), "--config", "job.klCoef=0.01", "--config", "job.name=smoke-kl-0-01")
+	_, body, ok := strings.Cut(out, "\n")
+	require.True(t, ok)
+	doc, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "docs", "operations.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), "```\n"+body+"```\n")
+}
