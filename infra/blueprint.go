@@ -80,6 +80,9 @@ type RunPlan struct {
 	Prep *batchv1.Job
 	// Gate are the post-deploy checks that the Ray cluster and the run wait for, or nil.
 	Gate *GatePlan
+	// MemoryEstimate is the run's memory per GPU and per node against what it may take
+	// (workloads.EstimateFit), "" when the model's size is unknown.
+	MemoryEstimate string
 }
 
 // GatePlan is the post-deploy gate's Jobs.

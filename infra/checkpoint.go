@@ -61,7 +61,12 @@ func modelParameters(c *Config) (float64, bool) {
 	if c.Job.ModelSize != "" {
 		return ParseModelSize(c.Job.ModelSize)
 	}
-	m := modelSizePattern.FindStringSubmatch(c.Job.Model)
+	return nameParameters(c.Job.Model)
+}
+
+// nameParameters is the parameter count a model ID says (Qwen/Qwen2.5-72B-Instruct: 72e9).
+func nameParameters(model string) (float64, bool) {
+	m := modelSizePattern.FindStringSubmatch(model)
 	if m == nil {
 		return 0, false
 	}

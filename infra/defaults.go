@@ -243,7 +243,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		KeepCheckpoints:      or(r.Job.KeepCheckpoints, DefaultKeepCheckpoints),
 		Args:                 r.Job.Args,
 
-		Recipe:                orNonEmpty(r.Job.Recipe, workloads.DefaultNeMoRLRecipe),
+		Recipe:                orNonEmpty(r.Job.Recipe, ""),
 		BackoffLimit:          or(r.Job.BackoffLimit, DefaultBackoffLimit),
 		ActiveDeadlineSeconds: or(r.Job.ActiveDeadlineSeconds, 0),
 	}
@@ -258,6 +258,12 @@ func applyDefaults(c *Config, r *rawConfig) {
 		StorageGiB:          or(r.Gate.StorageGiB, DefaultGateStorageGiB),
 		CapacityWaitMinutes: or(r.Gate.CapacityWaitMinutes, defaultCapacityWaitMinutes(c.GPU.Provisioning)),
 		RunID:               or(r.Gate.RunID, ""),
+	}
+	// Unset, the recipe is the one NeMo RL wrote for the model's size class: the 8B recipe's
+	// single-GPU rollout cannot hold a 72B model, nor its optimizer state one node's GPUs.
+	if c.Job.Recipe == "" {
+		billions, _ := modelParameters(c)
+		c.Job.Recipe = workloads.NeMoRLRecipeFor(billions / 1e9)
 	}
 	// A run bounded by neither steps nor epochs would train until its deadline: default to steps.
 	if r.Job.MaxSteps == nil && r.Job.Epochs == nil {

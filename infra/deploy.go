@@ -276,6 +276,9 @@ func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.P
 	outputs["rayJobStatus"] = pulumi.String(fmt.Sprintf("kubectl -n %s get rayjob %s -w", ns, job))
 	outputs["rayJobLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f job/%s", ns, job))
 	outputs["rayJobAttempts"] = pulumi.String(ray.JobAttemptsCommand(ns, job))
+	if run.MemoryEstimate != "" {
+		outputs["memoryEstimate"] = pulumi.String(run.MemoryEstimate)
+	}
 	if run.Mode == kinds.OwnCluster {
 		// KubeRay names the job's own cluster at run time; the command looks the name up.
 		ownCluster := fmt.Sprintf("$(kubectl -n %s get rayjob %s -o jsonpath='{.status.rayClusterName}')", ns, job)

@@ -18,6 +18,9 @@ type GPUSpec struct {
 	Accelerator string
 	// GPUsPerNode is the number of GPUs attached to one node.
 	GPUsPerNode int
+	// GPUMemoryGB is one GPU's memory in GB (10^9 bytes), as its device name says it: it bounds
+	// the model a run can train (workloads.CheckFit).
+	GPUMemoryGB float64
 	// RDMANICs is the number of RoCE NICs per node: one RDMA subnet is needed for each.
 	RDMANICs int
 	// NCCLTunerConfig is the gIB tuner file for this machine family.
@@ -66,8 +69,11 @@ var gpuCatalog = map[string]GPUSpec{
 		// A4 bills only as slices (SpareCores/sc-crawler tests/test_gcp.py at 55aec325: an
 		// a4-highgpu-8g spot machine is 8 × "Spot Preemptible A4 Nvidia B200 (1 gpu slice)
 		// running in Americas", nothing else, and that SKU is categorized OnDemand).
-		CatalogSlice:    "A4 Nvidia B200 (1 gpu slice)",
-		GPUsPerNode:     8,
+		CatalogSlice: "A4 Nvidia B200 (1 gpu slice)",
+		GPUsPerNode:  8,
+		// "NVIDIA B200-SXM-180GB", as NVIDIA's MLPerf submissions name the device (their
+		// systems are "B200-SXM-180GBx8").
+		GPUMemoryGB:     180,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a4.txtpb",
 		LocalSSDs:       32,
@@ -83,11 +89,13 @@ var gpuCatalog = map[string]GPUSpec{
 		GateMinBusBandwidthGBps: 195,
 	},
 	"h200": {
-		Type:            "h200",
-		MachineType:     "a3-ultragpu-8g",
-		Accelerator:     "nvidia-h200-141gb",
-		QuotaMetric:     "NVIDIA_H200_GPUS",
-		GPUsPerNode:     8,
+		Type:        "h200",
+		MachineType: "a3-ultragpu-8g",
+		Accelerator: "nvidia-h200-141gb",
+		QuotaMetric: "NVIDIA_H200_GPUS",
+		GPUsPerNode: 8,
+		// The accelerator's name says it: nvidia-h200-141gb (and the SKU, "H200 141GB GPU").
+		GPUMemoryGB:     141,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a3u.txtpb",
 		LocalSSDs:       32,

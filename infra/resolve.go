@@ -248,11 +248,11 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		}
 	}
 	if plan.Mode.HasJob() {
-		job, prep, err := resolveJob(c, bp, plan, pods)
+		job, prep, memory, err := resolveJob(c, bp, plan, pods)
 		if err != nil {
 			return RunPlan{}, err
 		}
-		plan.RayJob, plan.Prep = job, prep
+		plan.RayJob, plan.Prep, plan.MemoryEstimate = job, prep, memory
 		if err := ray.ValidateJob(job); err != nil {
 			errs.Add(KeyJob, "KubeRay's validation rejects the training run: %v", err)
 		}
@@ -285,8 +285,9 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 	return &GatePlan{NCCL: gate.NCCLJob(args), Storage: gate.StorageJob(args)}
 }
 
-// resolveJob builds the RayJob of the run and its data preparation.
-func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*rayv1.RayJob, *batchv1.Job, error) {
+// resolveJob builds the RayJob of the run and its data preparation, and estimates its memory
+// ("" when the model's size is unknown).
+func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*rayv1.RayJob, *batchv1.Job, string, error) {
 	billions, _ := modelParameters(c)
 	run := workloads.Run{
 		Model:                c.Job.Model,
@@ -337,7 +338,27 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		errs.Add(p.Origin, "%s", p.Message)
 	}
 	if err := errs.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
+	}
+	// A model that cannot fit fails here, at the plan, and not an hour into the run with CUDA
+	// out of memory on nodes already paid for.
+	modelKey := "job.model"
+	if c.Job.ModelSize != "" {
+		modelKey = "job.modelSize"
+	}
+	memory := workloads.NodeMemory{GPUGB: bp.Hardware.GPUMemoryGB, HostGiB: bp.Hardware.RayWorkerMemoryGiB, GPUsPerNode: bp.Hardware.GPUsPerNode}
+	for _, p := range workloads.CheckFit(c.Framework, run, memory, modelKey, strings.ToUpper(bp.Hardware.Type), MaxGPUNodes) {
+		errs.Add(p.Origin, "%s", p.Message)
+	}
+	if err := errs.Err(); err != nil {
+		return nil, nil, "", err
+	}
+	var estimate string
+	if fit, ok := workloads.EstimateFit(c.Framework, run, memory); ok {
+		estimate = fit.Summary()
+		if c.Framework == kinds.NeMoRL {
+			estimate += "; recipe " + c.Job.Recipe
+		}
 	}
 	// The model and the dataset are staged on CPU nodes before the RayJob asks for GPU
 	// workers; on spot and flex-start capacity no GPU node exists meanwhile.
@@ -381,9 +402,9 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	}
 	job, err := workloads.RayJob(args)
 	if err != nil {
-		return nil, nil, internalError("RayJob", err)
+		return nil, nil, "", internalError("RayJob", err)
 	}
-	return job, prep, nil
+	return job, prep, estimate, nil
 }
 
 // frameworkRelease is the framework's pinned image and Ray version, or `ray.image` and

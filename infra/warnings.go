@@ -24,6 +24,7 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 	warnUnpinned(c, &warns)
 	warnExclusion(c, &warns)
 	warnInapplicable(c, &warns)
+	warnRecipeSize(c, &warns)
 	if img := c.Ray.Image; img != "" && !strings.Contains(img, "@sha256:") {
 		warns.Add("ray.image", "%s is pinned by tag only, and a tag can be moved to other content; pin its digest too (<image>:<tag>@sha256:<digest>, `docker buildx imagetools inspect <image>:<tag>` shows it)", quote(img))
 	}
@@ -43,6 +44,23 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 			c.Job.Model, math.Ceil(e.Seconds), e.GB, e.WriteMBps, c.Storage.CheckpointBudgetSeconds, advice)
 	}
 	return warns
+}
+
+// warnRecipeSize says when job.recipe was written for a model of a smaller size class than
+// job.model: its parallelism, offloading and batch sizes are a smaller model's. CheckFit
+// refuses what cannot fit; this names what fits but was not meant for the model.
+func warnRecipeSize(c *Config, warns *Errors) {
+	if c.Framework != kinds.NeMoRL || !c.explicit["job.recipe"] {
+		return
+	}
+	model, ok := modelParameters(c)
+	written := workloads.NeMoRLRecipeModel(c.Job.Recipe)
+	recipe, known := nameParameters(written)
+	if !ok || !known || workloads.NeMoRLSizeClass(model/1e9) <= workloads.NeMoRLSizeClass(recipe/1e9) {
+		return
+	}
+	warns.Add("job.recipe", "%s was written for %s, a smaller model than %s (%s parameters): its parallelism and batch sizes are the smaller model's; the recipe for this size is %s (`pulumi config rm --path job.recipe` takes it)",
+		c.Job.Recipe, written, c.Job.Model, formatParams(model), workloads.NeMoRLRecipeFor(model/1e9))
 }
 
 // warnZone says what the zone tables cannot decide (zoneVerdict); validate refuses what they can.

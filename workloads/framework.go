@@ -4,12 +4,14 @@
 package workloads
 
 import (
+	"math"
 	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"gke-rl/infra/kinds"
+	"gke-rl/workloads/frameworkconfig"
 )
 
 // Release pins what a framework runs: every node of a run must use the same code.
@@ -98,9 +100,57 @@ var VerlDatasets = map[string]string{
 	"math":  "examples/data_preprocess/math_dataset.py",
 }
 
-// DefaultNeMoRLRecipe is the NeMo RL GRPO recipe used when `job.recipe` is not set: the math
-// recipe that NeMo RL's README scales to Qwen2.5-32B.
+// DefaultNeMoRLRecipe is the NeMo RL GRPO recipe used when `job.recipe` is not set and the
+// model's size is unknown: the math recipe written for Llama-3.1-8B.
 const DefaultNeMoRLRecipe = "examples/configs/grpo_math_8B.yaml"
+
+// nemoRLRecipeBySize are the default recipes by the model's size: each is the NeMo RL v0.5.0
+// recipe written for the largest model of its class (its policy.model_name), whose parallelism
+// and offloading hold that class on one node or, past 40B, on the nodes it asks for.
+var nemoRLRecipeBySize = []struct {
+	UpToBillions float64
+	Recipe       string
+}{
+	{2, "examples/configs/grpo_math_1B.yaml"}, // Qwen/Qwen2.5-1.5B: DTensor, vLLM TP1
+	{10, DefaultNeMoRLRecipe},                 // meta-llama/Llama-3.1-8B-Instruct: DTensor, vLLM TP1
+	// Qwen/Qwen2.5-32B: DTensor with tensor parallel 8 and activation checkpointing, vLLM TP4.
+	{40, "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml"},
+	// meta-llama/Llama-3.3-70B-Instruct: Megatron TP4 × PP4 (two nodes of eight GPUs or more),
+	// vLLM TP8.
+	{math.Inf(1), "examples/configs/grpo_math_70B_megatron.yaml"},
+}
+
+// NeMoRLRecipeFor is the default recipe for a model of billions parameters (0: unknown).
+func NeMoRLRecipeFor(billions float64) string {
+	if billions <= 0 {
+		return DefaultNeMoRLRecipe
+	}
+	i := NeMoRLSizeClass(billions)
+	return nemoRLRecipeBySize[i].Recipe
+}
+
+// NeMoRLSizeClass is the index of the size class of a model of billions parameters in the
+// default recipes, smallest first: a recipe written for a smaller class than the model's sets
+// parallelism and batch sizes for a smaller model.
+func NeMoRLSizeClass(billions float64) int {
+	for i, c := range nemoRLRecipeBySize {
+		if billions <= c.UpToBillions {
+			return i
+		}
+	}
+	return len(nemoRLRecipeBySize) - 1
+}
+
+// NeMoRLRecipeModel is the model a NeMo RL recipe was written for (its policy.model_name), or
+// "" when the plan has no table for it.
+func NeMoRLRecipeModel(recipe string) string {
+	t, err := frameworkconfig.Load("nemo-rl", NeMoRLConfigTag, recipe)
+	if err != nil {
+		return ""
+	}
+	name, _ := t.Keys["policy.model_name"].(string)
+	return name
+}
 
 // Layout is where a run keeps its files on the shared volume.
 type Layout struct {

@@ -1,0 +1,150 @@
+package workloads_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/kinds"
+	"gke-rl/workloads"
+)
+
+// The nodes of the hardware catalog: A4 (B200, 180 GB) and A3 Ultra (H200, 141 GB).
+var (
+	a4       = workloads.NodeMemory{GPUGB: 180, HostGiB: 3600, GPUsPerNode: 8}
+	a3Ultra  = workloads.NodeMemory{GPUGB: 141, HostGiB: 2700, GPUsPerNode: 8}
+	allNodes = 256
+)
+
+// sized is the b200-spot run with the model's size known.
+func sized(billions float64) workloads.Run {
+	r := run()
+	r.ModelBillions = billions
+	return r
+}
+
+func TestTheShippedRunFits(t *testing.T) {
+	r := sized(72)
+	fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
+	require.True(t, ok)
+	// Megatron TP4 × PP4: 72e9 × (2 + 2) / 16 = 18 GB of bf16 weights and gradients, plus the
+	// distributed optimizer's 72e9 × 12 / 64 GPUs = 13.5 GB.
+	assert.InDelta(t, 31.5, fit.TrainGB, 0.01)
+	// vLLM TP8: 72e9 × 2 / 8.
+	assert.InDelta(t, 18, fit.RolloutGB, 0.01)
+	assert.Zero(t, fit.HostGB)
+	assert.Empty(t, workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes))
+	assert.Equal(t, "Megatron (tensor parallel 4 × pipeline parallel 4): training state ≈ 32 GB per GPU (up to 144 GB); vLLM with tensor parallel 8: weights ≈ 18 GB per GPU (up to 97 GB)", fit.Summary())
+}
+
+// A 72B model on the 8B recipe's DTensor shards 16 bytes a parameter over one node's eight
+// H200s: 144 GB each, above 80% of 141. Two nodes halve it, and the refusal says so.
+func TestTrainingStateThatDoesNotFitNamesTheNodesThatHoldIt(t *testing.T) {
+	r := sized(72)
+	r.Recipe, r.Nodes = workloads.DefaultNeMoRLRecipe, 1
+	tp := 4
+	r.Tuning.RolloutTensorParallel = &tp
+	problems := workloads.CheckFit(kinds.NeMoRL, r, a3Ultra, "job.model", "H200", allNodes)
+	require.Len(t, problems, 1)
+	assert.Equal(t, "job.model", problems[0].Origin)
+	assert.Contains(t, problems[0].Message, "16 bytes per parameter (fp32 weights, gradients and Adam's two moments) over 8 GPUs ≈ 144 GB per GPU, above 80% of a H200's 141 GB")
+	assert.Contains(t, problems[0].Message, "the smallest gpu.nodes that holds it is 2")
+
+	r.Nodes = 2
+	assert.Empty(t, workloads.CheckFit(kinds.NeMoRL, r, a3Ultra, "job.model", "H200", allNodes), "two nodes hold it")
+}
+
+func TestTrainingStateNoNodeCountHoldsSaysSo(t *testing.T) {
+	r := sized(405)
+	r.Recipe, r.Nodes = workloads.DefaultNeMoRLRecipe, 1
+	tp := 8
+	r.Tuning.RolloutTensorParallel = &tp
+	problems := workloads.CheckFit(kinds.NeMoRL, r, a4, "job.modelSize", "B200", 2)
+	require.NotEmpty(t, problems)
+	assert.Equal(t, "job.modelSize", problems[0].Origin)
+	assert.Contains(t, problems[0].Message, "no gpu.nodes up to 2 holds it")
+}
+
+// The rollout is one vLLM engine per tensor parallel group: more nodes do not shrink its
+// weights, a wider group does. The refusal names the key that narrowed it.
+func TestARolloutTooNarrowNamesItsKeyAndTheWidthThatHolds(t *testing.T) {
+	r := sized(72)
+	one := 1
+	r.Tuning.RolloutTensorParallel = &one
+	problems := workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes)
+	require.Len(t, problems, 1)
+	assert.Equal(t, "job.rolloutTensorParallel", problems[0].Origin)
+	assert.Contains(t, problems[0].Message, "its bf16 weights over rollout tensor parallel 1 ≈ 144 GB per GPU, above 90% of the rollout's memory fraction 0.6 × 180 GB (97 GB")
+	assert.Contains(t, problems[0].Message, "set job.rolloutTensorParallel to 2")
+
+	// The recipe's own width, too narrow for the model, is the model's problem.
+	r = sized(72)
+	r.Recipe = workloads.DefaultNeMoRLRecipe
+	problems = workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes)
+	require.NotEmpty(t, problems)
+	assert.Equal(t, "job.model", problems[len(problems)-1].Origin)
+	assert.Contains(t, problems[len(problems)-1].Message, "rollout tensor parallel 1")
+}
+
+func TestARolloutNoWidthHoldsSaysSo(t *testing.T) {
+	r := sized(405)
+	problems := workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes)
+	require.NotEmpty(t, problems)
+	assert.Contains(t, problems[len(problems)-1].Message, "no tensor parallelism within one node holds it")
+}
+
+// Offloading moves the optimizer's state off the GPUs and onto the host: the estimate follows
+// the framework's key, whoever set it.
+func TestOffloadedStateCountsAgainstTheHost(t *testing.T) {
+	r := sized(72)
+	r.Extra = []string{"policy.megatron_cfg.optimizer.optimizer_cpu_offload=true"}
+	fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
+	require.True(t, ok)
+	assert.InDelta(t, 18, fit.TrainGB, 0.01, "the bf16 weights and gradients stay")
+	assert.InDelta(t, 13.5*8, fit.HostGB, 0.01, "each node's eight GPUs' optimizer shards")
+	assert.Contains(t, fit.Summary(), "offloaded ≈ 108 GB per node")
+}
+
+// verl sizes offloading from the model: a 405B model offloads the actor to the host, where
+// one node's memory does not hold it and three do.
+func TestVerlHostMemoryNamesTheNodesThatHoldIt(t *testing.T) {
+	r := sized(405)
+	r.Model = "meta-llama/Llama-3.1-405B-Instruct"
+	r.Nodes = 1
+	problems := workloads.CheckFit(kinds.Verl, r, a4, "job.model", "B200", allNodes)
+	require.NotEmpty(t, problems)
+	assert.Contains(t, problems[0].Message, "does not fit in host memory")
+	assert.Contains(t, problems[0].Message, "the smallest gpu.nodes that holds it is 3")
+
+	small := sized(0.5)
+	small.Model = "Qwen/Qwen2.5-0.5B-Instruct"
+	small.Nodes = 1
+	assert.Empty(t, workloads.CheckFit(kinds.Verl, small, a4, "job.model", "B200", allNodes))
+}
+
+func TestAnUnknownSizeIsNotJudged(t *testing.T) {
+	r := sized(0)
+	_, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
+	assert.False(t, ok)
+	assert.Empty(t, workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes))
+}
+
+func TestTheDefaultRecipeFollowsTheModelsSize(t *testing.T) {
+	for billions, want := range map[float64]string{
+		0:   workloads.DefaultNeMoRLRecipe, // unknown
+		0.5: "examples/configs/grpo_math_1B.yaml",
+		1.5: "examples/configs/grpo_math_1B.yaml",
+		7:   "examples/configs/grpo_math_8B.yaml",
+		14:  "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml",
+		32:  "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml",
+		72:  "examples/configs/grpo_math_70B_megatron.yaml",
+		405: "examples/configs/grpo_math_70B_megatron.yaml",
+	} {
+		recipe := workloads.NeMoRLRecipeFor(billions)
+		assert.Equal(t, want, recipe, "%gB", billions)
+		assert.NotEmpty(t, workloads.NeMoRLRecipeModel(recipe), "the plan has a table for %s", recipe)
+	}
+	assert.Equal(t, "Qwen/Qwen2.5-32B", workloads.NeMoRLRecipeModel(workloads.NeMoRLRecipeFor(32)))
+	assert.Empty(t, workloads.NeMoRLRecipeModel("examples/configs/nope.yaml"))
+}
