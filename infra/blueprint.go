@@ -83,6 +83,24 @@ type RunPlan struct {
 	// MemoryEstimate is the run's memory per GPU and per node against what it may take
 	// (workloads.EstimateFit), "" when the model's size is unknown.
 	MemoryEstimate string
+	// Hub is what the data preparation downloads from the Hugging Face Hub, for preflight to
+	// ask about; empty with `job.enabled=false`.
+	Hub HubDownloads
+}
+
+// HubDownloads are the Hub repositories a run downloads.
+type HubDownloads struct {
+	// Model is the model's repository; ModelKey the config key that names it (job.model).
+	Model string
+	// ModelBillions is the size the plan used (0: unknown); SizeKey the key it came from.
+	ModelBillions float64
+	SizeKey       string
+	// Datasets are the dataset repositories, in order.
+	Datasets []string
+	// Revisions are job.revisions: each repository's pinned revision, if any.
+	Revisions map[string]string
+	// Token says that the run reads a Hugging Face token (tokens.huggingFace).
+	Token bool
 }
 
 // GatePlan is the post-deploy gate's Jobs.

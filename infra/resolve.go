@@ -209,6 +209,18 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		// each experiment (experiment.go).
 		Layout: workloads.Layout{Root: c.Storage.MountPath, Run: ExperimentName(c)},
 	}
+	if c.Job.Enabled {
+		billions, _ := modelParameters(c)
+		sizeKey := "job.model"
+		if c.Job.ModelSize != "" {
+			sizeKey = "job.modelSize"
+		}
+		plan.Hub = HubDownloads{
+			Model: c.Job.Model, ModelBillions: billions / 1e9, SizeKey: sizeKey,
+			Datasets:  workloads.HubDatasets(c.Framework, c.Job.Dataset),
+			Revisions: c.Job.Revisions, Token: c.Tokens.HuggingFace,
+		}
+	}
 	// Each group of pods mounts only the token it reads (workloads.Tokens.ForRay, ForPrep).
 	rayTokens := bp.Tokens.ForRay()
 	env := append(slices.Clone(rayTokens.Env), hfHomeEnv(plan.Layout))
@@ -342,12 +354,8 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	}
 	// A model that cannot fit fails here, at the plan, and not an hour into the run with CUDA
 	// out of memory on nodes already paid for.
-	modelKey := "job.model"
-	if c.Job.ModelSize != "" {
-		modelKey = "job.modelSize"
-	}
 	memory := workloads.NodeMemory{GPUGB: bp.Hardware.GPUMemoryGB, HostGiB: bp.Hardware.RayWorkerMemoryGiB, GPUsPerNode: bp.Hardware.GPUsPerNode}
-	for _, p := range workloads.CheckFit(c.Framework, run, memory, modelKey, strings.ToUpper(bp.Hardware.Type), MaxGPUNodes) {
+	for _, p := range workloads.CheckFit(c.Framework, run, memory, plan.Hub.SizeKey, strings.ToUpper(bp.Hardware.Type), MaxGPUNodes) {
 		errs.Add(p.Origin, "%s", p.Message)
 	}
 	if err := errs.Err(); err != nil {

@@ -79,7 +79,11 @@ func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
 	} else {
 		findings = append(findings, checkLustre(ctx, c, n))
 	}
-	return append(findings, checkPermissions(ctx, c, n)), nil
+	findings = append(findings, checkPermissions(ctx, c, n))
+	if c.Hub != nil {
+		findings = append(findings, checkHub(ctx, c.Hub, n)...)
+	}
+	return findings, nil
 }
 
 // Passed is whether no check failed.

@@ -3,9 +3,12 @@ package preflight
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"time"
 
 	"google.golang.org/api/option"
@@ -34,7 +37,14 @@ type ClientsFor func(ctx context.Context, project string) (*Clients, error)
 // Main is `go run . preflight ...`; it returns the process exit status.
 func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	return run(args, dir, stdout, stderr, func(ctx context.Context, project string) (*Clients, error) {
-		return NewClients(ctx, option.WithQuotaProject(project))
+		c, err := NewClients(ctx, option.WithQuotaProject(project))
+		if err != nil {
+			return nil, err
+		}
+		// The token the run reads, if the caller exported it: only the gated model's grant
+		// needs it.
+		c.Hub = NewHub(os.Getenv("HF_TOKEN"))
+		return c, nil
 	})
 }
 
@@ -49,6 +59,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 		fmt.Fprintln(fs.Output(), "usage: go run . preflight --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--prices-out FILE]")
 		fmt.Fprintln(fs.Output(), "Asks the stack's project, read-only and with your Application Default Credentials, what pulumi up needs:")
 		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine types in the zone, the GPU quota, the reservation, the Managed Lustre instances, your permissions;")
+		fmt.Fprintln(fs.Output(), "then the Hugging Face Hub: the model and the datasets exist at their pinned revisions, the model's architecture and size, and with HF_TOKEN exported whether a gated model is granted to it;")
 		fmt.Fprintln(fs.Output(), "with --prices-out, today's list prices of the stack's machines too, as a price file for plan --prices.")
 		fs.PrintDefaults()
 	}
@@ -84,6 +95,9 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 		return ExitFailed
 	}
 
+	// A model whose size the plan could not tell is planned again at the size the Hub tells.
+	needs.FitWith = fitWith(dir, sa.Name, sa.Overrides)
+
 	limit := timeout
 	if *pricesOut != "" {
 		limit += pricesTimeout
@@ -112,6 +126,30 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// fitWith plans a stack again with job.modelSize set, and returns the plan's refusals as
+// "key: message" lines, none when it plans.
+func fitWith(dir, stack string, overrides []string) func(modelSize string) []string {
+	return func(modelSize string) []string {
+		resized, err := plan.LoadStackConfig(dir, stack, append(slices.Clone(overrides), "job.modelSize="+modelSize))
+		if err != nil {
+			return []string{err.Error()}
+		}
+		_, err = plan.Run(resized, stack)
+		var cfgErr *plan.ConfigError
+		switch {
+		case errors.As(err, &cfgErr):
+			var out []string
+			for _, p := range cfgErr.Problems {
+				out = append(out, p.Error())
+			}
+			return out
+		case err != nil:
+			return []string{err.Error()}
+		}
+		return nil
+	}
 }
 
 // pricesRequest is what --prices-out asks for.

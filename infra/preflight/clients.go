@@ -22,6 +22,8 @@ type Clients struct {
 	Billing *cloudbilling.APIService
 	// HTTP is the same credentials' client, for Managed Lustre, which has no Go client here.
 	HTTP *http.Client
+	// Hub reads the Hugging Face Hub with a client of its own; nil skips the Hub's checks.
+	Hub *Hub
 
 	// machineTypes are the machine types read so far, by zone and name.
 	machineTypes map[string]*compute.MachineType

@@ -40,6 +40,11 @@ type Needs struct {
 	CatalogSlice string
 	// Lustre is the stack's Managed Lustre instance; nil without one.
 	Lustre *LustreNeeds
+	// Hub is what the run downloads from the Hugging Face Hub.
+	Hub infra.HubDownloads
+	// FitWith plans the stack again with job.modelSize set to a size the Hub told, and returns
+	// the plan's refusals ("key: message"); nil when it cannot (tests of the checks alone).
+	FitWith func(modelSize string) []string
 }
 
 // LustreNeeds is the instance `up` creates, or takes over with storage.adopt.
@@ -60,6 +65,7 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 		Nodes: pool.Nodes, MaxNodes: pool.MaxNodes, Provisioning: pool.Provisioning,
 		Mode: bp.Cluster.Mode, GPUSKU: infra.GPUSKU(pool.MachineType, pool.Provisioning, bp.Cluster.Mode),
 		CatalogSlice: bp.Hardware.CatalogSlice,
+		Hub:          bp.Run.Hub,
 	}
 	if bp.Cluster.Mode == kinds.Standard {
 		n.CPUMachineType = bp.Cluster.CPUPool.MachineType

@@ -32,6 +32,11 @@ type project struct {
 	lustre string
 	// sharedReservation answers reservations.get in the project owner-rl, which shares one.
 	sharedReservation string
+	// hub answers the Hugging Face Hub's paths with recorded responses under
+	// testdata/huggingface (SOURCES.md there); nil leaves the Hub's checks out. hubToken is the
+	// HF_TOKEN preflight reads with.
+	hub      map[string]string
+	hubToken string
 }
 
 // catalog is the Compute Engine SKU list in three recorded pages (testdata/googleapis/SOURCES.md).
@@ -72,6 +77,10 @@ func (p project) handler(t *testing.T) http.Handler {
 			clitest.ReplyFile(t, w, status, name)
 		}
 		route := r.Method + " " + r.Host + r.URL.Path
+		if r.Host == "huggingface.co" {
+			replyHub(t, w, r, p)
+			return
+		}
 		switch {
 		case route == "GET cloudresourcemanager.googleapis.com/v1/projects/acme-rl":
 			reply(p.projectGet, "")
@@ -117,7 +126,11 @@ func preflight(t *testing.T, p project, args ...string) (int, string, []clitest.
 	g := clitest.NewGoogle(t, p.handler(t))
 	var stdout, stderr bytes.Buffer
 	code := run(args, plantest.RepoRoot(), &stdout, &stderr, func(ctx context.Context, project string) (*Clients, error) {
-		return NewClients(ctx, option.WithHTTPClient(g.HTTPClient()))
+		c, err := NewClients(ctx, option.WithHTTPClient(g.HTTPClient()))
+		if err == nil && p.hub != nil {
+			c.Hub = &Hub{Endpoint: HubEndpoint, Token: p.hubToken, HTTP: g.HTTPClient()}
+		}
+		return c, err
 	})
 	return code, stdout.String() + stderr.String(), g.Calls()
 }
