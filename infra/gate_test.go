@@ -204,7 +204,7 @@ func TestGateRunsAgainOnANewRunID(t *testing.T) {
 	}
 }
 
-// The samples of gateResults in the README and in docs/operations.md are what the gate of a
+// The sample of gateResults in docs/operations.md is what the gate of a
 // shipped stack prints for the recorded healthy A4 pair: b200-spot, with the gate on and two
 // nodes.
 func TestDocsGateSampleIsTheGatesOutput(t *testing.T) {
@@ -220,7 +220,7 @@ func TestDocsGateSampleIsTheGatesOutput(t *testing.T) {
 	}
 	require.Len(t, lines, 5)
 	sample := "```\n" + strings.Join(lines, "\n") + "\n```"
-	for _, doc := range []string{"../README.md", "../docs/operations.md"} {
+	for _, doc := range []string{"../docs/operations.md"} {
 		text, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		assert.True(t, strings.Contains(string(text), sample), "%s's gateResults sample should be:\n%s", doc, sample)
