@@ -54,9 +54,13 @@ func TestAReservationBillsItsMachinesWhileIdle(t *testing.T) {
 func TestProvisioningModelsNameTheirOwnPrices(t *testing.T) {
 	for prov, want := range map[string]string{
 		"flex-start": "a4-highgpu-8g/flex-start",
-		"on-demand":  "a4-highgpu-8g",
+		"on-demand":  "a3-ultragpu-8g", // A4 is not offered on demand
 	} {
-		gpu := lineOf(t, plantest.Resolve(t, "b200-spot", "gpu.provisioning="+prov).Bill, "GPU nodes")
+		o := []string{"gpu.provisioning=" + prov}
+		if prov == "on-demand" {
+			o = append(o, plantest.GPU("h200")...)
+		}
+		gpu := lineOf(t, plantest.Resolve(t, "b200-spot", o...).Bill, "GPU nodes")
 		assert.Equal(t, want, gpu.SKU.Name, prov)
 	}
 	auto := plantest.Resolve(t, "b200-spot", "cluster.mode=autopilot", "storage.type=gcsfuse").Bill

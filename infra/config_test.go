@@ -84,6 +84,7 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"an unknown release channel is refused", "b200-spot", []string{"cluster.releaseChannel=nightly"}, "cluster.releaseChannel", "REGULAR"},
 		{"an authorized network that is not a CIDR is refused", "b200-spot", []string{"cluster.authorizedNetworks[0]=1.2.3.4"}, "cluster.authorizedNetworks[0]", "CIDR"},
 		{"an unknown provisioning model is refused", "b200-spot", []string{"gpu.provisioning=preemptible"}, "gpu.provisioning", "spot, reservation, flex-start, on-demand"},
+		{"on-demand B200 is refused: A4 is not offered on demand", "b200-spot", []string{"gpu.provisioning=on-demand"}, "gpu.provisioning", "on-demand is not offered for a4-highgpu-8g (gpu.type b200): Compute Engine's consumption options for it are spot, reservation, flex-start"},
 		{"spot with a reservation is refused", "b200-spot", []string{"gpu.reservation=my-res"}, "gpu.reservation", "only with gpu.provisioning=reservation"},
 		{"flex-start with a reservation is refused", "h200-reserved", []string{"gpu.provisioning=flex-start"}, "gpu.reservation", "only with gpu.provisioning=reservation"},
 		{"a reservation model without a name is refused", "b200-spot", []string{"gpu.provisioning=reservation"}, "gpu.reservation", "is required"},

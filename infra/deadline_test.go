@@ -33,7 +33,7 @@ func TestRunDeadlineFollowsTheRunsSize(t *testing.T) {
 		{"a small model", "b200-spot", []string{"job.model=Qwen/Qwen3-8B", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]"}, 7, infra.PerAttempt},
 		// Retries beyond three do not add up: a deadline is for hangs.
 		{"one retry", "h200-reserved", []string{"job.backoffLimit=1"}, 2 + 29 + (2 + 5), infra.PerRun},
-		{"the long-lived cluster on spot's capacity model", "b200-spot", []string{"gpu.provisioning=on-demand"}, 2 + 20 + 3*(2+2), infra.PerRun},
+		{"the long-lived cluster on on-demand capacity", "b200-spot", append(plantest.GPU("h200"), "gpu.provisioning=on-demand"), 2 + 20 + 3*(2+2), infra.PerRun},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {

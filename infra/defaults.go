@@ -1,6 +1,7 @@
 package infra
 
 import (
+	"slices"
 	"strings"
 
 	"gke-rl/infra/kinds"
@@ -195,7 +196,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 	c.GPU = GPUConfig{
 		Type:         gpuType,
 		Nodes:        or(r.GPU.Nodes, DefaultGPUNodes),
-		Provisioning: kinds.Provisioning(or(r.GPU.Provisioning, string(kinds.OnDemand))),
+		Provisioning: kinds.Provisioning(or(r.GPU.Provisioning, string(defaultProvisioning(gpuType)))),
 		Reservation:  or(r.GPU.Reservation, ""),
 		Placement:    or(r.GPU.Placement, ""),
 	}
@@ -319,6 +320,15 @@ func defaultBucket(project, cluster string) string {
 }
 
 // defaultCapacityWaitMinutes is the gate's wait for its GPU nodes on a provisioning model.
+// defaultProvisioning is on-demand where Compute Engine offers the GPU's machine type on demand,
+// and otherwise the first consumption option it offers (spot, for A4).
+func defaultProvisioning(gpuType string) kinds.Provisioning {
+	if spec, ok := LookupGPU(gpuType); ok && spec.Provisionings != nil && !slices.Contains(spec.Provisionings, kinds.OnDemand) {
+		return spec.Provisionings[0]
+	}
+	return kinds.OnDemand
+}
+
 func defaultCapacityWaitMinutes(p kinds.Provisioning) int {
 	if p.Preemptible() {
 		return PreemptibleCapacityWaitMinutes

@@ -3,6 +3,8 @@ package infra
 import (
 	"maps"
 	"slices"
+
+	"gke-rl/infra/kinds"
 )
 
 // GPUSpec describes one GPU node type: what GKE and Compute Engine call it, what it carries and
@@ -21,6 +23,9 @@ type GPUSpec struct {
 	// GPUMemoryGB is one GPU's memory in GB (10^9 bytes), as its device name says it: it bounds
 	// the model a run can train (workloads.CheckFit).
 	GPUMemoryGB float64
+	// Provisionings are the consumption options Compute Engine offers for the machine type; nil
+	// when no source the program cites restricts them.
+	Provisionings []kinds.Provisioning
 	// RDMANICs is the number of RoCE NICs per node: one RDMA subnet is needed for each.
 	RDMANICs int
 	// NCCLTunerConfig is the gIB tuner file for this machine family.
@@ -66,6 +71,12 @@ var gpuCatalog = map[string]GPUSpec{
 		MachineType: "a4-highgpu-8g",
 		Accelerator: "nvidia-b200",
 		QuotaMetric: "NVIDIA_B200_GPUS",
+		// A4 is not offered on demand: Compute Engine's table of consumption options by machine
+		// type (compute/docs/accelerator-optimized-machines, "Consumption option availability by
+		// machine type"), as Cluster Toolkit's A4 blueprint follows it (PR #6279, merged
+		// 2026-09-14: "On Demand is not supported for A4") and dstack found it (PR #3100:
+		// only spot B200 instances start).
+		Provisionings: []kinds.Provisioning{kinds.Spot, kinds.Reservation, kinds.FlexStart},
 		// A4 bills only as slices (SpareCores/sc-crawler tests/test_gcp.py at 55aec325: an
 		// a4-highgpu-8g spot machine is 8 × "Spot Preemptible A4 Nvidia B200 (1 gpu slice)
 		// running in Americas", nothing else, and that SKU is categorized OnDemand).

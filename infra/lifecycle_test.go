@@ -150,8 +150,11 @@ func TestPreemptibleCapacityScalesFromZero(t *testing.T) {
 	} {
 		t.Run(tc.prov, func(t *testing.T) {
 			o := []string{"gpu.provisioning=" + tc.prov}
-			if tc.prov == "reservation" {
+			switch tc.prov {
+			case "reservation":
 				o = append(o, "gpu.reservation=res-1")
+			case "on-demand": // not offered for A4
+				o = append(o, plantest.GPU("h200")...)
 			}
 			pool := plantest.Plan(t, "b200-spot", o...).Find(lifecycle.NodePoolType, "cluster-gpu")
 			assert.EqualValues(t, tc.min, plantest.Input(t, pool, "autoscaling.totalMinNodeCount"))

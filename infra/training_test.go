@@ -375,6 +375,11 @@ func TestRunMatrix(t *testing.T) {
 							if fw == kinds.Verl {
 								o = append(o, "job.dataset=gsm8k", "job.recipe=", "job.args=[]")
 							}
+							if gpu == "b200" && prov == kinds.OnDemand {
+								_, err := plantest.TryResolve("b200-spot", o...)
+								require.ErrorContains(t, err, "on-demand is not offered for a4-highgpu-8g", "A4 is not offered on demand")
+								return
+							}
 							if st == kinds.Lustre && mode == kinds.Autopilot {
 								_, err := plantest.TryResolve("b200-spot", o...)
 								require.ErrorContains(t, err, "lustre is not allowed with cluster.mode=autopilot", "Autopilot's Secure Boot CPU nodes cannot mount Lustre")

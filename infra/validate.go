@@ -203,6 +203,14 @@ func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
 		errs.Add("gpu.maxNodes", "%d is out of range; allowed: gpu.nodes (%d) to %d", c.GPU.MaxNodes, c.GPU.Nodes, MaxGPUNodes)
 	}
 	if oneOf(errs, "gpu.provisioning", c.GPU.Provisioning, kinds.Provisionings) {
+		if ok && spec.Provisionings != nil && !slices.Contains(spec.Provisionings, c.GPU.Provisioning) {
+			allowed := make([]string, len(spec.Provisionings))
+			for i, p := range spec.Provisionings {
+				allowed[i] = string(p)
+			}
+			errs.Add("gpu.provisioning", "%s is not offered for %s (gpu.type %s): Compute Engine's consumption options for it are %s; allowed: %s",
+				c.GPU.Provisioning, spec.MachineType, spec.Type, strings.Join(allowed, ", "), strings.Join(allowed, ", "))
+		}
 		validateProvisioning(c, errs)
 		validatePlacement(c, errs)
 	}

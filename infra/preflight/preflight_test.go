@@ -307,10 +307,18 @@ func TestQuotaNamesWhatTheAutoscalerCouldNotAdd(t *testing.T) {
 	assert.NotContains(t, finding(t, out, CheckQuota), "autoscaler")
 }
 
+// On demand (offered for A3 Ultra, not for A4), the run draws on the GPU's own quota, which
+// the recorded region lacks.
 func TestOnDemandDrawsOnTheGPUsOwnQuota(t *testing.T) {
-	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.provisioning=on-demand"}, yours...)...)
+	p := ready
+	p.machineTypes = map[string]string{
+		"a3-ultragpu-8g": "googleapis/preflight/compute-machinetype-a3-ultragpu-8g.json",
+		"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
+	}
+	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.type=h200", "--config", "gcp:region=us-south1",
+		"--config", "gke-rl:zone=us-south1-b", "--config", "gke-rl:gpu.provisioning=on-demand"}, yours...)...)
 	assert.Equal(t, ExitFailed, code, out)
-	assert.Contains(t, finding(t, out, CheckQuota), "us-east1 has no NVIDIA_B200_GPUS quota")
+	assert.Contains(t, finding(t, out, CheckQuota), "us-south1 has no NVIDIA_H200_GPUS quota")
 }
 
 // reserved is h200-reserved moved to the reservation of Google's docs: two A3 Ultra machines in
