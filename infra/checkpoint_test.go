@@ -61,9 +61,15 @@ func TestCheckpointEstimates(t *testing.T) {
 
 func TestFUSEWarningSaysWritesGoAtFUSESpeed(t *testing.T) {
 	bp := plantest.Resolve(t, "h200-reserved")
-	require.Len(t, bp.Warnings, 1)
-	assert.Contains(t, bp.Warnings[0].Message, "GCS FUSE speed")
-	assert.Contains(t, bp.Warnings[0].Message, "512 s")
+	require.Equal(t, []string{"storage.checkpointBudgetSeconds"}, warningKeysButPins(bp))
+	var budget infra.FieldError
+	for _, w := range bp.Warnings {
+		if w.Key == "storage.checkpointBudgetSeconds" {
+			budget = w
+		}
+	}
+	assert.Contains(t, budget.Message, "GCS FUSE speed")
+	assert.Contains(t, budget.Message, "512 s")
 	assert.Contains(t, bp.Checkpoint.Summary(), "FUSE speed")
 }
 
@@ -73,12 +79,13 @@ func TestUnknownModelSizeWarnsInsteadOfGuessing(t *testing.T) {
 	assert.Nil(t, bp.Checkpoint, "no estimate from a guess")
 }
 
-// warningKeysButPins are the keys of the plan's warnings but those about job.revisions, which
-// a test that switches job.model also gets (the new model unpinned, the old pin inert).
+// warningKeysButPins are the keys of the plan's warnings but those about pins: job.revisions,
+// which a test that switches job.model also gets (the new model unpinned, the old pin inert),
+// and ray.image, whose default is pinned by tag.
 func warningKeysButPins(bp *infra.Blueprint) []string {
 	var keys []string
 	for _, w := range bp.Warnings {
-		if !strings.HasPrefix(w.Key, "job.revisions") {
+		if !strings.HasPrefix(w.Key, "job.revisions") && w.Key != "ray.image" {
 			keys = append(keys, w.Key)
 		}
 	}

@@ -25,9 +25,7 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 	warnExclusion(c, &warns)
 	warnInapplicable(c, &warns)
 	warnRecipeSize(c, &warns)
-	if img := c.Ray.Image; img != "" && !strings.Contains(img, "@sha256:") {
-		warns.Add("ray.image", "%s is pinned by tag only, and a tag can be moved to other content; pin its digest too (<image>:<tag>@sha256:<digest>, `docker buildx imagetools inspect <image>:<tag>` shows it)", quote(img))
-	}
+	warnImageDigest(c, &warns)
 	if c.Storage.Adopt {
 		warns.Add("storage.adopt", "is on: the next `pulumi up` imports the kept storage; once it has, turn it off (`pulumi config set --path storage.adopt false`): "+
 			"while it is on, Pulumi refuses any change that would replace an imported resource (\"previously-imported resources that still specify an ID may not be replaced\")")
@@ -61,6 +59,22 @@ func warnRecipeSize(c *Config, warns *Errors) {
 	}
 	warns.Add("job.recipe", "%s was written for %s, a smaller model than %s (%s parameters): its parallelism and batch sizes are the smaller model's; the recipe for this size is %s (`pulumi config rm --path job.recipe` takes it)",
 		c.Job.Recipe, written, c.Job.Model, formatParams(model), workloads.NeMoRLRecipeFor(model/1e9))
+}
+
+// warnImageDigest names an image pinned by tag only, the user's or the framework's default: a
+// tag can be moved to other content, which every node would then run. The program ships the
+// defaults by tag because no digest of them is published where it can be checked (NVIDIA's
+// catalog and Docker Hub show digests to a registry client, not in a document).
+func warnImageDigest(c *Config, warns *Errors) {
+	img, whose := c.Ray.Image, ""
+	if img == "" {
+		img, whose = workloads.Releases[c.Framework].Image, fmt.Sprintf(" (%s's default, which the program ships by tag)", c.Framework)
+	}
+	if strings.Contains(img, "@sha256:") {
+		return
+	}
+	warns.Add("ray.image", "%s%s is pinned by tag only, and a tag can be moved to other content; pin its digest: `pulumi config set --path ray.image '%s@sha256:<digest>'` (`docker buildx imagetools inspect %s` shows it)",
+		quote(img), whose, img, img)
 }
 
 // warnZone says what the zone tables cannot decide (zoneVerdict); validate refuses what they can.

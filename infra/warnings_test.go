@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,4 +51,13 @@ func TestAReservationsZoneOutsideTheTablesIsAWarning(t *testing.T) {
 	w := warningsOf(plantest.Resolve(t, "h200-reserved", "gcp:region=us-east1", "zone=us-east1-b"))
 	assert.Contains(t, w["zone"], "a3-ultragpu-8g is not offered in us-east1")
 	assert.Contains(t, w["zone"], "only a warning")
+}
+
+// An image pinned by tag only is named, the user's or the framework's default alike; a digest
+// silences it.
+func TestAnImagePinnedByTagOnlyIsWarnedAbout(t *testing.T) {
+	assert.Contains(t, warningsOf(plantest.Resolve(t, "h200-reserved"))["ray.image"], `"verlai/verl:vllm011.dev7" (verl's default, which the program ships by tag) is pinned by tag only`)
+	assert.Contains(t, warningsOf(plantest.Resolve(t, "b200-spot", "ray.image=acme/rl:1.0", "ray.version=2.49.2"))["ray.image"], `"acme/rl:1.0" is pinned by tag only`)
+	digest := "acme/rl:1.0@sha256:" + strings.Repeat("ab", 32)
+	assert.NotContains(t, warningsOf(plantest.Resolve(t, "b200-spot", "ray.image="+digest, "ray.version=2.49.2")), "ray.image")
 }
