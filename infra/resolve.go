@@ -300,11 +300,10 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 // resolveJob builds the RayJob of the run and its data preparation, and estimates its memory
 // ("" when the model's size is unknown).
 func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*rayv1.RayJob, *batchv1.Job, string, error) {
-	billions, _ := modelParameters(c)
 	run := workloads.Run{
 		Model:                c.Job.Model,
 		Revisions:            c.Job.Revisions,
-		ModelBillions:        billions / 1e9,
+		ModelBillions:        plan.Hub.ModelBillions,
 		Dataset:              c.Job.Dataset,
 		Recipe:               c.Job.Recipe,
 		Nodes:                c.GPU.Nodes,
@@ -355,14 +354,14 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	// A model that cannot fit fails here, at the plan, and not an hour into the run with CUDA
 	// out of memory on nodes already paid for.
 	memory := workloads.NodeMemory{GPUGB: bp.Hardware.GPUMemoryGB, HostGiB: bp.Hardware.RayWorkerMemoryGiB, GPUsPerNode: bp.Hardware.GPUsPerNode}
-	for _, p := range workloads.CheckFit(c.Framework, run, memory, plan.Hub.SizeKey, strings.ToUpper(bp.Hardware.Type), MaxGPUNodes) {
-		errs.Add(p.Origin, "%s", p.Message)
-	}
-	if err := errs.Err(); err != nil {
-		return nil, nil, "", err
-	}
 	var estimate string
 	if fit, ok := workloads.EstimateFit(c.Framework, run, memory); ok {
+		for _, p := range fit.Problems(c.Framework, run, memory, plan.Hub.SizeKey, strings.ToUpper(bp.Hardware.Type), MaxGPUNodes) {
+			errs.Add(p.Origin, "%s", p.Message)
+		}
+		if err := errs.Err(); err != nil {
+			return nil, nil, "", err
+		}
 		estimate = fit.Summary()
 		if c.Framework == kinds.NeMoRL {
 			estimate += "; recipe " + c.Job.Recipe

@@ -279,6 +279,12 @@ func CheckFit(f kinds.Framework, r Run, m NodeMemory, modelKey, gpuName string, 
 	if !ok {
 		return nil
 	}
+	return fit.Problems(f, r, m, modelKey, gpuName, maxNodes)
+}
+
+// Problems are CheckFit's refusals of a run whose estimate is fit, for a caller that keeps the
+// estimate too.
+func (fit Fit) Problems(f kinds.Framework, r Run, m NodeMemory, modelKey, gpuName string, maxNodes int) []Problem {
 	var out []Problem
 	if fit.trainingShort() {
 		hint := fmt.Sprintf("; no gpu.nodes up to %d holds it: take a recipe with more model parallelism (job.recipe), offloading, or a larger GPU", maxNodes)
