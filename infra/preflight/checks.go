@@ -44,6 +44,11 @@ const (
 	CheckAPIs        = "apis"
 	CheckMachineType = "machine type"
 	CheckQuota       = "gpu quota"
+	// The other quotas `up` draws on (quotas.go).
+	CheckGlobalGPUs  = "global gpus"
+	CheckCPUQuota    = "cpu quota"
+	CheckSSDQuota    = "ssd quota"
+	CheckLocalSSD    = "local ssd"
 	CheckReservation = "reservation"
 	// CheckLustre (lustre.go) runs here, after the reservation.
 	CheckPermissions = "permissions"
@@ -60,7 +65,7 @@ func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
 	}
 	if project.Status != OK {
 		findings := []Finding{project}
-		for _, name := range []string{CheckAPIs, CheckMachineType, CheckQuota, CheckReservation, CheckLustre, CheckPermissions} {
+		for _, name := range slices.Concat([]string{CheckAPIs, CheckMachineType}, quotaChecks, []string{CheckReservation, CheckLustre, CheckPermissions}) {
 			findings = append(findings, Finding{Check: name, Status: Skipped, Detail: "the project could not be read"})
 		}
 		return findings, nil
@@ -68,11 +73,13 @@ func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
 	apis, disabled := checkAPIs(ctx, c, n)
 	findings := []Finding{project, apis}
 	if slices.Contains(disabled, "compute.googleapis.com") {
-		for _, name := range []string{CheckMachineType, CheckQuota, CheckReservation} {
+		for _, name := range slices.Concat([]string{CheckMachineType}, quotaChecks, []string{CheckReservation}) {
 			findings = append(findings, Finding{Check: name, Status: Skipped, Detail: "the Compute Engine API is not enabled"})
 		}
 	} else {
-		findings = append(findings, checkMachineType(ctx, c, n), checkQuota(ctx, c, n), checkReservation(ctx, c, n))
+		findings = append(findings, checkMachineType(ctx, c, n))
+		findings = append(findings, checkQuotas(ctx, c, n)...)
+		findings = append(findings, checkReservation(ctx, c, n))
 	}
 	if slices.Contains(disabled, "lustre.googleapis.com") {
 		findings = append(findings, Finding{Check: CheckLustre, Status: Skipped, Detail: "the Managed Lustre API is not enabled"})
@@ -167,41 +174,6 @@ func checkMachineType(ctx context.Context, c *Clients, n Needs) Finding {
 		offered = append(offered, fmt.Sprintf("%s for %s (%d vCPUs, %d GiB, %s)", mt.Name, m.role, mt.GuestCpus, mt.MemoryMb/1024, accelerators(mt.Accelerators)))
 	}
 	f.Status, f.Detail = OK, fmt.Sprintf("%s offers %s", n.Zone, strings.Join(offered, " and "))
-	return f
-}
-
-func checkQuota(ctx context.Context, c *Clients, n Needs) Finding {
-	f := Finding{Check: CheckQuota}
-	if n.Provisioning == kinds.Reservation {
-		f.Status, f.Detail = Skipped, "a reservation's capacity comes with its own quota"
-		return f
-	}
-	region, err := c.Compute.Regions.Get(n.Project, n.Region).Context(ctx).Do()
-	if err != nil {
-		f.Status, f.Detail = Failed, fmt.Sprintf("the quotas of %s cannot be read: %s", n.Region, apiMessage(err))
-		f.Fix = grantFix(n.Project, "compute.regions.get", "roles/compute.viewer")
-		return f
-	}
-	need := n.Nodes * n.GPUsPerNode
-	fix := fmt.Sprintf("request %s in %s at https://console.cloud.google.com/iam-admin/quotas?project=%s (filter on the metric); then run preflight again", n.QuotaMetric, n.Region, n.Project)
-	i := slices.IndexFunc(region.Quotas, func(q *compute.Quota) bool { return q.Metric == n.QuotaMetric })
-	if i < 0 {
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s has no %s quota: the project holds none of it, and the run needs %d (%d nodes × %d GPUs)", n.Region, n.QuotaMetric, need, n.Nodes, n.GPUsPerNode)
-		f.Fix = fix
-		return f
-	}
-	q := region.Quotas[i]
-	free := int(q.Limit - q.Usage)
-	have := fmt.Sprintf("%s in %s: limit %g, in use %g, %d free", n.QuotaMetric, n.Region, q.Limit, q.Usage, free)
-	if free < need {
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s; the run needs %d (%d nodes × %d GPUs)", have, need, n.Nodes, n.GPUsPerNode)
-		f.Fix = fix
-		return f
-	}
-	f.Status, f.Detail = OK, fmt.Sprintf("%s; the run needs %d", have, need)
-	if most := n.MaxNodes * n.GPUsPerNode; most > free {
-		f.Detail += fmt.Sprintf(" (the autoscaler's gpu.maxNodes=%d would need %d)", n.MaxNodes, most)
-	}
 	return f
 }
 

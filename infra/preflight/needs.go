@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"gke-rl/cluster"
 	"gke-rl/infra"
 	"gke-rl/infra/kinds"
 	"gke-rl/infra/plan"
@@ -17,8 +18,13 @@ type Needs struct {
 	Project, Region, Zone string
 	MachineType           string
 	// CPUMachineType is the CPU pool's machine type; empty on Autopilot, which has no pool.
-	CPUMachineType string
-	GPUsPerNode    int
+	// CPUNodes and CPUMaxNodes bound its autoscaler; CPUBootDiskGB is each node's pd-balanced
+	// boot disk.
+	CPUMachineType                       string
+	CPUNodes, CPUMaxNodes, CPUBootDiskGB int
+	// LocalSSDGB is the local SSD of one GPU node, in the GB the quota counts (375 per disk).
+	LocalSSDGB  int
+	GPUsPerNode int
 	// Nodes is what the run asks for (gpu.nodes); MaxNodes is what the autoscaler may add.
 	Nodes, MaxNodes int
 	Provisioning    kinds.Provisioning
@@ -66,9 +72,11 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 		Mode: bp.Cluster.Mode, GPUSKU: infra.GPUSKU(pool.MachineType, pool.Provisioning, bp.Cluster.Mode),
 		CatalogSlice: bp.Hardware.CatalogSlice,
 		Hub:          bp.Run.Hub,
+		LocalSSDGB:   bp.Hardware.LocalSSDs * infra.LocalSSDGiB,
 	}
 	if bp.Cluster.Mode == kinds.Standard {
 		n.CPUMachineType = bp.Cluster.CPUPool.MachineType
+		n.CPUNodes, n.CPUMaxNodes, n.CPUBootDiskGB = cluster.CPUPoolMinNodes, cluster.CPUPoolMaxNodes, cluster.CPUBootDiskGB
 	}
 	if l := bp.Storage.Lustre; l != nil {
 		n.Lustre = &LustreNeeds{

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 
 	"gke-rl/infra/clitest"
@@ -22,6 +26,11 @@ import (
 // (sources in its SOURCES.md); an empty name answers 404 with the recorded not-found body.
 type project struct {
 	projectGet, services, region, reservation string
+	// computeProject answers Compute Engine's projects.get (the all-regions quotas).
+	computeProject string
+	// limits, when set, replace the limits of the named metrics in the recorded region and
+	// project: a boundary test sets one quota to exactly what a stack needs, or one short.
+	limits map[string]float64
 	// machineTypes answer machineTypes.get by the machine type's name.
 	machineTypes map[string]string
 	// denied are the permissions testIamPermissions leaves out of its answer.
@@ -51,7 +60,8 @@ var catalog = map[string]string{
 var ready = project{
 	projectGet: "googleapis/cloudresourcemanager-project.json",
 	services:   "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
-	region:     "googleapis/preflight/compute-region-us-east1-b200.json",
+	region:         "googleapis/preflight/compute-region-us-east1-b200.json",
+	computeProject: "googleapis/preflight/compute-project-acme-rl.json",
 	machineTypes: map[string]string{
 		"a4-highgpu-8g":  "googleapis/preflight/compute-machinetype-a4-highgpu-8g.json",
 		"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
@@ -94,8 +104,14 @@ func (p project) handler(t *testing.T) http.Handler {
 			_ = json.NewEncoder(w).Encode(map[string][]string{"permissions": held})
 		case route == "GET serviceusage.googleapis.com/v1/projects/acme-rl/services:batchGet":
 			reply(p.services, "")
+		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/regions/") && p.limits != nil:
+			replyWithLimits(t, w, p.region, p.limits)
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/regions/"):
 			reply(p.region, "")
+		case route == "GET compute.googleapis.com/compute/v1/projects/acme-rl" && p.limits != nil:
+			replyWithLimits(t, w, p.computeProject, p.limits)
+		case route == "GET compute.googleapis.com/compute/v1/projects/acme-rl":
+			reply(p.computeProject, "")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/machineTypes/"):
 			reply(p.machineTypes[path.Base(r.URL.Path)], "googleapis/preflight/compute-error-404-machinetype.json")
 		case route == "GET lustre.googleapis.com/v1/projects/acme-rl/locations/-/instances":
@@ -116,6 +132,24 @@ func (p project) handler(t *testing.T) http.Handler {
 			w.WriteHeader(http.StatusNotImplemented)
 		}
 	})
+}
+
+// replyWithLimits answers a recorded region or project with the limits of some of its quotas
+// replaced; the finding's "limit <n>" shows a test that the replacement was read.
+func replyWithLimits(t *testing.T, w http.ResponseWriter, name string, limits map[string]float64) {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "testdata", name))
+	require.NoError(t, err)
+	var resource map[string]any
+	require.NoError(t, json.Unmarshal(body, &resource))
+	for _, q := range resource["quotas"].([]any) {
+		q := q.(map[string]any)
+		if limit, ok := limits[q["metric"].(string)]; ok {
+			q["limit"] = limit
+		}
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	assert.NoError(t, json.NewEncoder(w).Encode(resource))
 }
 
 // preflight runs `go run . preflight` on the shipped stacks against the fake project, through
@@ -188,6 +222,7 @@ func TestSmokeReadyPassesEveryCheckReadOnly(t *testing.T) {
 		"GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/us-east1-b/machineTypes/a4-highgpu-8g",
 		"GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/us-east1-b/machineTypes/n2-standard-16",
 		"GET compute.googleapis.com/compute/v1/projects/acme-rl/regions/us-east1",
+		"GET compute.googleapis.com/compute/v1/projects/acme-rl",
 		"POST cloudresourcemanager.googleapis.com/v1/projects/acme-rl:testIamPermissions",
 	}, got)
 }
@@ -197,9 +232,9 @@ func TestJSONIsTheFindings(t *testing.T) {
 	require.Equal(t, ExitOK, code, out)
 	var findings []Finding
 	require.NoError(t, json.Unmarshal([]byte(out), &findings), out)
-	require.Len(t, findings, 7)
-	assert.Equal(t, Finding{Check: CheckReservation, Status: Skipped, Detail: "gpu.provisioning is spot"}, findings[4])
-	assert.Equal(t, Finding{Check: CheckLustre, Status: Skipped, Detail: "storage.type is not lustre"}, findings[5])
+	require.Len(t, findings, 11)
+	assert.Equal(t, Finding{Check: CheckReservation, Status: Skipped, Detail: "gpu.provisioning is spot"}, findings[8])
+	assert.Equal(t, Finding{Check: CheckLustre, Status: Skipped, Detail: "storage.type is not lustre"}, findings[9])
 }
 
 func TestUnreadableProjectSkipsTheRest(t *testing.T) {
@@ -330,6 +365,8 @@ func reservedProject(reservation string) project {
 	return project{
 		projectGet: "googleapis/cloudresourcemanager-project.json",
 		services:   "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
+		// The region's quotas are read for the CPU pool; the answer is the recorded us-east1's.
+		region: "googleapis/preflight/compute-region-us-east1-b200.json",
 		machineTypes: map[string]string{
 			"a3-ultragpu-8g": "googleapis/preflight/compute-machinetype-a3-ultragpu-8g.json",
 			"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
@@ -342,8 +379,12 @@ func TestReservationThatFits(t *testing.T) {
 	code, out, calls := preflight(t, reservedProject("googleapis/preflight/compute-reservation-a3-ultragpu-8g.json"), append(reserved, yours...)...)
 	assert.Equal(t, ExitOK, code, out)
 	assert.Contains(t, finding(t, out, CheckReservation), `ok    reservation   reservation "example-reservation" in europe-west4-b: 2 × a3-ultragpu-8g, 0 in use`)
-	assert.Contains(t, finding(t, out, CheckQuota), "skip  gpu quota     a reservation's capacity comes with its own quota")
-	assert.Contains(t, calls[4].String(), "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/europe-west4-b/reservations/example-reservation")
+	for _, check := range []string{CheckQuota, CheckGlobalGPUs, CheckLocalSSD} {
+		assert.Contains(t, finding(t, out, check), "a reservation's capacity comes with its own quota")
+	}
+	// The CPU pool is not in the reservation: its quotas are asked.
+	assert.Contains(t, finding(t, out, CheckCPUQuota), "ok    cpu quota     N2_CPUS in europe-west4")
+	assert.Contains(t, calls[len(calls)-2].String(), "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/europe-west4-b/reservations/example-reservation")
 }
 
 func TestReservationOfAnotherMachineTypeAndTooFewFree(t *testing.T) {
@@ -458,4 +499,93 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, ExitOK, run([]string{"--help"}, plantest.RepoRoot(), &stdout, &stderr, nil))
 	assert.Contains(t, stdout.String(), "read-only")
 	assert.Equal(t, ExitUsage, run([]string{"--stack", "nosuch"}, plantest.RepoRoot(), &stdout, &stderr, nil))
+}
+
+// Every quota `up` draws on besides the region's GPUs, at its boundary on the smoke stack (one
+// spot A4 node with 32 local SSDs, one n2-standard-16 CPU node with a 300 GB pd-balanced boot
+// disk): exactly enough free passes, one short fails and names the quota to request.
+func TestEveryQuotaAtItsBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		check, metric string
+		// enough is the limit that leaves exactly what smoke needs free (the recorded usage
+		// plus the need).
+		enough float64
+		need   int
+		pass   string
+	}{
+		{CheckQuota, "PREEMPTIBLE_NVIDIA_B200_GPUS", 8, 8, "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: limit 8, in use 0, 8 free; the run needs 8"},
+		{CheckGlobalGPUs, "GPUS_ALL_REGIONS", 8, 8, "GPUS_ALL_REGIONS in all regions: limit 8, in use 0, 8 free; the run needs 8"},
+		{CheckCPUQuota, "N2_CPUS", 16, 16, "N2_CPUS in us-east1: limit 16, in use 0, 16 free; the run needs 16 (the CPU pool's autoscaler at its 3 nodes would need 48)"},
+		{CheckSSDQuota, "SSD_TOTAL_GB", 896 + 300, 300, "SSD_TOTAL_GB in us-east1: limit 1196, in use 896, 300 free; the run needs 300 (the CPU pool's autoscaler at its 3 nodes would need 900)"},
+		{CheckLocalSSD, "PREEMPTIBLE_LOCAL_SSD_GB", 12000, 12000, "PREEMPTIBLE_LOCAL_SSD_GB in us-east1: limit 12000, in use 0, 12000 free; the run needs 12000"},
+	} {
+		t.Run(tc.metric, func(t *testing.T) {
+			p := ready
+			p.limits = map[string]float64{tc.metric: tc.enough}
+			code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+			assert.Equal(t, ExitOK, code, out)
+			assert.Contains(t, finding(t, out, tc.check), "ok    "+tc.check)
+			assert.Contains(t, finding(t, out, tc.check), tc.pass)
+
+			p.limits = map[string]float64{tc.metric: tc.enough - 1}
+			code, out, _ = preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+			assert.Equal(t, ExitFailed, code, out)
+			assert.Contains(t, finding(t, out, tc.check), "FAIL  "+tc.check)
+			assert.Contains(t, finding(t, out, tc.check), fmt.Sprintf("%d free; the run needs %d (", tc.need-1, tc.need))
+			assert.Contains(t, fixOf(t, out, tc.check), "request "+tc.metric+" in ")
+		})
+	}
+}
+
+// A new project holds no GPU in any region (Compute Engine's default GPUS_ALL_REGIONS is 0):
+// the regional quota alone does not let a GPU node start.
+func TestNewProjectHasNoGPUsInAnyRegion(t *testing.T) {
+	p := ready
+	p.computeProject = "googleapis/preflight/compute-project-acme-rl-new.json"
+	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckQuota), "ok    gpu quota")
+	assert.Contains(t, finding(t, out, CheckGlobalGPUs), "FAIL  global gpus   GPUS_ALL_REGIONS in all regions: limit 0, in use 0, 0 free; the run needs 8 (1 nodes × 8 GPUs)")
+	assert.Contains(t, fixOf(t, out, CheckGlobalGPUs), "request GPUS_ALL_REGIONS in all regions at https://console.cloud.google.com/iam-admin/quotas?project=acme-rl")
+}
+
+// Spot nodes draw on the preemptible local SSD quota only where the project holds some; where
+// it holds none, on the standard quota, which the recorded region's 10000 GB do not cover for
+// one A4 node's 32 disks.
+func TestSpotLocalSSDWithoutPreemptibleQuotaDrawsOnTheStandardOne(t *testing.T) {
+	p := ready
+	p.limits = map[string]float64{"PREEMPTIBLE_LOCAL_SSD_GB": 0}
+	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckLocalSSD), "FAIL  local ssd     LOCAL_SSD_TOTAL_GB in us-east1: limit 10000, in use 0, 10000 free; the run needs 12000 (1 nodes × 12000 GB)")
+}
+
+// The b200-spot stack's 8 nodes while smoke's one runs: the GPUs and the local SSDs its node
+// holds leave too few of each.
+func TestAnotherStacksNodeHoldsLocalSSDQuota(t *testing.T) {
+	p := ready
+	p.region = "googleapis/preflight/compute-region-us-east1-b200-in-use.json"
+	code, out, _ := preflight(t, p, append([]string{"--stack", "b200-spot", "--config", "gcp:region=us-east1", "--config", "gke-rl:zone=us-east1-b"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckLocalSSD), "PREEMPTIBLE_LOCAL_SSD_GB in us-east1: limit 96000, in use 12000, 84000 free; the run needs 96000 (8 nodes × 12000 GB)")
+}
+
+// Autopilot has no CPU pool of the stack's: its CPU and boot disk quotas are not the stack's to
+// count.
+func TestAutopilotSkipsTheCPUPoolsQuotas(t *testing.T) {
+	_, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:cluster.mode=autopilot"}, yours...)...)
+	assert.Contains(t, finding(t, out, CheckCPUQuota), "skip  cpu quota     Autopilot has no CPU pool")
+	assert.Contains(t, finding(t, out, CheckSSDQuota), "skip  ssd quota     Autopilot has no CPU pool")
+	assert.Contains(t, finding(t, out, CheckLocalSSD), "ok    local ssd")
+}
+
+func TestCPUFamilyMetric(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "testdata", ready.region))
+	require.NoError(t, err)
+	var region struct{ Quotas []*compute.Quota }
+	require.NoError(t, json.Unmarshal(body, &region))
+	assert.Equal(t, "N2_CPUS", CPUFamilyMetric(region.Quotas, "n2-standard-16"))
+	// The recorded region has no family quota of N2D or N1 machines: they draw on CPUS.
+	assert.Equal(t, "CPUS", CPUFamilyMetric(region.Quotas, "n2d-standard-16"))
+	assert.Equal(t, "CPUS", CPUFamilyMetric(region.Quotas, "n1-standard-16"))
 }
