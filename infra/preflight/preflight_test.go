@@ -58,8 +58,8 @@ var catalog = map[string]string{
 // ready is the smoke stack's project on the day it can run: everything enabled, granted and in
 // quota.
 var ready = project{
-	projectGet: "googleapis/cloudresourcemanager-project.json",
-	services:   "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
+	projectGet:     "googleapis/cloudresourcemanager-project.json",
+	services:       "googleapis/preflight/serviceusage-batchget-smoke-enabled.json",
 	region:         "googleapis/preflight/compute-region-us-east1-b200.json",
 	computeProject: "googleapis/preflight/compute-project-acme-rl.json",
 	machineTypes: map[string]string{
