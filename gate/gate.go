@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -290,12 +291,16 @@ func JobSeconds(job *batchv1.Job) int {
 	return int(ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0))
 }
 
+// StorageGateDir is the one directory of the shared volume the storage gate mounts and writes
+// its file in: it sees no checkpoint.
+const StorageGateDir = ".gke-rl-gate"
+
 // StorageJob writes (synced to the storage) and reads back StorageMiB on the shared volume
 // from a GPU node, and reports MB/s against the storage's aggregate throughput. It fails only on
 // an I/O error: one node's figure is a sample, not the aggregate.
 func StorageJob(a Args) *batchv1.Job {
 	env := []corev1.EnvVar{
-		{Name: "FILE", Value: a.Storage.MountPath + "/.gke-rl-gate-" + a.Name},
+		{Name: "FILE", Value: path.Join(a.Storage.MountPath, StorageGateDir, a.Name)},
 		{Name: "MIB", Value: strconv.Itoa(a.StorageMiB)},
 		{Name: "EXPECTED_MBPS", Value: strconv.Itoa(a.ExpectedMBps)},
 		{Name: "PREFIX", Value: ResultPrefix},
@@ -310,7 +315,7 @@ func StorageJob(a Args) *batchv1.Job {
 				Image:        Image,
 				Command:      []string{"/bin/bash", "-c", storageGateScript},
 				Env:          env,
-				VolumeMounts: []corev1.VolumeMount{a.Storage.Mount()},
+				VolumeMounts: a.Storage.MountDirs(StorageGateDir),
 			}},
 			Volumes: []corev1.Volume{a.Storage.Volume()},
 		}),

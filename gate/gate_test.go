@@ -278,6 +278,11 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	args.Storage.MountPath = dir
 	job := gate.StorageJob(args)
 	c := job.Spec.Template.Spec.Containers[0]
+	// The pod mounts one directory of the volume, which kubelet creates when it is missing; the
+	// rest of the volume (the checkpoints) it does not see.
+	require.Len(t, c.VolumeMounts, 1)
+	assert.Equal(t, gate.StorageGateDir, c.VolumeMounts[0].SubPath)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, c.VolumeMounts[0].SubPath), 0o755))
 	// A dd that notes its arguments before running the real one.
 	bin := t.TempDir()
 	realDD, err := exec.LookPath("dd")
@@ -298,7 +303,7 @@ func TestStorageGateWritesAndReadsTheSharedVolume(t *testing.T) {
 	ddCalls, err := os.ReadFile(filepath.Join(bin, "dd.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(ddCalls), "iflag=direct", "the read bypasses the node's page cache")
-	left, err := os.ReadDir(dir)
+	left, err := os.ReadDir(filepath.Join(dir, gate.StorageGateDir))
 	require.NoError(t, err)
 	assert.Empty(t, left, "the test file is removed")
 

@@ -85,8 +85,16 @@ func Resolve(c *Config) (*Blueprint, error) {
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
 	bp.Storage = resolveStorage(c, bp.Hardware)
 	if b := bp.Storage.Bucket; b != nil {
-		// The pods that read a token run as its reader, which mounts the bucket too.
-		b.Readers = bp.Tokens.Readers()
+		// The pods that read a token run as its reader, which mounts the bucket too: the W&B
+		// token's with the Ray pods' access, the Hugging Face token's with the data
+		// preparation's, which stops at the checkpoints.
+		if reader := bp.Tokens.ForRay().ServiceAccount; reader != "" {
+			b.Readers = []string{reader}
+		}
+		if reader := bp.Tokens.ForPrep().ServiceAccount; reader != "" {
+			b.SupportReaders = []string{reader}
+		}
+		b.CheckpointsPrefix = workloads.Layout{Root: c.Storage.MountPath}.CheckpointsPrefix()
 	}
 	bp.Placeholders = placeholders(c)
 	bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
@@ -289,7 +297,8 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 		ExpectedMBps:        int(bp.Storage.WriteMBps),
 		NodeSelector:        bp.WorkerSelector,
 		NICs:                bp.NICs,
-		Storage:             bp.Storage.Volume,
+		// The gates do not train: they run as the account whose access stops at the checkpoints.
+		Storage: bp.Storage.Volume.Supporting(),
 	}
 	// Every GPU node: each checks its GPUs, and all_gather spans them all, so that a node with a
 	// broken GPU or NIC fails the gate before the run starts on it. One node checks its GPUs.
@@ -331,9 +340,9 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		BackoffLimit:   c.Job.BackoffLimit,
 		SubmitterImage: pods.Image,
 		NodeSelector:   pods.HeadNodeSelector,
-		// The submitter reads no token: it runs as the shared volume's account, which may read
-		// none.
-		Storage: bp.Storage.Volume,
+		// The submitter reads no token and does not train: it runs as the shared volume's
+		// support account, which may read no token and write no checkpoint.
+		Storage: bp.Storage.Volume.Supporting(),
 	}
 	deadline := c.Job.ActiveDeadlineSeconds
 	if bp.Deadline != nil {
@@ -396,7 +405,8 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		Image:        pods.Image,
 		Script:       workloads.PrepScript(steps),
 		NodeSelector: pods.HeadNodeSelector,
-		Storage:      runningAs(bp.Storage.Volume, prepTokens.ServiceAccount),
+		Storage:      runningAs(bp.Storage.Volume.Supporting(), prepTokens.ServiceAccount),
+		Dirs:         plan.Layout.PrepDirs(),
 		Env:          prepEnv,
 		Volumes:      prepTokens.Volumes,
 		Mounts:       prepTokens.Mounts,

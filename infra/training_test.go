@@ -136,7 +136,7 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 	assert.Contains(t, script, "checkout_commit /data/verl/v0.6.0 https://github.com/volcengine/verl.git ddd86f527a4af75095e4677b02b5aa272913a088")
 	const gsm8k = "740312add88f781978c0658806c59bc2815b9866" // the stack's pin of openai/gsm8k
 	assert.Contains(t, script, "gsm8k.py --local_dataset_path /data/datasets/hub/openai/gsm8k@"+gsm8k+" --local_save_dir /data/datasets/gsm8k@"+gsm8k)
-	assert.Equal(t, "rl-storage", get(t, prep, "spec.template.spec.serviceAccountName"))
+	assert.Equal(t, "rl-support", get(t, prep, "spec.template.spec.serviceAccountName"), "the data preparation does not train: its account writes no checkpoint")
 	assert.Equal(t, "true", get(t, prep, "spec.template.metadata.annotations.gke-gcsfuse/volumes"))
 	assert.Equal(t, map[string]any{"cloud.google.com/gke-nodepool": "verl-h200-cpu"}, get(t, prep, "spec.template.spec.nodeSelector"))
 
@@ -744,7 +744,7 @@ func TestOnlyThePodsThatReadATokenMayReadIt(t *testing.T) {
 			bucketReaders[account] = true
 		}
 		if stack == "h200-reserved" { // GCS FUSE
-			assert.Equal(t, map[string]bool{"rl-storage": true, "rl-hf-reader": true, "rl-wandb-reader": true}, bucketReaders, "the readers mount the bucket too")
+			assert.Equal(t, map[string]bool{"rl-storage": true, "rl-support": true, "rl-hf-reader": true, "rl-wandb-reader": true}, bucketReaders, "the readers mount the bucket too")
 		} else {
 			assert.Empty(t, bucketReaders, "Lustre grants no bucket")
 		}

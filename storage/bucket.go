@@ -18,8 +18,15 @@ const (
 	GCSFuseCSIDriver = "gcsfuse.csi.storage.gke.io"
 	// GCSFuseAnnotation asks GKE to inject the FUSE sidecar into a pod.
 	GCSFuseAnnotation = "gke-gcsfuse/volumes"
-	// BucketServiceAccount is the Kubernetes service account that pods run as to reach the bucket.
+	// BucketServiceAccount is the Kubernetes service account the training pods (the Ray pods)
+	// run as to reach the bucket: its principal alone may write the checkpoints.
 	BucketServiceAccount = "rl-storage"
+	// BucketSupportServiceAccount is the one the other pods that mount the bucket run as (the
+	// data preparation, the gates, the submitter): its principal reaches every object but the
+	// checkpoints. A checkpoint is code to the framework that resumes from it (verl v0.6.0 loads
+	// its shards with torch.load(weights_only=False)), so no pod that does not train may write
+	// one.
+	BucketSupportServiceAccount = "rl-support"
 	// BucketRole lets the service account read, write and delete objects, on this bucket only.
 	BucketRole = "roles/storage.objectUser"
 	// bucketCapacity is nominal: the FUSE driver ignores it, but a PV and its claim need one.
@@ -72,10 +79,24 @@ type BucketSpec struct {
 	// Adopt takes over the existing bucket of the same name (a retained bucket is no longer in
 	// the stack's state, and creating it again fails with 409 "you already own this bucket").
 	Adopt bool
-	// Readers are further Kubernetes service accounts of the namespace whose pods mount the
-	// bucket (the readers of a token, each an account of its own): each is granted the same
-	// access as BucketServiceAccount. Their owner creates them.
-	Readers []string
+	// Readers are further Kubernetes service accounts of the namespace whose pods train and
+	// mount the bucket (the W&B token's reader): each is granted the access of
+	// BucketServiceAccount, whose own access then stops at the checkpoints. SupportReaders are those of pods that do not train (the Hugging Face
+	// token's reader, the data preparation's): each is granted the access of
+	// BucketSupportServiceAccount. Their owner creates them.
+	Readers, SupportReaders []string
+	// CheckpointsPrefix is the object prefix under which the runs' checkpoint directories are
+	// ("checkpoints/"): the support accounts' access stops there.
+	CheckpointsPrefix string
+}
+
+// OutsideCheckpoints is the IAM condition that keeps a grant on the bucket off the checkpoints:
+// true for the bucket itself (listing it, which mounting takes) and for every object and
+// folder (a hierarchical namespace's) whose name does not start with the prefix. Cloud Storage
+// evaluates conditions on resource.name, `projects/_/buckets/<bucket>/objects/<object>`, with
+// uniform bucket-level access, which the bucket has.
+func OutsideCheckpoints(bucket, prefix string) string {
+	return fmt.Sprintf(`!resource.name.startsWith("projects/_/buckets/%[1]s/objects/%[2]s") && !resource.name.startsWith("projects/_/buckets/%[1]s/folders/%[2]s")`, bucket, prefix)
 }
 
 // BucketArgs are the spec and where its in-cluster objects go.
@@ -92,7 +113,11 @@ type Bucket struct {
 	Bucket         *storage.Bucket
 	ServiceAccount *corev1.ServiceAccount
 	Binding        *storage.BucketIAMMember
-	// ReaderBindings grant BucketSpec.Readers the bucket.
+	// SupportServiceAccount and SupportBinding are the account of the pods that do not train
+	// and its grant, which stops at the checkpoints.
+	SupportServiceAccount *corev1.ServiceAccount
+	SupportBinding        *storage.BucketIAMMember
+	// ReaderBindings grant BucketSpec.Readers and SupportReaders the bucket.
 	ReaderBindings []*storage.BucketIAMMember
 	PV             *corev1.PersistentVolume
 	Claim          *corev1.PersistentVolumeClaim
@@ -102,10 +127,11 @@ type Bucket struct {
 // Identity lets into the bucket, with the annotation that injects the FUSE sidecar.
 func BucketVolume(mountPath string) kube.SharedVolume {
 	return kube.SharedVolume{
-		ClaimName:          ClaimName,
-		MountPath:          mountPath,
-		ServiceAccountName: BucketServiceAccount,
-		PodAnnotations:     map[string]string{GCSFuseAnnotation: "true"},
+		ClaimName:                 ClaimName,
+		MountPath:                 mountPath,
+		ServiceAccountName:        BucketServiceAccount,
+		SupportServiceAccountName: BucketSupportServiceAccount,
+		PodAnnotations:            map[string]string{GCSFuseAnnotation: "true"},
 	}
 }
 
@@ -151,30 +177,57 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 	// The project number comes from the bucket, not from the getProject invoke, which reads
 	// Cloud Billing too and so needs more than a preview should (and fails without Google
 	// access).
-	member := pulumi.All(b.Bucket.ProjectNumber, b.ServiceAccount.Metadata.Namespace().Elem(), b.ServiceAccount.Metadata.Name().Elem()).
-		ApplyT(func(v []any) string {
-			return WorkloadIdentityPrincipal(fmt.Sprint(v[0]), args.Project, v[1].(string), v[2].(string))
+	principal := func(account string) pulumi.StringOutput {
+		return b.Bucket.ProjectNumber.ApplyT(func(number any) string {
+			return WorkloadIdentityPrincipal(fmt.Sprint(number), args.Project, args.Placement.Namespace, account)
 		}).(pulumi.StringOutput)
-	bindingName, bindingOpts := kids.Of("object-user", "storage-object-user")
-	b.Binding, err = storage.NewBucketIAMMember(ctx, bindingName, &storage.BucketIAMMemberArgs{
-		Bucket: b.Bucket.Name,
-		Role:   pulumi.String(BucketRole),
-		Member: member,
-	}, bindingOpts...)
+	}
+	outside := &storage.BucketIAMMemberConditionArgs{
+		Title:       pulumi.String("outside the checkpoints"),
+		Description: pulumi.String("pods that do not train never write a checkpoint, which the next resume loads as code"),
+		Expression:  pulumi.String(OutsideCheckpoints(args.Name, args.CheckpointsPrefix)),
+	}
+	grant := func(name, urnName, account string, condition *storage.BucketIAMMemberConditionArgs) (*storage.BucketIAMMember, error) {
+		bindingName, bindingOpts := kids.Of(name, urnName)
+		ba := &storage.BucketIAMMemberArgs{Bucket: b.Bucket.Name, Role: pulumi.String(BucketRole), Member: principal(account)}
+		if condition != nil {
+			ba.Condition = condition
+		}
+		return storage.NewBucketIAMMember(ctx, bindingName, ba, bindingOpts...)
+	}
+	member := principal(BucketServiceAccount)
+	// With a training reader the Ray pods run as it, and BucketServiceAccount trains no more:
+	// its access stops at the checkpoints like the support account's.
+	var storageCondition *storage.BucketIAMMemberConditionArgs
+	if len(args.Readers) > 0 {
+		storageCondition = outside
+	}
+	b.Binding, err = grant("object-user", "storage-object-user", BucketServiceAccount, storageCondition)
 	if err != nil {
 		return nil, fmt.Errorf("bucket binding: %w", err)
 	}
 
+	supportName, supportOpts := kids.Of("support-service-account", "")
+	b.SupportServiceAccount, err = corev1.NewServiceAccount(ctx, supportName, &corev1.ServiceAccountArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(BucketSupportServiceAccount), Namespace: pulumi.String(args.Placement.Namespace)},
+	}, args.Placement.Namespaced(supportOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("support service account: %w", err)
+	}
+	b.SupportBinding, err = grant("object-user-support", "", BucketSupportServiceAccount, outside)
+	if err != nil {
+		return nil, fmt.Errorf("bucket binding of %s: %w", BucketSupportServiceAccount, err)
+	}
+
 	for _, reader := range args.Readers {
-		readerMember := b.Bucket.ProjectNumber.ApplyT(func(number any) string {
-			return WorkloadIdentityPrincipal(fmt.Sprint(number), args.Project, args.Placement.Namespace, reader)
-		}).(pulumi.StringOutput)
-		readerName, readerOpts := kids.Of("object-user-"+reader, "")
-		binding, err := storage.NewBucketIAMMember(ctx, readerName, &storage.BucketIAMMemberArgs{
-			Bucket: b.Bucket.Name,
-			Role:   pulumi.String(BucketRole),
-			Member: readerMember,
-		}, readerOpts...)
+		binding, err := grant("object-user-"+reader, "", reader, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bucket binding of %s: %w", reader, err)
+		}
+		b.ReaderBindings = append(b.ReaderBindings, binding)
+	}
+	for _, reader := range args.SupportReaders {
+		binding, err := grant("object-user-"+reader, "", reader, outside)
 		if err != nil {
 			return nil, fmt.Errorf("bucket binding of %s: %w", reader, err)
 		}
@@ -214,10 +267,10 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 	return b, nil
 }
 
-// Ready implements Shared: pods wait for the claim, the service account they run as and its
+// Ready implements Shared: pods wait for the claim, the service accounts they run as and their
 // access to the bucket, and the token readers' access.
 func (b *Bucket) Ready() []pulumi.Resource {
-	ready := []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding}
+	ready := []pulumi.Resource{b.Claim, b.ServiceAccount, b.Binding, b.SupportServiceAccount, b.SupportBinding}
 	for _, r := range b.ReaderBindings {
 		ready = append(ready, r)
 	}

@@ -98,7 +98,7 @@ func NeMoRLPrepSteps(r Run) []PrepStep {
 	for _, id := range NeMoRLDatasetSources[r.Dataset] {
 		rev := r.Revisions[id]
 		steps = append(steps, PrepStep{Name: "dataset " + id,
-			Dir:     atRevision(path.Join(r.Layout.Root, "prepared", "datasets", id), rev),
+			Dir:     atRevision(path.Join(r.Layout.Root, preparedDir, datasetsDir, id), rev),
 			SizeOf:  []string{hubCacheDir(r.Layout, hubDataset, id)},
 			Command: fetchCommand(hubDataset, id, rev, "")})
 	}
@@ -117,7 +117,7 @@ func VerlPrepSteps(r Run) []PrepStep {
 	src := r.Layout.VerlSource()
 	hub := VerlDatasetSources[r.Dataset]
 	rev := r.Revisions[hub]
-	raw := atRevision(path.Join(r.Layout.Root, "datasets", "hub", hub), rev)
+	raw := atRevision(path.Join(r.Layout.Root, datasetsDir, "hub", hub), rev)
 	data := r.DatasetDir()
 	return []PrepStep{
 		{Name: "verl " + VerlSourceTag, Dir: src, Fresh: true,
@@ -138,7 +138,10 @@ type PrepJobArgs struct {
 	// NodeSelector keeps the Job on CPU nodes.
 	NodeSelector map[string]string
 	Storage      kube.SharedVolume
-	Env          []corev1.EnvVar
+	// Dirs are the directories of Storage the Job writes (Layout.PrepDirs): it mounts those
+	// alone, never the checkpoints.
+	Dirs []string
+	Env  []corev1.EnvVar
 	// Volumes and Mounts are further volumes (the token files).
 	Volumes []corev1.Volume
 	Mounts  []corev1.VolumeMount
@@ -161,7 +164,7 @@ func PrepJob(a PrepJobArgs) *batchv1.Job {
 				Command:      []string{"/bin/bash", "-c", a.Script},
 				Env:          a.Env,
 				Resources:    corev1.ResourceRequirements{Requests: res, Limits: res},
-				VolumeMounts: append([]corev1.VolumeMount{a.Storage.Mount()}, a.Mounts...),
+				VolumeMounts: append(a.Storage.MountDirs(a.Dirs...), a.Mounts...),
 			}},
 			Volumes: append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
 		},

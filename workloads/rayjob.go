@@ -152,8 +152,7 @@ func RayJob(a JobArgs) (*rayv1.RayJob, error) {
 // environment (the same values as the RayJob's own fields, which KubeRay's default submitter
 // would have read), KubeRay's default resources, and the shared volume read-only.
 func submitterTemplate(a JobArgs, runtimeEnvJSON string) *corev1.PodTemplateSpec {
-	mount := a.Storage.Mount()
-	mount.ReadOnly = true
+	mount := a.Storage.ReadOnlyMount()
 	t := &corev1.PodTemplateSpec{
 		// The label lets the pods reach the head's job API (ray.HeadIngressPolicy).
 		ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(ray.SubmitterLabels), Annotations: a.Storage.Annotations()},

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"maps"
+	"path"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -16,8 +17,13 @@ type SharedVolume struct {
 	ClaimName string
 	MountPath string
 	// ServiceAccountName is the Kubernetes service account pods must run as to reach the
-	// storage ("" when any account will do).
+	// storage ("" when any account will do): the training pods', whose principal alone may
+	// write the checkpoints.
 	ServiceAccountName string
+	// SupportServiceAccountName is the account the pods that do not train run as (the data
+	// preparation, the gates, the submitter): its principal reaches everything but the
+	// checkpoints ("" when any account will do).
+	SupportServiceAccountName string
 	// PodAnnotations are the annotations pods need (GCS FUSE's sidecar injection).
 	PodAnnotations map[string]string
 }
@@ -32,6 +38,33 @@ func (v SharedVolume) Volume() corev1.Volume {
 // Mount mounts the claim at MountPath.
 func (v SharedVolume) Mount() corev1.VolumeMount {
 	return corev1.VolumeMount{Name: sharedVolumeName, MountPath: v.MountPath}
+}
+
+// ReadOnlyMount mounts the whole claim at MountPath, read-only: a pod that reads what others
+// wrote (the submitter's check of verl) and writes nothing.
+func (v SharedVolume) ReadOnlyMount() corev1.VolumeMount {
+	m := v.Mount()
+	m.ReadOnly = true
+	return m
+}
+
+// MountDirs mounts only the named directories of the claim (relative to its root), each at its
+// place under MountPath, read-write: a pod that writes there sees nothing else of the volume,
+// the checkpoints above all (kubelet creates a missing subPath directory, and resolves it
+// inside the volume only).
+func (v SharedVolume) MountDirs(dirs ...string) []corev1.VolumeMount {
+	mounts := make([]corev1.VolumeMount, len(dirs))
+	for i, dir := range dirs {
+		mounts[i] = corev1.VolumeMount{Name: sharedVolumeName, MountPath: path.Join(v.MountPath, dir), SubPath: dir}
+	}
+	return mounts
+}
+
+// Supporting is the volume as the pods that do not train use it: running as
+// SupportServiceAccountName.
+func (v SharedVolume) Supporting() SharedVolume {
+	v.ServiceAccountName = v.SupportServiceAccountName
+	return v
 }
 
 // Annotations is a copy of PodAnnotations, nil when there are none, so that callers may add

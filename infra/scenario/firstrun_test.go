@@ -22,12 +22,28 @@ import (
 // preparation left, and submits the run.
 func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	volume := t.TempDir()
-	bp := plantest.Resolve(t, "smoke", "storage.mountPath="+volume)
+	// The pods see the volume at mountPath, each as its mounts let it.
+	mountPath := filepath.Join(t.TempDir(), "data")
+	bp := plantest.Resolve(t, "smoke", "storage.mountPath="+mountPath)
 	standIn, commit := verlStandIn(t)
 	py := downloads(t)
+	shared := bp.Storage.Volume.Volume().Name
 
+	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
+	unmount := mount(t, prep, shared, mountPath, volume)
 	out, code := runPrep(t, bp, standIn, commit, py)
 	require.Equal(t, 0, code, out)
+	// The preparation wrote its directories alone, and nothing where it has no mount: it never
+	// saw the checkpoints.
+	assert.Empty(t, unmount(), "written outside the preparation's mounts, lost with its container")
+	top, err := os.ReadDir(volume)
+	require.NoError(t, err)
+	var made []string
+	for _, e := range top {
+		made = append(made, e.Name())
+	}
+	assert.Subset(t, bp.Run.Layout.PrepDirs(), made)
+	assert.NotContains(t, made, "checkpoints")
 	assert.Contains(t, out, "checked out "+workloads.VerlRepository+" at "+commit)
 	calls, err := os.ReadFile(filepath.Join(py, "calls"))
 	require.NoError(t, err)
@@ -36,17 +52,22 @@ func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	assert.Equal(t, "download dataset openai/gsm8k", lines[0])
 	assert.Equal(t, "download model Qwen/Qwen2.5-0.5B-Instruct", lines[2])
 	// verl's dataset script ran from the preparation's checked copy, not from the volume.
-	script := filepath.Join(volume, "verl", workloads.VerlSourceTag, "examples/data_preprocess/gsm8k.py")
+	script := filepath.Join(mountPath, "verl", workloads.VerlSourceTag, "examples/data_preprocess/gsm8k.py")
 	assert.True(t, strings.HasPrefix(lines[1], "convert ") && strings.HasSuffix(lines[1], script) && lines[1] != "convert "+script, lines[1])
 	// Each download filled its own directory on the volume, the model where the run loads it.
 	assert.FileExists(t, filepath.Join(volume, "models", "Qwen/Qwen2.5-0.5B-Instruct@7ae557604adf67be50417f59c2c2f167def9a775", "stand-in"))
 	assert.FileExists(t, filepath.Join(volume, "datasets", "hub", "openai/gsm8k@740312add88f781978c0658806c59bc2815b9866", "stand-in"))
 
 	// A second preparation (the Job retried, or `up` again) skips every step.
+	unmount = mount(t, prep, shared, mountPath, volume)
 	out, code = runPrep(t, bp, standIn, commit, py)
 	require.Equal(t, 0, code, out)
 	assert.Equal(t, 4, strings.Count(out, ": ready, skipped"), out)
+	assert.Empty(t, unmount())
 
+	// The submitter mounts the whole volume, read-only.
+	submitter := bp.Run.RayJob.Spec.SubmitterPodTemplate.Spec.Containers[0]
+	mount(t, submitter, shared, mountPath, volume)
 	submitAfterPrep(t, bp, standIn, commit)
 }
 

@@ -80,3 +80,49 @@ func run(t *testing.T, c corev1.Container, env []string) (string, int) {
 	res := clitest.Run(t, env, cmd[0], cmd[1:]...)
 	return res.Stdout + res.Stderr, res.Code
 }
+
+// mount lays out at mountPath what container c of a pod sees of the shared volume (the pod
+// volume named shared), backed by the directory volume, and returns the unmount: the whole
+// volume for a mount without a subPath, else each subPath directory alone (made in the volume
+// when missing, as kubelet does). Each mounted directory is moved in place, not linked (the
+// scripts refuse code reached through a link, which a bind mount is not), and moved back by the
+// unmount; what c wrote under mountPath outside its mounts stays out of the volume, as it
+// stays in the container's own filesystem in a pod, and the unmount returns its names.
+func mount(t *testing.T, c corev1.Container, shared, mountPath, volume string) (unmount func() []string) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(mountPath))
+	type moved struct{ from, to string }
+	var mounts []moved
+	for _, m := range c.VolumeMounts {
+		if m.Name != shared {
+			continue
+		}
+		if m.SubPath == "" {
+			mounts = append(mounts, moved{volume, mountPath})
+			continue
+		}
+		from := filepath.Join(volume, m.SubPath)
+		require.NoError(t, os.MkdirAll(from, 0o755))
+		mounts = append(mounts, moved{from, m.MountPath})
+	}
+	require.NotEmpty(t, mounts, "%s mounts the shared volume", c.Name)
+	require.NoError(t, os.MkdirAll(mountPath, 0o755))
+	for _, m := range mounts {
+		require.NoError(t, os.MkdirAll(filepath.Dir(m.to), 0o755))
+		require.NoError(t, os.RemoveAll(m.to))
+		require.NoError(t, os.Rename(m.from, m.to))
+	}
+	return func() []string {
+		for _, m := range mounts {
+			require.NoError(t, os.Rename(m.to, m.from))
+		}
+		var stray []string
+		if entries, err := os.ReadDir(mountPath); err == nil {
+			for _, e := range entries {
+				stray = append(stray, e.Name())
+			}
+		}
+		require.NoError(t, os.RemoveAll(mountPath))
+		return stray
+	}
+}

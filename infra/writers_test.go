@@ -1,0 +1,160 @@
+package infra_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+	"gke-rl/storage"
+)
+
+// A checkpoint is code to the framework that resumes from it (verl v0.6.0 loads its shards with
+// torch.load(weights_only=False) on every rank: verl/utils/checkpoint/fsdp_checkpoint_manager.py),
+// so only the pods that train may write one. For every shipped stack, with both tokens (each
+// reader an account of its own), this lists every pod template that can write the run's
+// checkpoint directory (a read-write mount of the shared claim that covers it) and every
+// principal the bucket grants writing there (its objectUser without the condition that stops
+// at the checkpoints), and finds the Ray head and workers alone, running as principals that
+// only they use.
+func TestOnlyTheTrainingPodsCanWriteTheCheckpoints(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		res := plantest.Plan(t, stack, "tokens.huggingFace=true", "tokens.wandb=true")
+		checkpoints := strings.TrimPrefix(res.Blueprint.Run.Layout.Checkpoints(), res.Blueprint.Storage.Volume.MountPath+"/")
+		pods := podTemplates(t, res)
+		require.NotEmpty(t, pods)
+
+		writers := map[string]string{} // pod → service account
+		for name, pod := range pods {
+			if canWrite(pod, checkpoints) {
+				writers[name] = fmt.Sprint(pod["serviceAccountName"])
+			}
+		}
+		names := slices.Sorted(maps.Keys(writers))
+		t.Logf("%s: pods that can write %s: %v", stack, checkpoints, names)
+		for _, name := range names {
+			assert.True(t, strings.HasPrefix(name, "RayCluster head") || strings.HasPrefix(name, "RayCluster worker"),
+				"%s: %s can write the checkpoints and does not train", stack, name)
+		}
+		assert.NotEmpty(t, names, "%s: the training pods write the checkpoints", stack)
+
+		granted := bucketWriters(t, res)
+		t.Logf("%s: principals that can write %s: %v", stack, checkpoints, granted)
+		if res.Blueprint.Storage.Bucket == nil {
+			assert.Empty(t, granted, "%s: no bucket, no principal", stack)
+			continue
+		}
+		trainers := map[string]bool{}
+		for _, account := range writers {
+			trainers[account] = true
+		}
+		assert.Equal(t, slices.Sorted(maps.Keys(trainers)), granted, "%s: the bucket lets the training pods' principals alone write the checkpoints", stack)
+		for name, pod := range pods {
+			if _, trains := writers[name]; !trains {
+				assert.NotContains(t, granted, pod["serviceAccountName"], "%s: %s runs as a principal that can write the checkpoints", stack, name)
+			}
+		}
+	}
+}
+
+// The support principal's condition is Cloud Storage's resource names: objects and folders
+// under checkpoints/ are outside it, every other object and the bucket itself inside.
+func TestOutsideCheckpointsCondition(t *testing.T) {
+	got := storage.OutsideCheckpoints("acme-rl-smoke", "checkpoints/")
+	assert.Equal(t, `!resource.name.startsWith("projects/_/buckets/acme-rl-smoke/objects/checkpoints/") && !resource.name.startsWith("projects/_/buckets/acme-rl-smoke/folders/checkpoints/")`, got)
+}
+
+// podTemplates are the pod specs of every workload the plan creates, by kind and place: Jobs'
+// templates, and the RayCluster's (or the RayJob's own cluster's) head and worker groups and the
+// RayJob's submitter.
+func podTemplates(t *testing.T, res *plan.Result) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	spec := func(template any) map[string]any {
+		m, _ := template.(map[string]any)
+		s, _ := m["spec"].(map[string]any)
+		return s
+	}
+	addCluster := func(kind string, cluster map[string]any) {
+		if head, ok := cluster["headGroupSpec"].(map[string]any); ok {
+			out[kind+" head"] = spec(head["template"])
+		}
+		groups, _ := cluster["workerGroupSpecs"].([]any)
+		for _, g := range groups {
+			g := g.(map[string]any)
+			out[fmt.Sprintf("RayCluster worker %v", g["groupName"])] = spec(g["template"])
+		}
+	}
+	for _, r := range res.Resources {
+		switch {
+		case strings.HasSuffix(r.Type, ":Job"):
+			out["Job "+fmt.Sprint(plantest.Input(t, r, "metadata.name"))] = spec(plantest.Input(t, r, "spec.template"))
+		case strings.HasSuffix(r.Type, ":RayCluster"):
+			addCluster("RayCluster", plantest.Input(t, r, "spec").(map[string]any))
+		case strings.HasSuffix(r.Type, ":RayJob"):
+			s := plantest.Input(t, r, "spec").(map[string]any)
+			if cluster, ok := s["rayClusterSpec"].(map[string]any); ok {
+				addCluster("RayCluster", cluster)
+			}
+			if sub, ok := s["submitterPodTemplate"]; ok {
+				out["RayJob submitter"] = spec(sub)
+			}
+		}
+	}
+	return out
+}
+
+// canWrite is whether a container of the pod mounts the shared claim read-write where the
+// checkpoint directory (a path relative to the volume's root) is.
+func canWrite(pod map[string]any, checkpoints string) bool {
+	shared := map[string]bool{}
+	volumes, _ := pod["volumes"].([]any)
+	for _, v := range volumes {
+		v := v.(map[string]any)
+		if pvc, ok := v["persistentVolumeClaim"].(map[string]any); ok && pvc["claimName"] == storage.ClaimName {
+			shared[fmt.Sprint(v["name"])] = true
+		}
+	}
+	containers, _ := pod["containers"].([]any)
+	inits, _ := pod["initContainers"].([]any)
+	for _, c := range append(slices.Clone(containers), inits...) {
+		mounts, _ := c.(map[string]any)["volumeMounts"].([]any)
+		for _, m := range mounts {
+			m := m.(map[string]any)
+			if !shared[fmt.Sprint(m["name"])] || m["readOnly"] == true {
+				continue
+			}
+			sub, _ := m["subPath"].(string)
+			if sub == "" || checkpoints == sub || strings.HasPrefix(checkpoints, strings.TrimSuffix(sub, "/")+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bucketWriters are the Kubernetes service accounts whose principals the bucket grants a role
+// that writes objects, without the condition that stops it at the checkpoints.
+func bucketWriters(t *testing.T, res *plan.Result) []string {
+	t.Helper()
+	var out []string
+	for _, b := range res.OfType("gcp:storage/bucketIAMMember:BucketIAMMember") {
+		if plantest.Input(t, b, "role") != storage.BucketRole {
+			continue
+		}
+		if cond, ok := b.Input("condition.expression"); ok && strings.Contains(fmt.Sprint(cond), "/objects/checkpoints/") {
+			continue
+		}
+		member := plantest.Input(t, b, "member").(string)
+		_, account, _ := strings.Cut(member, "/sa/")
+		out = append(out, account)
+	}
+	slices.Sort(out)
+	return out
+}
