@@ -81,25 +81,36 @@ func RayIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 }
 
 // HeadIngressPolicy also admits the Ray heads' dashboard and job API (8265), which runs any
-// command it is sent, from the submitter's pods (SubmitterLabels) and from the pods of other
-// namespaces, and from nothing outside the cluster (no node, no address). The other namespaces
-// stay admitted for the GKE-hosted KubeRay operator, which polls the job API for the RayJob's
-// status from a place GKE's documentation does not name (a pod, or the API server's proxy
-// through its Konnectivity agents, which are pods too): closing them could leave a RayJob
-// without a status. In this namespace, only the submitter.
+// command it is sent, from the submitter's pods (SubmitterLabels) and from the API server's
+// Konnectivity agents, and from nothing else: no other pod of this namespace, no pod of another
+// namespace, nothing outside the cluster. The agents are where the KubeRay operator's requests
+// come from: GKE hosts the operator of its Ray add-on outside the cluster's network, and an
+// operator there reaches a head's dashboard through the API server's service proxy
+// (`/api/v1/namespaces/<ns>/services/<head>:dashboard/proxy`: KubeRay v1.5.0
+// ray-operator/controllers/ray/utils/util.go, GetRayDashboardClientFunc, its
+// --use-kubernetes-proxy mode), which GKE's API server dials through its Konnectivity agents,
+// pods of kube-system labelled k8s-app=konnectivity-agent, so that the connection arrives from a
+// pod address (tigera/operator PR #5212, which admits them for the same reason on GKE and AKS).
 func HeadIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 	heads := metav1.LabelSelector{MatchLabels: map[string]string{utils.RayNodeTypeLabelKey: string(rayv1.HeadNode)}}
-	otherNamespaces := metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{namespace},
-	}}}
 	return ingressPolicy(namespace, HeadPolicyName, heads, networkingv1.NetworkPolicyIngressRule{
 		From: []networkingv1.NetworkPolicyPeer{
 			{PodSelector: &metav1.LabelSelector{MatchLabels: SubmitterLabels}},
-			{NamespaceSelector: &otherNamespaces},
+			{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": KonnectivityNamespace}},
+				PodSelector:       &metav1.LabelSelector{MatchLabels: KonnectivityAgentLabels},
+			},
 		},
 		Ports: []networkingv1.NetworkPolicyPort{port(DashboardPort)},
 	})
 }
+
+// GKE's Konnectivity agents: the namespace and labels of the pods the API server's connections
+// into the cluster come from (HeadIngressPolicy).
+var (
+	KonnectivityNamespace   = "kube-system"
+	KonnectivityAgentLabels = map[string]string{"k8s-app": "konnectivity-agent"}
+)
 
 // MetricsIngressPolicy also admits the metrics port of every Ray pod from Managed Service for
 // Prometheus' collectors only.

@@ -3,11 +3,11 @@ package ray_test
 import (
 	"testing"
 
+	"github.com/mattfenwick/cyclonus/pkg/matcher"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"gke-rl/ray"
 )
@@ -21,57 +21,33 @@ type source struct {
 
 var outside = source{}
 
-func selects(t *testing.T, sel *metav1.LabelSelector, set map[string]string) bool {
-	t.Helper()
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	require.NoError(t, err)
-	return s.Matches(labels.Set(set))
-}
-
-// admits applies Kubernetes' NetworkPolicy semantics: a pod that no policy selects takes any
-// connection; a pod that some select takes a connection that one of their ingress rules admits
-// (its port listed or none, its source matched by a peer or no peer listed). A namespace
-// selector matches a namespace by its labels (kubernetes.io/metadata.name is always one); a
-// namespace selector with a pod selector must match both; a pod selector alone means the
-// policy's namespace.
+// admits asks an implementation of the NetworkPolicy specification, cyclonus's matcher (the
+// engine of the network-policy-api project's policy-assistant, which grew out of it), whether
+// the policies let from reach port (TCP) of a pod of the policies' namespace labelled pod.
+// Namespaces carry the label the API server gives each, kubernetes.io/metadata.name.
 func admits(t *testing.T, policies []*networkingv1.NetworkPolicy, pod map[string]string, from source, port int) bool {
 	t.Helper()
-	isolated := false
-	for _, p := range policies {
-		if !selects(t, &p.Spec.PodSelector, pod) {
-			continue
-		}
-		isolated = true
-		for _, rule := range p.Spec.Ingress {
-			portOK := len(rule.Ports) == 0
-			for _, rp := range rule.Ports {
-				portOK = portOK || rp.Port.IntValue() == port
-			}
-			peerOK := len(rule.From) == 0
-			for _, peer := range rule.From {
-				require.Nil(t, peer.IPBlock, "no address blocks")
-				if from.namespace == "" {
-					continue // a peer list admits pods only
-				}
-				nsOK := from.namespace == p.Namespace
-				if peer.NamespaceSelector != nil {
-					nsOK = selects(t, peer.NamespaceSelector, map[string]string{"kubernetes.io/metadata.name": from.namespace})
-				}
-				podOK := peer.PodSelector == nil || selects(t, peer.PodSelector, from.labels)
-				peerOK = peerOK || (nsOK && podOK)
-			}
-			if portOK && peerOK {
-				return true
-			}
-		}
+	require.NotEmpty(t, policies)
+	namespace := policies[0].Namespace
+	peer := &matcher.TrafficPeer{IP: "10.128.0.9"} // outside: a node or an address of the VPC
+	if from.namespace != "" {
+		peer = &matcher.TrafficPeer{IP: "10.4.1.7", Internal: &matcher.InternalPeer{
+			Namespace: from.namespace, NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": from.namespace}, PodLabels: from.labels}}
 	}
-	return !isolated
+	traffic := &matcher.Traffic{
+		Source: peer,
+		Destination: &matcher.TrafficPeer{IP: "10.4.2.3", Internal: &matcher.InternalPeer{
+			Namespace: namespace, NamespaceLabels: map[string]string{"kubernetes.io/metadata.name": namespace}, PodLabels: pod}},
+		ResolvedPort: port, Protocol: corev1.ProtocolTCP,
+	}
+	return matcher.BuildNetworkPolicies(false, policies).IsTrafficAllowed(traffic).Ingress.IsAllowed()
 }
 
 // No port of any pod of the workload namespace is reachable from outside the cluster. The Ray
 // pods take Ray's ports from the Ray pods only; a head's job API (8265) also from the
-// submitter and from other namespaces (the GKE-hosted operator's unnamed place), not from the
-// gate or the data preparation; the metrics port from Managed Prometheus' collectors. The other
+// submitter and from the API server's Konnectivity agents (the GKE-hosted operator's way in),
+// not from the gate, the data preparation or any other namespace's pod; the metrics port from
+// Managed Prometheus' collectors. The other
 // pods of the namespace (the gate's sshd) take the namespace's pods.
 func TestIngressPolicies(t *testing.T) {
 	policies := ray.IngressPolicies("gke-rl")
@@ -93,6 +69,9 @@ func TestIngressPolicies(t *testing.T) {
 	lookalike := source{"default", map[string]string{"gke-rl/role": "ray-job-submitter"}}
 	collector := source{"gmp-system", map[string]string{"app.kubernetes.io/name": "collector"}}
 	operatorPod := source{"kube-system", map[string]string{"app": "kuberay-operator"}}
+	konnectivity := source{ray.KonnectivityNamespace, ray.KonnectivityAgentLabels}
+	agentElsewhere := source{"team-b", ray.KonnectivityAgentLabels}
+	otherJob := source{"team-b", map[string]string{"batch.kubernetes.io/job-name": "ray-job-of-team-b"}}
 	otherPod := source{"default", map[string]string{"app.kubernetes.io/name": "collector"}}
 
 	rayPorts := []int{6379, 10001, 8265, 8080, 52365, 12345}
@@ -115,10 +94,17 @@ func TestIngressPolicies(t *testing.T) {
 		assert.False(t, admits(t, policies, worker, submitter, p), "nor worker port %d", p)
 		assert.False(t, admits(t, policies, head, operatorPod, p), "head port %d from another namespace", p)
 		assert.False(t, admits(t, policies, worker, operatorPod, p), "worker port %d from another namespace", p)
+		assert.False(t, admits(t, policies, head, otherJob, p), "head port %d from another namespace's job", p)
 	}
-	assert.True(t, admits(t, policies, head, operatorPod, ray.DashboardPort), "the operator polls the head's job API from wherever it runs in the cluster")
-	assert.True(t, admits(t, policies, head, lookalike, ray.DashboardPort), "another namespace is admitted for the operator, whatever its labels")
-	assert.False(t, admits(t, policies, worker, operatorPod, ray.DashboardPort), "a worker has no 8265 for other namespaces")
+	assert.True(t, admits(t, policies, head, konnectivity, ray.DashboardPort), "the operator polls the head's job API through the API server's proxy")
+	for _, p := range []int{6379, 10001, 52365, 12345} {
+		assert.False(t, admits(t, policies, head, konnectivity, p), "the API server's agents reach the job API only, not head port %d", p)
+	}
+	assert.False(t, admits(t, policies, worker, konnectivity, ray.DashboardPort), "a worker has no 8265 for the agents")
+	assert.False(t, admits(t, policies, head, otherJob, ray.DashboardPort), "a job of another namespace does not reach the job API")
+	assert.False(t, admits(t, policies, head, operatorPod, ray.DashboardPort), "nor does another pod of kube-system")
+	assert.False(t, admits(t, policies, head, agentElsewhere, ray.DashboardPort), "nor a pod labelled as an agent in another namespace")
+	assert.False(t, admits(t, policies, head, lookalike, ray.DashboardPort), "nor a pod labelled as a submitter in another namespace")
 	for _, pod := range []map[string]string{head, worker} {
 		assert.True(t, admits(t, policies, pod, collector, 8080), "Managed Prometheus scrapes the metrics port")
 		assert.False(t, admits(t, policies, pod, otherPod, 8080), "a pod labelled like a collector in another namespace does not")

@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mattfenwick/cyclonus/pkg/matcher"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -142,6 +144,7 @@ func TestFirstUpSubmitsTheRun(t *testing.T) {
 					}
 				}
 			}
+			dashboardReach(t, c, bp, pods.Items, policies.Items)
 			assert.Equal(t, 1, roles["ray head"], "one head of the run's cluster: %v", roles)
 			assert.Equal(t, bp.Cluster.GPUPool.Nodes, roles["ray worker"], "a worker per GPU node: %v", roles)
 			assert.Equal(t, 1, roles["submitter"], "%v", roles)
@@ -159,6 +162,55 @@ func TestFirstUpSubmitsTheRun(t *testing.T) {
 				assert.Len(t, installer.Items, bp.Cluster.GPUPool.Nodes, "the installer on every GPU node the pool starts with")
 			}
 		})
+	}
+}
+
+// dashboardReach evaluates the head's job API (8265) against the NetworkPolicies as the API
+// server stores them, for the pods the controllers made, with cyclonus's implementation of the
+// NetworkPolicy specification: the submitter and the API server's Konnectivity agents reach it;
+// a pod of another namespace (a namespace the API server made, labels and all), any other pod
+// of kube-system and the namespace's other pods do not.
+func dashboardReach(t *testing.T, c testCluster, bp *infra.Blueprint, pods []corev1.Pod, policies []networkingv1.NetworkPolicy) {
+	t.Helper()
+	ctx := context.Background()
+	stored := make([]*networkingv1.NetworkPolicy, len(policies))
+	for i := range policies {
+		stored[i] = &policies[i]
+	}
+	engine := matcher.BuildNetworkPolicies(false, stored)
+	peer := func(namespace string, podLabels map[string]string) *matcher.TrafficPeer {
+		ns, err := c.cp.Client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			ns, err = c.cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+		}
+		require.NoError(t, err)
+		return &matcher.TrafficPeer{IP: "10.4.9.9", Internal: &matcher.InternalPeer{Namespace: namespace, NamespaceLabels: ns.Labels, PodLabels: podLabels}}
+	}
+	var head *corev1.Pod
+	byRole := map[string]corev1.Pod{}
+	for _, p := range pods {
+		role, _, _ := podRole(p, bp)
+		byRole[role] = p
+		if role == "ray head" {
+			head = &p
+		}
+	}
+	require.NotNil(t, head, "the run's head")
+	reaches := func(from *matcher.TrafficPeer) bool {
+		return engine.IsTrafficAllowed(&matcher.Traffic{
+			Source:       from,
+			Destination:  peer(head.Namespace, head.Labels),
+			ResolvedPort: ray.DashboardPort, Protocol: corev1.ProtocolTCP,
+		}).Ingress.IsAllowed()
+	}
+	submitter := byRole["submitter"]
+	assert.True(t, reaches(peer(submitter.Namespace, submitter.Labels)), "the submitter reaches the job API")
+	assert.True(t, reaches(peer(ray.KonnectivityNamespace, ray.KonnectivityAgentLabels)), "the API server's agents (the operator's requests) reach it")
+	assert.False(t, reaches(peer("team-b", map[string]string{"batch.kubernetes.io/job-name": "team-b-job"})), "a job of another namespace does not")
+	assert.False(t, reaches(peer("team-b", submitter.Labels)), "nor a pod of another namespace labelled as the submitter")
+	assert.False(t, reaches(peer("kube-system", map[string]string{"k8s-app": "kube-dns"})), "nor another pod of kube-system")
+	if prep, ok := byRole["data preparation"]; ok {
+		assert.False(t, reaches(peer(prep.Namespace, prep.Labels)), "nor the data preparation")
 	}
 }
 
