@@ -513,15 +513,15 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 	}
 }
 
-// The README's verl reward sample is a cut of the line verl's quick start documents
+// The operations guide's verl reward sample is a cut of the line verl's quick start documents
 // (testdata/recorded/verl-quickstart-step0.txt): each field it shows is in that line.
-func TestREADMEVerlRewardSampleIsRecorded(t *testing.T) {
+func TestVerlRewardSampleIsRecorded(t *testing.T) {
 	recorded, err := os.ReadFile("../testdata/recorded/verl-quickstart-step0.txt")
 	require.NoError(t, err)
-	readme, err := os.ReadFile("../README.md")
+	guide, err := os.ReadFile("../docs/operations.md")
 	require.NoError(t, err)
 	for _, field := range []string{"step:0", "critic/score/mean:0.004", "critic/score/max:1.000", "critic/score/min:0.000", "critic/rewards/mean:0.004"} {
 		assert.True(t, strings.Contains(string(recorded), field), "%s is in the recorded line", field)
-		assert.True(t, strings.Contains(string(readme), field), "the README shows %s", field)
+		assert.True(t, strings.Contains(string(guide), field), "the operations guide shows %s", field)
 	}
 }

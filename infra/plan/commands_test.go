@@ -117,15 +117,15 @@ func TestDocumentedCommandsAreFound(t *testing.T) {
 	assert.Contains(t, all, "README.md: gcloud services enable")
 }
 
-// The export command has one source, storage.ExportCommand: the README shows b200-spot's stack
-// output verbatim, and the destroy plan quotes the same output.
+// The export command has one source, storage.ExportCommand: the operations guide shows
+// b200-spot's stack output verbatim, and the destroy plan quotes the same output.
 func TestCheckpointExportIsOneCommand(t *testing.T) {
 	res := plantest.Plan(t, "b200-spot")
 	export, ok := res.Outputs["checkpointExport"].(string)
 	require.True(t, ok)
-	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
+	guide, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "docs", "operations.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(readme), "\n  "+export+"\n", "the README's export block is the stack output")
+	assert.Contains(t, string(guide), "\n"+export+"\n", "the operations guide's export block is the stack output")
 	var destroy bytes.Buffer
 	require.NoError(t, plan.WriteDestroy(&destroy, plan.Destroy(res)))
 	assert.Contains(t, destroy.String(), "`"+export+"`")
