@@ -71,6 +71,9 @@ type Spec struct {
 	NodeServiceAccount string
 	// PreviewServiceAccount is the pull-request previews' identity: it gets PreviewAccess.
 	PreviewServiceAccount string
+	// DeployServiceAccount is the deploy workflow's identity: it gets DeployAccess, in the
+	// workload namespace (and the RDMA installer's DaemonSets in kube-system).
+	DeployServiceAccount string
 	// SecretManager turns on GKE's Secret Manager add-on, whose CSI driver mounts the tokens.
 	// Off, the field is left unset: the provider reads a cluster without the add-on as
 	// {enabled: false} and suppresses that diff (SecretManagerCfgSuppress,
@@ -267,6 +270,11 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}, inCluster.ClusterScoped(nsOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("workload namespace: %w", err)
+	}
+	if sa := args.DeployServiceAccount; sa != "" {
+		if err := newDeployAccess(b, DeployAccess(sa, []string{args.Namespace}), inCluster.WaitingFor(c.Namespace)); err != nil {
+			return nil, err
+		}
 	}
 
 	if err := ctx.RegisterResourceOutputs(c, pulumi.Map{
@@ -523,6 +531,23 @@ users:
       installHint: Install gke-gcloud-auth-plugin, e.g. gcloud components install gke-gcloud-auth-plugin
       provideClusterInfo: true
 `, DNSEndpoint(cl))
+}
+
+// newDeployAccess registers the deploy identity's roles and bindings, after the workload
+// namespace its RoleBinding goes in.
+func newDeployAccess(b builder, objs []kube.Object, placement kube.Placement) error {
+	for _, obj := range objs {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		role := "deploy-" + strings.ToLower(gvk.Kind)
+		if obj.GetName() != DeployAccessName {
+			role += "-" + strings.TrimPrefix(obj.GetName(), DeployAccessName+"-")
+		}
+		name, opts := b.child(role, "")
+		if _, err := kube.NewObject(b.ctx, name, obj, placement.ClusterScoped(opts...)...); err != nil {
+			return fmt.Errorf("deploy access %s: %w", role, err)
+		}
+	}
+	return nil
 }
 
 // newPreviewAccess registers the preview identity's limit, then the access it limits.

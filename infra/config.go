@@ -82,6 +82,10 @@ type ClusterConfig struct {
 	// PreviewServiceAccount is the identity of pull-request previews: inside the cluster it may
 	// read the kinds the stack manages and write only as a dry run (cluster.PreviewAccess).
 	PreviewServiceAccount string `json:"previewServiceAccount"`
+	// DeployServiceAccount is the identity of the deploy workflow: inside the cluster it may do
+	// what `up` does, in the stack's namespaces (cluster.DeployAccess), so that its Google roles
+	// need no Kubernetes rights.
+	DeployServiceAccount string `json:"deployServiceAccount"`
 }
 
 // NetworkConfig is `network.*`: the address plan of the three VPCs.

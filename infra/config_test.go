@@ -164,6 +164,8 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"revisions are a map", "h200-reserved", []string{"job.revisions=main"}, "job.revisions", "is not a map"},
 		{"the default Compute Engine account is refused for the nodes", "b200-spot", []string{"cluster.nodeServiceAccount=123456789012-compute@developer.gserviceaccount.com"}, "cluster.nodeServiceAccount", "holds Editor"},
 		{"the preview identity is a service account's email", "b200-spot", []string{"cluster.previewServiceAccount=alice@example.com"}, "cluster.previewServiceAccount", "<name>@<project>.iam.gserviceaccount.com"},
+		{"the deploy identity is a service account's email", "b200-spot", []string{"cluster.deployServiceAccount=alice@example.com"}, "cluster.deployServiceAccount", "<name>@<project>.iam.gserviceaccount.com"},
+		{"the deploy identity is not the preview's", "b200-spot", []string{"cluster.deployServiceAccount=gke-rl-ci@acme-rl.iam.gserviceaccount.com", "cluster.previewServiceAccount=gke-rl-ci@acme-rl.iam.gserviceaccount.com"}, "cluster.deployServiceAccount", "an identity of its own"},
 		{"a checkpoint period longer than the run is refused", "b200-spot", []string{"job.checkpointPeriod=30"}, "job.checkpointPeriod", "allowed: 1 to 20"},
 		{"a checkpoint period longer than the epochs' steps is refused", "h200-reserved", []string{"job.checkpointPeriod=100"}, "job.checkpointPeriod", "58 steps: job.epochs 2 × 29 steps"},
 		{"checkpoints that do not fit the Lustre instance are refused", "b200-spot", []string{"job.keepCheckpoints=20"}, "job.keepCheckpoints", "21 checkpoints at the peak (the one being saved beside those kept) need 24192 GB (1152 GB each), more than the Lustre instance's 19327 GB (storage.capacityGib 18000); allowed: at most 15, or a larger storage.capacityGib"},

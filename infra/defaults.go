@@ -23,6 +23,7 @@ type rawConfig struct {
 		NoUpgradesUntil       *string  `json:"noUpgradesUntil"`
 		NodeServiceAccount    *string  `json:"nodeServiceAccount"`
 		PreviewServiceAccount *string  `json:"previewServiceAccount"`
+		DeployServiceAccount  *string  `json:"deployServiceAccount"`
 	}
 	Network struct {
 		NodeCIDR        *string `json:"nodeCidr"`
@@ -177,6 +178,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 
 		NodeServiceAccount:    or(r.Cluster.NodeServiceAccount, ""),
 		PreviewServiceAccount: or(r.Cluster.PreviewServiceAccount, ""),
+		DeployServiceAccount:  or(r.Cluster.DeployServiceAccount, ""),
 	}
 	gpuType := or(r.GPU.Type, DefaultGPUType)
 	rdmaSubnets := 8

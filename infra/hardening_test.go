@@ -118,7 +118,8 @@ func TestPreviewAccessCoversEveryRenderedKind(t *testing.T) {
 	}
 	for _, stack := range plantest.Stacks {
 		res := plantest.Plan(t, stack, "gate.enabled=true", "tokens.huggingFace=true",
-			"cluster.previewServiceAccount=gke-rl-preview@your-project-id.iam.gserviceaccount.com")
+			"cluster.previewServiceAccount=gke-rl-preview@your-project-id.iam.gserviceaccount.com",
+			"cluster.deployServiceAccount=gke-rl-deploy@your-project-id.iam.gserviceaccount.com")
 		for _, m := range plan.Manifests(res) {
 			gvk := schema.FromAPIVersionAndKind(fmt.Sprint(m.Object["apiVersion"]), fmt.Sprint(m.Object["kind"]))
 			if gvk.Group == "admissionregistration.k8s.io" {

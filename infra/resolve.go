@@ -139,10 +139,12 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 		NodeServiceAccount: c.Cluster.NodeServiceAccount,
 		// In-cluster access for pull-request previews.
 		PreviewServiceAccount: c.Cluster.PreviewServiceAccount,
-		ReleaseChannel:        c.Cluster.ReleaseChannel,
-		AuthorizedNetworks:    authorized,
-		PodRangeName:          bp.Networks.PodRangeName(),
-		ServiceRangeName:      bp.Networks.ServiceRangeName(),
+		// In-cluster access for the deploy workflow.
+		DeployServiceAccount: c.Cluster.DeployServiceAccount,
+		ReleaseChannel:       c.Cluster.ReleaseChannel,
+		AuthorizedNetworks:   authorized,
+		PodRangeName:         bp.Networks.PodRangeName(),
+		ServiceRangeName:     bp.Networks.ServiceRangeName(),
 		// The instance listens on GKE's port (6988) exactly when it has GKE support, and the
 		// cluster's Lustre CSI driver must then use the legacy port.
 		LustreLegacyPort: c.Storage.Type == kinds.Lustre && c.Storage.GKESupport,

@@ -122,10 +122,14 @@ func validateCluster(c *Config, errs *Errors) {
 	for _, sa := range []struct{ key, email string }{
 		{"cluster.nodeServiceAccount", c.Cluster.NodeServiceAccount},
 		{"cluster.previewServiceAccount", c.Cluster.PreviewServiceAccount},
+		{"cluster.deployServiceAccount", c.Cluster.DeployServiceAccount},
 	} {
 		if key, email := sa.key, sa.email; email != "" && !serviceAccountPattern.MatchString(email) {
 			errs.Add(key, "%s is not the email of a service account of a project; allowed: <name>@<project>.iam.gserviceaccount.com (the default Compute Engine account is refused: it holds Editor on the project)", quote(email))
 		}
+	}
+	if sa := c.Cluster.DeployServiceAccount; sa != "" && sa == c.Cluster.PreviewServiceAccount {
+		errs.Add("cluster.deployServiceAccount", "%s is also cluster.previewServiceAccount, whose admission policy lets it only dry-run in the cluster; allowed: an identity of its own", quote(sa))
 	}
 	if !machineTypePattern.MatchString(c.Cluster.CPUMachineType) {
 		errs.Add("cluster.cpuMachineType", "%s is not a machine type like n2-standard-16", quote(c.Cluster.CPUMachineType))
