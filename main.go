@@ -14,6 +14,7 @@ import (
 	"gke-rl/infra"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/preflight"
+	"gke-rl/infra/repocheck"
 )
 
 func main() {
@@ -23,6 +24,8 @@ func main() {
 		os.Exit(plan.Main(args[1:], ".", os.Stdout, os.Stderr))
 	case len(args) > 0 && args[0] == "preflight":
 		os.Exit(preflight.Main(args[1:], ".", os.Stdout, os.Stderr))
+	case len(args) > 0 && args[0] == "repo-check":
+		os.Exit(repocheck.Main(args[1:], os.Stdout, os.Stderr))
 	case os.Getenv(pulumi.EnvMonitor) != "":
 		pulumi.Run(infra.Program)
 	case len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
@@ -40,6 +43,7 @@ func usage(w io.Writer, dir string) {
 
   go run . plan --stack NAME       plan a stack without a cloud account (go run . plan --help)
   go run . preflight --stack NAME  ask the stack's project, read-only, what up needs (quota, APIs, ...)
+  go run . repo-check --repo O/N   ask GitHub, read-only, for the settings the deploy workflow rests on
   pulumi preview -s NAME           what pulumi up would change (in this directory)
   pulumi up -s NAME                build it
 

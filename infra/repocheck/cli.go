@@ -1,0 +1,107 @@
+package repocheck
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"time"
+)
+
+// Exit statuses: ExitOK with no setting failed (some may be unknown), ExitFailed with one,
+// ExitUsage for bad arguments, ExitUnreachable when the API could not be asked.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitUsage       = 2
+	ExitUnreachable = 3
+)
+
+// DefaultBase is GitHub's API; GITHUB_API_URL (which GitHub Actions sets) names another.
+const DefaultBase = "https://api.github.com"
+
+var repoPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$`)
+
+// Main runs `go run . repo-check`: the token is GITHUB_TOKEN's (or GH_TOKEN's), never an
+// argument, so that it is on no command line.
+func Main(args []string, stdout, stderr io.Writer) int {
+	return run(args, stdout, stderr, &Client{
+		Base:  envOr("GITHUB_API_URL", DefaultBase),
+		Token: envOr("GITHUB_TOKEN", os.Getenv("GH_TOKEN")),
+		HTTP:  &http.Client{Timeout: 30 * time.Second},
+	})
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func run(args []string, stdout, stderr io.Writer, c *Client) int {
+	fs := flag.NewFlagSet("repo-check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	repo := fs.String("repo", "", "the repository, OWNER/NAME")
+	asJSON := fs.Bool("json", false, "print the findings as JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run . repo-check --repo OWNER/NAME [--json]\n\n"+
+			"Reads, with GITHUB_TOKEN (or GH_TOKEN; a repository administrator's token reads every setting),\n"+
+			"the repository settings the deploy workflow rests on (docs/ci.md): main's rules, their bypass\n"+
+			"lists, the %s environment's reviewers and branches, and whether workflows may approve pull requests.\n", Environment)
+	}
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if !repoPattern.MatchString(*repo) {
+		fmt.Fprintf(stderr, "error: --repo: %q is not OWNER/NAME\n", *repo)
+		return ExitUsage
+	}
+	findings, err := Check(context.Background(), c, *repo)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: cannot ask GitHub's API at %s: %v\n", c.Base, err)
+		return ExitUnreachable
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(findings); err != nil {
+			return ExitFailed
+		}
+	} else {
+		fmt.Fprintf(stdout, "repo-check of %s; read-only\n", *repo)
+		for _, f := range findings {
+			fmt.Fprintf(stdout, "  %-7s  %-18s  %s\n", f.Status, f.Setting, f.Detail)
+			if f.Fix != "" {
+				fmt.Fprintf(stdout, "  %-7s  %-18s  fix: %s\n", "", "", f.Fix)
+			}
+		}
+	}
+	failed, unknown := 0, 0
+	for _, f := range findings {
+		switch f.Status {
+		case Failed:
+			failed++
+		case Unknown:
+			unknown++
+		}
+	}
+	if !*asJSON {
+		switch {
+		case failed > 0:
+			fmt.Fprintf(stdout, "%d of %d settings fail: whoever can change main or approve alone can deploy\n", failed, len(findings))
+		case unknown > 0:
+			fmt.Fprintf(stdout, "no setting fails; %d not shown to this token: check them in the settings\n", unknown)
+		default:
+			fmt.Fprintln(stdout, "every setting holds")
+		}
+	}
+	if failed > 0 {
+		return ExitFailed
+	}
+	return ExitOK
+}
