@@ -2,6 +2,7 @@ package kubetest_test
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 
@@ -15,7 +16,6 @@ import (
 
 	"gke-rl/cluster"
 	"gke-rl/infra/kubetest"
-	"gke-rl/infra/plan/plantest"
 	"gke-rl/workloads"
 )
 
@@ -166,31 +166,8 @@ func isAccess(obj stackObject) bool {
 // identity and both tokens, the managed kinds only, namespaces first.
 func deployObjects(t *testing.T) []stackObject {
 	t.Helper()
-	managed := map[string]bool{}
-	for _, rule := range cluster.ManagedKinds {
-		for _, g := range rule.APIGroups {
-			for _, r := range rule.Resources {
-				managed[g+"/"+r] = true
-			}
-		}
-	}
-	var out []stackObject
-	seen := map[string]bool{}
-	for _, stack := range plantest.Stacks {
-		res := plantest.Plan(t, stack, "cluster.previewServiceAccount="+previewUser, "cluster.deployServiceAccount="+deployUser,
-			"tokens.huggingFace=true", "tokens.wandb=true")
-		out = appendManaged(out, seen, managed, stack, res)
-	}
-	namespacesFirst(out)
+	out := managedObjects(t, []string{"cluster.previewServiceAccount=" + previewUser, "cluster.deployServiceAccount=" + deployUser,
+		"tokens.huggingFace=true", "tokens.wandb=true"})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].kind() == "Namespace" && out[j].kind() != "Namespace" })
 	return out
-}
-
-func namespacesFirst(objs []stackObject) {
-	i := 0
-	for j := range objs {
-		if objs[j].kind() == "Namespace" {
-			objs[i], objs[j] = objs[j], objs[i]
-			i++
-		}
-	}
 }

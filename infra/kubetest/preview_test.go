@@ -173,8 +173,20 @@ func deepCopy(m map[string]any) map[string]any {
 }
 
 // stackObjects are the Kubernetes objects of every shipped stack with a preview identity, the
-// managed kinds only (the policy objects are read-only to it).
+// managed kinds only (the policy objects are read-only to it): each stack as shipped, then with
+// both tokens on (the tokens add their readers' service accounts and one SecretProviderClass
+// each, which a preview of a stack with tokens dry-runs).
 func stackObjects(t *testing.T) []stackObject {
+	t.Helper()
+	preview := "cluster.previewServiceAccount=" + previewUser
+	out := managedObjects(t, []string{preview}, []string{preview, "tokens.huggingFace=true", "tokens.wandb=true"})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].kind() == "Namespace" && out[j].kind() != "Namespace" })
+	return out
+}
+
+// managedObjects are the objects of the managed kinds (cluster.ManagedKinds) of every shipped
+// stack planned with each variant's overrides, each object once.
+func managedObjects(t *testing.T, variants ...[]string) []stackObject {
 	t.Helper()
 	managed := map[string]bool{}
 	for _, rule := range cluster.ManagedKinds {
@@ -186,16 +198,11 @@ func stackObjects(t *testing.T) []stackObject {
 	}
 	var out []stackObject
 	seen := map[string]bool{}
-	// Each stack as shipped, then with both tokens on: the tokens add their readers' service
-	// accounts and one SecretProviderClass each, which a preview of a stack with tokens dry-runs.
-	variants := [][]string{nil, {"tokens.huggingFace=true", "tokens.wandb=true"}}
 	for _, stack := range plantest.Stacks {
 		for _, variant := range variants {
-			res := plantest.Plan(t, stack, append([]string{"cluster.previewServiceAccount=" + previewUser}, variant...)...)
-			out = appendManaged(out, seen, managed, stack, res)
+			out = appendManaged(out, seen, managed, stack, plantest.Plan(t, stack, variant...))
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].kind() == "Namespace" && out[j].kind() != "Namespace" })
 	return out
 }
 
