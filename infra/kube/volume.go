@@ -51,7 +51,9 @@ func (v SharedVolume) ReadOnlyMount() corev1.VolumeMount {
 // MountDirs mounts only the named directories of the claim (relative to its root), each at its
 // place under MountPath, read-write: a pod that writes there sees nothing else of the volume,
 // the checkpoints above all (kubelet creates a missing subPath directory, and resolves it
-// inside the volume only).
+// inside the volume only). GCS FUSE's volumes take subPath once the FUSE sidecar starts before
+// the containers, as GKE's native sidecar does from 1.29 (GoogleCloudPlatform/gcs-fuse-csi-driver
+// issue #47).
 func (v SharedVolume) MountDirs(dirs ...string) []corev1.VolumeMount {
 	mounts := make([]corev1.VolumeMount, len(dirs))
 	for i, dir := range dirs {
