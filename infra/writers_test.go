@@ -148,7 +148,8 @@ func bucketWriters(t *testing.T, res *plan.Result) []string {
 		if plantest.Input(t, b, "role") != storage.BucketRole {
 			continue
 		}
-		if cond, ok := b.Input("condition.expression"); ok && strings.Contains(fmt.Sprint(cond), "/objects/checkpoints/") {
+		bucket := res.Blueprint.Storage.Bucket
+		if cond, ok := b.Input("condition.expression"); ok && cond == storage.OutsideCheckpoints(bucket.Name, bucket.CheckpointsPrefix) {
 			continue
 		}
 		member := plantest.Input(t, b, "member").(string)

@@ -107,10 +107,10 @@ func HeadIngressPolicy(namespace string) *networkingv1.NetworkPolicy {
 
 // GKE's Konnectivity agents: the namespace and labels of the pods the API server's connections
 // into the cluster come from (HeadIngressPolicy).
-var (
-	KonnectivityNamespace   = "kube-system"
-	KonnectivityAgentLabels = map[string]string{"k8s-app": "konnectivity-agent"}
-)
+const KonnectivityNamespace = "kube-system"
+
+// KonnectivityAgentLabels label the agents in KonnectivityNamespace.
+var KonnectivityAgentLabels = map[string]string{"k8s-app": "konnectivity-agent"}
 
 // MetricsIngressPolicy also admits the metrics port of every Ray pod from Managed Service for
 // Prometheus' collectors only.

@@ -3,6 +3,7 @@ package workloads_test
 import (
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -524,4 +525,37 @@ func TestVerlRewardSampleIsRecorded(t *testing.T) {
 		assert.True(t, strings.Contains(string(recorded), field), "%s is in the recorded line", field)
 		assert.True(t, strings.Contains(string(guide), field), "the operations guide shows %s", field)
 	}
+}
+
+// The data preparation mounts Layout.PrepDirs alone: every directory any step of either
+// framework fills, sizes or marks complete lies in one of them (a step writing elsewhere would
+// write into the container and lose it), and none is the checkpoints'.
+func TestPrepDirsHoldEveryStep(t *testing.T) {
+	r := run()
+	dirs := r.Layout.PrepDirs()
+	assert.NotContains(t, dirs, strings.TrimSuffix(r.Layout.CheckpointsPrefix(), "/"))
+	under := func(p string) bool {
+		for _, d := range dirs {
+			if strings.HasPrefix(p, path.Join(r.Layout.Root, d)+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var steps []workloads.PrepStep
+	for dataset := range workloads.NeMoRLDatasetSources {
+		r.Dataset = dataset
+		steps = append(steps, workloads.NeMoRLPrepSteps(r)...)
+	}
+	for dataset := range workloads.VerlDatasetSources {
+		r.Dataset = dataset
+		steps = append(steps, workloads.VerlPrepSteps(r)...)
+	}
+	require.NotEmpty(t, steps)
+	for _, s := range steps {
+		for _, p := range append([]string{s.Dir, workloads.CompleteMarker(s.Dir)}, s.SizeOf...) {
+			assert.True(t, under(p), "%s: %s is outside the preparation's mounts %v", s.Name, p, dirs)
+		}
+	}
+	assert.True(t, under(r.Layout.HFHome()+"/hub"), "HF_HOME")
 }

@@ -87,16 +87,17 @@ func checkQuotas(ctx context.Context, c *Clients, n Needs) []Finding {
 // pd-ssd and pd-balanced disks; the local SSD quotas are in GB of 375 GB disks; the all-regions
 // GPU quota is a project's, read with projects.get.
 const (
-	ssdMetric                = "SSD_TOTAL_GB"
-	standardLocalSSD         = "LOCAL_SSD_TOTAL_GB"
-	preemptibleLocalSSD      = "PREEMPTIBLE_LOCAL_SSD_GB"
-	globalGPUsMetric         = "GPUS_ALL_REGIONS"
-	generalCPUsMetric        = "CPUS"
-	reservationCarriesQuotas = "a reservation's capacity comes with its own quota"
+	ssdMetric           = "SSD_TOTAL_GB"
+	standardLocalSSD    = "LOCAL_SSD_TOTAL_GB"
+	preemptibleLocalSSD = "PREEMPTIBLE_LOCAL_SSD_GB"
+	globalGPUsMetric    = "GPUS_ALL_REGIONS"
+	generalCPUsMetric   = "CPUS"
 )
 
+// reservedSkip is a quota check that a reservation makes moot: its machines (GPUs, local SSDs)
+// were counted against the quota when it was made.
 func reservedSkip(check string) Finding {
-	return Finding{Check: check, Status: Skipped, Detail: reservationCarriesQuotas}
+	return Finding{Check: check, Status: Skipped, Detail: "a reservation's capacity comes with its own quota"}
 }
 
 // localSSDMetric is the local SSD quota the GPU nodes draw on. Spot and flex-start VMs draw on
