@@ -22,6 +22,11 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 		Training: float64(gpu.Nodes),
 		Idle:     float64(gpu.MinNodes),
 	}
+	if nodes, names := bp.Run.RunningAtOnce(); bp.Run.Queue != nil {
+		// What trains is what the queue runs at once.
+		gpuLine.Training = float64(nodes)
+		gpuLine.Detail = fmt.Sprintf("%d × %s, %s, %s (queue: %s)", nodes, gpu.MachineType, gpu.Provisioning, c.Zone, names)
+	}
 	switch gpu.Provisioning {
 	case kinds.Reservation:
 		// Compute Engine bills reserved machines at on-demand rates whether or not they run.

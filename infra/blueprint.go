@@ -3,6 +3,7 @@ package infra
 import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"gke-rl/cluster"
 	"gke-rl/infra/cost"
@@ -86,6 +87,56 @@ type RunPlan struct {
 	// Hub is what the data preparation downloads from the Hugging Face Hub, for preflight to
 	// ask about; empty with `job.enabled=false`.
 	Hub HubDownloads
+	// Experiments are the experiments of `jobs`, in name order, each with its RayJob and data
+	// preparation (RayJob and Prep above are then nil), and Queue the Kueue objects that admit
+	// them; both empty without `jobs`.
+	Experiments []ExperimentPlan
+	Queue       *QueuePlan
+}
+
+// ExperimentPlan is one experiment of `jobs`.
+type ExperimentPlan struct {
+	Name     string
+	Priority int
+	// Stopped is `jobs.<name>.enabled=false`: the experiment keeps its checkpoints and has no
+	// RayJob, so it neither runs nor waits.
+	Stopped bool
+	// Nodes and GPUs are what it holds while it runs.
+	Nodes, GPUs int
+	Layout      workloads.Layout
+	// RayJob is queued (queue.Queued); Prep is its data preparation.
+	RayJob *rayv1.RayJob
+	Prep   *batchv1.Job
+	// MemoryEstimate, Hub and Deadline are the experiment's, as RunPlan's and Blueprint's are
+	// a single run's.
+	MemoryEstimate string
+	Hub            HubDownloads
+	Deadline       *RunDeadline
+	// Start is what the queue does with it when the stack is applied with every experiment
+	// waiting (QueuePlan.Order).
+	Start Start
+}
+
+// Start is whether an experiment runs as soon as the stack is applied or waits for the GPUs.
+type Start string
+
+// The starts.
+const (
+	StartsAtOnce Start = "runs"
+	Waits        Start = "waits"
+	NotStarted   Start = "stopped"
+)
+
+// QueuePlan is the stack's Kueue objects.
+type QueuePlan struct {
+	// Name is the ClusterQueue's.
+	Name string
+	// Objects are the ResourceFlavor, the ClusterQueue, the LocalQueue and the priority
+	// classes, in the order they are applied (queue.Objects).
+	Objects []*unstructured.Unstructured
+	// GPUs is the quota; InstallEnv the install step's environment (queue.InstallEnv).
+	GPUs       int
+	InstallEnv map[string]string
 }
 
 // HubDownloads are the Hub repositories a run downloads.

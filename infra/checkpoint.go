@@ -57,11 +57,14 @@ func sizeValue(number, unit string) (float64, bool) {
 
 // modelParameters is the model's parameter count: `job.modelSize` when set, otherwise read from
 // the model ID. It reports false when neither tells.
-func modelParameters(c *Config) (float64, bool) {
-	if c.Job.ModelSize != "" {
-		return ParseModelSize(c.Job.ModelSize)
+func modelParameters(c *Config) (float64, bool) { return jobParameters(c.Job) }
+
+// jobParameters is modelParameters of one job.
+func jobParameters(j JobConfig) (float64, bool) {
+	if j.ModelSize != "" {
+		return ParseModelSize(j.ModelSize)
 	}
-	return nameParameters(c.Job.Model)
+	return nameParameters(j.Model)
 }
 
 // nameParameters is the parameter count a model ID says (Qwen/Qwen2.5-72B-Instruct: 72e9).

@@ -30,6 +30,7 @@ const (
 	KeyFramework  = "framework"
 	KeyRay        = "ray"
 	KeyJob        = "job"
+	KeyJobs       = "jobs"
 	KeyGate       = "gate"
 	KeyMonitoring = "monitoring"
 	KeyTokens     = "tokens"
@@ -45,14 +46,17 @@ type Config struct {
 	Project string
 	Region  string
 	// Zone is where the GPU nodes, the Lustre instance and the RoCE network profile live.
-	Zone       string
-	Cluster    ClusterConfig
-	Network    NetworkConfig
-	GPU        GPUConfig
-	Storage    StorageConfig
-	Framework  kinds.Framework
-	Ray        RayConfig
-	Job        JobConfig
+	Zone      string
+	Cluster   ClusterConfig
+	Network   NetworkConfig
+	GPU       GPUConfig
+	Storage   StorageConfig
+	Framework kinds.Framework
+	Ray       RayConfig
+	Job       JobConfig
+	// Jobs are the experiments of `jobs`, in name order: each trains as `job` would, in its own
+	// RayJob, and the stack's queue decides when (queue.go). Empty, the stack trains `job`.
+	Jobs       []JobConfig
 	Gate       GateConfig
 	Monitoring MonitoringConfig
 	Tokens     TokensConfig
@@ -183,6 +187,13 @@ type JobConfig struct {
 	// entrypoint's RUN_DEADLINE_SECONDS); 0 means no bound. Unset, it is derived from the run's
 	// length and model (deadline.go).
 	ActiveDeadlineSeconds int `json:"activeDeadlineSeconds"`
+
+	// Priority and Nodes are an entry of `jobs`'s: the order of the queue's waiting
+	// experiments (higher first), and the GPU nodes its Ray workers take.
+	Priority int `json:"-"`
+	Nodes    int `json:"-"`
+	// explicit marks the job's keys that the stack sets, named as `job`'s (explicitJobKeys).
+	explicit map[string]bool
 }
 
 // TokensConfig is `tokens.*`: which tokens the run reads. Their values live in Secret Manager
@@ -250,6 +261,9 @@ func LoadConfig(ctx *pulumi.Context, presentKeys []string) (*Config, error) {
 	decodeIfSet(own, KeyStorage, &raw.Storage, &errs)
 	decodeIfSet(own, KeyRay, &raw.Ray, &errs)
 	decodeIfSet(own, KeyJob, &raw.Job, &errs)
+	if v, err := own.Try(KeyJobs); err == nil {
+		raw.Jobs = decodeJobs(v, raw.Job, &errs)
+	}
 	decodeIfSet(own, KeyGate, &raw.Gate, &errs)
 	decodeIfSet(own, KeyMonitoring, &raw.Monitoring, &errs)
 
@@ -270,7 +284,7 @@ func decodeIfSet(own *config.Config, key string, target any, errs *Errors) {
 
 // knownTopLevelKeys are the keys of the gke-rl namespace.
 var knownTopLevelKeys = []string{
-	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyGate, KeyMonitoring, KeyTokens,
+	KeyZone, KeyCluster, KeyNetwork, KeyGPU, KeyStorage, KeyFramework, KeyRay, KeyJob, KeyJobs, KeyGate, KeyMonitoring, KeyTokens,
 }
 
 func checkTopLevelKeys(present []string, errs *Errors) {
@@ -319,6 +333,11 @@ func ConfigKeys() []string {
 	sections := reflect.TypeOf(rawConfig{})
 	for i := 0; i < sections.NumField(); i++ {
 		section := sections.Field(i)
+		if section.Name == "Jobs" {
+			// An entry of jobs, NAME standing for its key, takes every key of job and its own.
+			keys = append(keys, "jobs.NAME", "jobs.NAME.priority", "jobs.NAME.nodes")
+			continue
+		}
 		fields := map[string][]int{}
 		collectFields(section.Type, nil, fields)
 		for _, tag := range slices.SortedFunc(maps.Keys(fields), func(a, b string) int { return slices.Compare(fields[a], fields[b]) }) {

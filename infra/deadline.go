@@ -109,7 +109,7 @@ func deriveDeadline(c *Config) (*RunDeadline, bool) {
 	}
 	billions, _ := modelParameters(c)
 	d := &RunDeadline{Steps: steps, StepsBasis: basis, Step: stepAllowance(billions / 1e9),
-		Scope: DeadlineScopeOf(kinds.RunModeOf(c.Job.Enabled, c.GPU.Provisioning))}
+		Scope: DeadlineScopeOf(queueMode(c))}
 	total := DeadlineStartup + time.Duration(steps)*d.Step
 	if d.Scope == PerAttempt {
 		d.Attempts = c.Job.BackoffLimit + 1

@@ -1,6 +1,7 @@
 package infra
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -77,27 +78,47 @@ type rawConfig struct {
 		Image   *string `json:"image"`
 		Mirror  *bool   `json:"mirror"`
 	}
-	Job struct {
-		Enabled    *bool   `json:"enabled"`
-		Name       *string `json:"name"`
-		ResumeFrom *string `json:"resumeFrom"`
-		workloads.Tuning
-		Model                *string           `json:"model"`
-		Revisions            map[string]string `json:"revisions"`
-		ModelSize            *string           `json:"modelSize"`
-		Dataset              *string           `json:"dataset"`
-		MaxSteps             *int              `json:"maxSteps"`
-		Epochs               *int              `json:"epochs"`
-		PromptsPerStep       *int              `json:"promptsPerStep"`
-		GenerationsPerPrompt *int              `json:"generationsPerPrompt"`
-		CheckpointPeriod     *int              `json:"checkpointPeriod"`
-		KeepCheckpoints      *int              `json:"keepCheckpoints"`
-		Args                 []string          `json:"args"`
+	Job rawJob
+	// Jobs are the entries of `jobs` in name order, each merged over Job (mergeJob).
+	Jobs []namedJobEntry
+}
 
-		Recipe                *string `json:"recipe"`
-		BackoffLimit          *int    `json:"backoffLimit"`
-		ActiveDeadlineSeconds *int    `json:"activeDeadlineSeconds"`
-	}
+// namedJobEntry is an entry of `jobs` with its key.
+type namedJobEntry struct {
+	name string
+	rawJobEntry
+}
+
+// rawJob is `job` as decoded, and each entry of `jobs`, which starts from it.
+type rawJob struct {
+	Enabled    *bool   `json:"enabled"`
+	Name       *string `json:"name"`
+	ResumeFrom *string `json:"resumeFrom"`
+	workloads.Tuning
+	Model                *string           `json:"model"`
+	Revisions            map[string]string `json:"revisions"`
+	ModelSize            *string           `json:"modelSize"`
+	Dataset              *string           `json:"dataset"`
+	MaxSteps             *int              `json:"maxSteps"`
+	Epochs               *int              `json:"epochs"`
+	PromptsPerStep       *int              `json:"promptsPerStep"`
+	GenerationsPerPrompt *int              `json:"generationsPerPrompt"`
+	CheckpointPeriod     *int              `json:"checkpointPeriod"`
+	KeepCheckpoints      *int              `json:"keepCheckpoints"`
+	Args                 []string          `json:"args"`
+
+	Recipe                *string `json:"recipe"`
+	BackoffLimit          *int    `json:"backoffLimit"`
+	ActiveDeadlineSeconds *int    `json:"activeDeadlineSeconds"`
+}
+
+// rawJobEntry is one entry of `jobs`: an experiment, named by its key.
+type rawJobEntry struct {
+	rawJob
+	// Priority orders the waiting experiments of the queue: higher first.
+	Priority *int `json:"priority"`
+	// Nodes is how many GPU nodes the experiment's Ray workers take (gpu.nodes unset).
+	Nodes *int `json:"nodes"`
 }
 
 // Defaults of the config keys, as documented in docs/configuration.md. A default that depends on another
@@ -229,27 +250,7 @@ func applyDefaults(c *Config, r *rawConfig) {
 		c.Framework = kinds.NeMoRL
 	}
 	c.Ray = RayConfig{Version: or(r.Ray.Version, ""), Image: or(r.Ray.Image, ""), Mirror: or(r.Ray.Mirror, true)}
-	c.Job = JobConfig{
-		Enabled:              or(r.Job.Enabled, true),
-		Name:                 or(r.Job.Name, ""),
-		ResumeFrom:           or(r.Job.ResumeFrom, ""),
-		Tuning:               r.Job.Tuning,
-		Model:                or(r.Job.Model, DefaultModel),
-		Revisions:            r.Job.Revisions,
-		ModelSize:            or(r.Job.ModelSize, ""),
-		Dataset:              or(r.Job.Dataset, defaultDatasets[c.Framework]),
-		MaxSteps:             or(r.Job.MaxSteps, 0),
-		Epochs:               or(r.Job.Epochs, 0),
-		PromptsPerStep:       or(r.Job.PromptsPerStep, DefaultPrompts),
-		GenerationsPerPrompt: or(r.Job.GenerationsPerPrompt, DefaultGenerations),
-		CheckpointPeriod:     or(r.Job.CheckpointPeriod, DefaultCheckpointEvery),
-		KeepCheckpoints:      or(r.Job.KeepCheckpoints, DefaultKeepCheckpoints),
-		Args:                 r.Job.Args,
-
-		Recipe:                orNonEmpty(r.Job.Recipe, ""),
-		BackoffLimit:          or(r.Job.BackoffLimit, DefaultBackoffLimit),
-		ActiveDeadlineSeconds: or(r.Job.ActiveDeadlineSeconds, 0),
-	}
+	c.Job = jobConfig(c, r.Job)
 	c.Tokens = TokensConfig{HuggingFace: or(r.Tokens.HuggingFace, false), WandB: or(r.Tokens.WandB, false)}
 	c.Monitoring = MonitoringConfig{
 		Enabled:              or(r.Monitoring.Enabled, true),
@@ -262,31 +263,67 @@ func applyDefaults(c *Config, r *rawConfig) {
 		CapacityWaitMinutes: or(r.Gate.CapacityWaitMinutes, defaultCapacityWaitMinutes(c.GPU.Provisioning)),
 		RunID:               or(r.Gate.RunID, ""),
 	}
-	// Unset, the recipe is the one NeMo RL wrote for the model's size class: the 8B recipe's
-	// single-GPU rollout cannot hold a 72B model, nor its optimizer state one node's GPUs.
-	if c.Job.Recipe == "" {
-		billions, _ := modelParameters(c)
-		c.Job.Recipe = workloads.NeMoRLRecipeFor(billions / 1e9)
-	}
-	// A run bounded by neither steps nor epochs would train until its deadline: default to steps.
-	if r.Job.MaxSteps == nil && r.Job.Epochs == nil {
-		c.Job.MaxSteps = DefaultMaxSteps
-	}
 	// The raw pointers tell which keys the stack sets: validate rejects an explicit zero, the
 	// warnings name keys that do nothing, an unset deadline is derived.
 	c.explicit = explicitKeys(r)
+	maps.Copy(c.explicit, c.Job.explicit)
+	for _, e := range r.Jobs {
+		c.Jobs = append(c.Jobs, experimentConfig(c, e))
+	}
+}
+
+// jobConfig is a job's configuration with defaults: `job`'s, or an entry of `jobs` once it has
+// taken what it does not set from `job` (mergeJob).
+func jobConfig(c *Config, r rawJob) JobConfig {
+	j := JobConfig{
+		Enabled:              or(r.Enabled, true),
+		Name:                 or(r.Name, ""),
+		ResumeFrom:           or(r.ResumeFrom, ""),
+		Tuning:               r.Tuning,
+		Model:                or(r.Model, DefaultModel),
+		Revisions:            r.Revisions,
+		ModelSize:            or(r.ModelSize, ""),
+		Dataset:              or(r.Dataset, defaultDatasets[c.Framework]),
+		MaxSteps:             or(r.MaxSteps, 0),
+		Epochs:               or(r.Epochs, 0),
+		PromptsPerStep:       or(r.PromptsPerStep, DefaultPrompts),
+		GenerationsPerPrompt: or(r.GenerationsPerPrompt, DefaultGenerations),
+		CheckpointPeriod:     or(r.CheckpointPeriod, DefaultCheckpointEvery),
+		KeepCheckpoints:      or(r.KeepCheckpoints, DefaultKeepCheckpoints),
+		Args:                 r.Args,
+
+		Recipe:                orNonEmpty(r.Recipe, ""),
+		BackoffLimit:          or(r.BackoffLimit, DefaultBackoffLimit),
+		ActiveDeadlineSeconds: or(r.ActiveDeadlineSeconds, 0),
+		explicit:              explicitJobKeys(r),
+	}
+	// Unset, the recipe is the one NeMo RL wrote for the model's size class: the 8B recipe's
+	// single-GPU rollout cannot hold a 72B model, nor its optimizer state one node's GPUs.
+	if j.Recipe == "" {
+		billions, _ := jobParameters(j)
+		j.Recipe = workloads.NeMoRLRecipeFor(billions / 1e9)
+	}
+	// A run bounded by neither steps nor epochs would train until its deadline: default to steps.
+	if r.MaxSteps == nil && r.Epochs == nil {
+		j.MaxSteps = DefaultMaxSteps
+	}
+	return j
+}
+
+// experimentConfig is an entry of `jobs` with defaults.
+func experimentConfig(c *Config, e namedJobEntry) JobConfig {
+	j := jobConfig(c, e.rawJob)
+	j.Name = e.name
+	j.Priority = or(e.Priority, 0)
+	j.Nodes = or(e.Nodes, c.GPU.Nodes)
+	j.explicit["jobs.nodes"] = e.Nodes != nil
+	return j
 }
 
 // explicitKeys records the optional keys that the stack sets, which the defaults would otherwise
 // hide.
 func explicitKeys(r *rawConfig) map[string]bool {
 	return map[string]bool{
-		"job.maxSteps": r.Job.MaxSteps != nil,
-		"job.epochs":   r.Job.Epochs != nil,
-		// Unset, the deadline is derived (deadline.go); 0 is a deliberate "none".
-		"job.activeDeadlineSeconds": r.Job.ActiveDeadlineSeconds != nil,
-		// An empty recipe clears the stack's (`--config job.recipe=` when switching to verl).
-		"job.recipe": r.Job.Recipe != nil && *r.Job.Recipe != "",
 		// Keys that apply to one cluster mode or one storage type (inapplicableKeys).
 		"cluster.cpuMachineType":   r.Cluster.CPUMachineType != nil,
 		"storage.capacityGib":      r.Storage.CapacityGiB != nil,
@@ -301,14 +338,26 @@ func explicitKeys(r *rawConfig) map[string]bool {
 		"gate.capacityWaitMinutes": r.Gate.CapacityWaitMinutes != nil,
 		"gate.runId":               r.Gate.RunID != nil && *r.Gate.RunID != "",
 		"ray.mirror":               r.Ray.Mirror != nil && *r.Ray.Mirror,
-		"job.model":                r.Job.Model != nil,
-		"job.dataset":              r.Job.Dataset != nil,
-		"job.promptsPerStep":       r.Job.PromptsPerStep != nil,
-		"job.generationsPerPrompt": r.Job.GenerationsPerPrompt != nil,
-		"job.checkpointPeriod":     r.Job.CheckpointPeriod != nil,
-		"job.keepCheckpoints":      r.Job.KeepCheckpoints != nil,
-		"job.backoffLimit":         r.Job.BackoffLimit != nil,
-		"job.args":                 len(r.Job.Args) > 0,
+	}
+}
+
+// explicitJobKeys records the keys of a job that it sets, named as `job`'s.
+func explicitJobKeys(r rawJob) map[string]bool {
+	return map[string]bool{
+		"job.maxSteps": r.MaxSteps != nil,
+		"job.epochs":   r.Epochs != nil,
+		// Unset, the deadline is derived (deadline.go); 0 is a deliberate "none".
+		"job.activeDeadlineSeconds": r.ActiveDeadlineSeconds != nil,
+		// An empty recipe clears the stack's (`--config job.recipe=` when switching to verl).
+		"job.recipe":               r.Recipe != nil && *r.Recipe != "",
+		"job.model":                r.Model != nil,
+		"job.dataset":              r.Dataset != nil,
+		"job.promptsPerStep":       r.PromptsPerStep != nil,
+		"job.generationsPerPrompt": r.GenerationsPerPrompt != nil,
+		"job.checkpointPeriod":     r.CheckpointPeriod != nil,
+		"job.keepCheckpoints":      r.KeepCheckpoints != nil,
+		"job.backoffLimit":         r.BackoffLimit != nil,
+		"job.args":                 len(r.Args) > 0,
 	}
 }
 

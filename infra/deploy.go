@@ -24,6 +24,7 @@ import (
 	"gke-rl/ray"
 	"gke-rl/storage"
 	"gke-rl/workloads"
+	"gke-rl/workloads/queue"
 )
 
 // Program is the Pulumi program: LoadConfig → Resolve → warnings → Deploy → exports. It reads
@@ -193,7 +194,12 @@ func Deploy(ctx *pulumi.Context, bp *Blueprint) (pulumi.Map, error) {
 		rayPlacement = rayPlacement.WaitingFor(checks.Jobs...)
 		outputs["gateResults"] = checks.Results
 	}
-	training, err := deployRun(ctx, bp.Run, rayPlacement, prepPlacement)
+	var training pulumi.Map
+	if bp.Run.Queue != nil {
+		training, err = deployExperiments(ctx, bp.Run, cluster.Kubeconfig(gke.Cluster), rayPlacement, prepPlacement)
+	} else {
+		training, err = deployRun(ctx, bp.Run, rayPlacement, prepPlacement)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -285,6 +291,52 @@ func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.P
 		outputs["rayDashboard"] = dashboardOutput(ray.PortForward(ns, ownCluster))
 	}
 	return outputs, nil
+}
+
+// deployExperiments registers the queue (Kueue, unless the cluster runs one, and the stack's
+// queue objects) and each experiment of `jobs`, queued, and returns their stack outputs. The
+// data preparations run one after another: they fill the same Hugging Face cache.
+func deployExperiments(ctx *pulumi.Context, run RunPlan, kubeconfig pulumi.StringInput, placement, prepPlacement kube.Placement) (pulumi.Map, error) {
+	ns := placement.Namespace
+	q, err := queue.New(ctx, "queue", &queue.ComponentArgs{
+		Objects: run.Queue.Objects, InstallEnv: run.Queue.InstallEnv, Kubeconfig: kubeconfig, Placement: placement,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	placement = placement.WaitingFor(q.Objects...)
+	experiments := pulumi.Map{}
+	for _, x := range run.Experiments {
+		about := pulumi.Map{
+			"priority": pulumi.Int(x.Priority), "gpus": pulumi.Int(x.GPUs),
+			"start":         pulumi.String(string(x.Start)),
+			"checkpointDir": pulumi.String(x.Layout.Checkpoints()),
+		}
+		experiments[x.Name] = about
+		if x.Stopped {
+			continue
+		}
+		grpo, err := workloads.NewGRPO(ctx, "grpo-"+x.Name, &workloads.GRPOArgs{Job: x.RayJob, Prep: x.Prep, Placement: placement, PrepPlacement: prepPlacement})
+		if err != nil {
+			return nil, fmt.Errorf("experiment %s: %w", x.Name, err)
+		}
+		if grpo.Prep != nil {
+			prepPlacement = prepPlacement.WaitingFor(grpo.Prep)
+		}
+		about["rayJob"] = pulumi.String(x.RayJob.Name)
+		about["status"] = pulumi.String(ray.JobAttemptsCommand(ns, x.RayJob.Name))
+		if x.MemoryEstimate != "" {
+			about["memoryEstimate"] = pulumi.String(x.MemoryEstimate)
+		}
+		if x.Deadline != nil {
+			about["runDeadline"] = pulumi.String(x.Deadline.Summary())
+		}
+	}
+	return pulumi.Map{
+		"experiments": experiments,
+		"queue":       pulumi.String(queue.StatusCommand(ns)),
+		"queueQuota":  pulumi.String(queue.QuotaCommand(run.Queue.Name)),
+	}, nil
 }
 
 // dashboardOutput is the `rayDashboard` stack output: the port-forward and where to look next.

@@ -47,7 +47,14 @@ func WorkloadNamespace(clusterName string) string {
 // it rejects registers nothing, and it returns Errors listing every problem at once.
 func Resolve(c *Config) (*Blueprint, error) {
 	var errs Errors
-	validate(c, &errs)
+	if c.Queued() {
+		errs = perExperiment(c, validate)
+		if spec, ok := LookupGPU(c.GPU.Type); ok {
+			validateJobs(c, spec, &errs)
+		}
+	} else {
+		validate(c, &errs)
+	}
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
@@ -78,7 +85,10 @@ func Resolve(c *Config) (*Blueprint, error) {
 		},
 		Checkpoint: estimateCheckpoint(c),
 	}
-	if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] {
+	if c.Queued() {
+		// The bucket's bill and the checkpoint outputs take the first experiment's.
+		bp.Checkpoint = estimateCheckpoint(c.ForExperiment(c.Jobs[0]))
+	} else if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] {
 		bp.Deadline, _ = deriveDeadline(c)
 	}
 	bp.Cluster = resolveCluster(c, bp)
@@ -97,8 +107,13 @@ func Resolve(c *Config) (*Blueprint, error) {
 		b.CheckpointsPrefix = workloads.Layout{Root: c.Storage.MountPath}.CheckpointsPrefix()
 	}
 	bp.Placeholders = placeholders(c)
-	bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
-	bp.Bill = billOf(c, bp)
+	if c.Queued() {
+		bp.Warnings = perExperiment(c, func(e *Config, warns *Errors) {
+			*warns = warnings(e, estimateCheckpoint(e), experimentDeadline(e))
+		})
+	} else {
+		bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
+	}
 	if c.Monitoring.Enabled {
 		bp.Monitoring = &monitoring.Args{
 			Project: c.Project, Cluster: c.Cluster.Name, Namespace: bp.Namespace,
@@ -110,10 +125,17 @@ func Resolve(c *Config) (*Blueprint, error) {
 			bp.Monitoring.Lustre = &monitoring.Lustre{InstanceID: storage.LustreInstanceID(l.NamePrefix), ThroughputMBps: bp.Storage.WriteMBps}
 		}
 	}
-	if bp.Run, err = resolveRun(c, bp); err != nil {
+	if c.Queued() {
+		bp.Run, err = resolveQueuedRun(c, bp)
+	} else {
+		bp.Run, err = resolveRun(c, bp)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if bp.Cluster.CRDFields, err = ray.CRDFields(bp.Run.RayJob, bp.Run.RayCluster); err != nil {
+	// The GPU nodes bill for what trains: with a queue, the experiments that run at once.
+	bp.Bill = billOf(c, bp)
+	if bp.Cluster.CRDFields, err = ray.CRDFields(bp.Run.anyRayJob(), bp.Run.RayCluster); err != nil {
 		return nil, internalError("custom resource fields", err)
 	}
 	return bp, nil
@@ -212,7 +234,7 @@ func resolveStorage(c *Config, hw GPUSpec) StoragePlan {
 func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 	release := frameworkRelease(c)
 	plan := RunPlan{
-		Mode:      kinds.RunModeOf(c.Job.Enabled, c.GPU.Provisioning),
+		Mode:      queueMode(c),
 		Framework: c.Framework,
 		Release:   release,
 		// The experiment names its checkpoint directory: the same on every retry, another for
@@ -403,7 +425,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	}
 	prepEnv = append(slices.Clone(prepEnv), workloads.XetCacheEnv())
 	prep := workloads.PrepJob(workloads.PrepJobArgs{
-		Name: c.Cluster.Name + "-data-prep", Namespace: bp.Namespace,
+		Name: prepJobName(c, plan.Layout), Namespace: bp.Namespace,
 		Image:        pods.Image,
 		Script:       workloads.PrepScript(steps),
 		NodeSelector: pods.HeadNodeSelector,

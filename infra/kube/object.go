@@ -38,6 +38,8 @@ func NewObject(ctx *pulumi.Context, name string, obj Object, opts ...pulumi.Reso
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	// An unstructured object's fields are its own map: the deletions below must not reach it.
+	fields = maps.Clone(fields)
 	delete(fields, "apiVersion")
 	delete(fields, "kind")
 	delete(fields, "metadata")

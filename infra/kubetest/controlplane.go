@@ -211,12 +211,21 @@ func (cp *ControlPlane) waitReady(t testing.TB) {
 // test ends.
 func start(t testing.TB, dir, name, bin string, args ...string) {
 	t.Helper()
+	startWithEnv(t, dir, name, bin, nil, args...)
+}
+
+// startWithEnv is start with env added to the process's environment.
+func startWithEnv(t testing.TB, dir, name, bin string, env []string, args ...string) {
+	t.Helper()
 	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		t.Fatalf("%s log: %v", name, err)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}

@@ -135,6 +135,7 @@ func WriteTree(out io.Writer, r *Result) error {
 	}
 	walk(roots, "")
 	writeOutputs(w, r.Outputs)
+	writeQueue(w, r)
 	writeCosts(w, r.Costs)
 	custom, components := 0, 0
 	for _, res := range r.Resources {

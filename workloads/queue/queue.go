@@ -1,0 +1,263 @@
+// Package queue builds the Kueue objects that queue a stack's experiments on its GPUs: a
+// ResourceFlavor, a ClusterQueue whose GPU quota is the stack's GPU pool, a LocalQueue in the
+// stack's namespace and a WorkloadPriorityClass per experiment priority, and labels each RayJob
+// for them. Kueue admits a RayJob (it clears spec.suspend) when its pods fit the quota, and
+// holds the others suspended, with no pod and so no GPU node, until a running one finishes.
+package queue
+
+import (
+	_ "embed"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+)
+
+// installBody is kueue-install.sh.
+//
+//go:embed kueue-install.sh
+var installBody string
+
+// InstallScript is the step that installs Kueue unless the cluster runs one (kueue-install.sh):
+// a script for kube.KubectlScript, with InstallEnv.
+func InstallScript() string { return installBody }
+
+// InstallEnv is the install step's environment; stackNamespace marks a release it installs.
+func InstallEnv(stackNamespace string) map[string]string {
+	return map[string]string{
+		"KUEUE_VERSION": KueueVersion, "KUEUE_MANIFEST": ManifestURL, "KUEUE_IMAGE": Image,
+		"KUEUE_NAMESPACE": Namespace, "KUEUE_DEPLOYMENT": Deployment, "STACK_NAMESPACE": stackNamespace,
+	}
+}
+
+// Kueue's release the program installs on a cluster that has none; .ci/kube/build builds the
+// same version's manager for the harness tests.
+const (
+	KueueVersion = "v0.17.0"
+	// ManifestURL is the release's manifest (kubectl apply --server-side, as Kueue's
+	// installation guide says: its CRDs exceed the client-side apply annotation's size).
+	ManifestURL = "https://github.com/kubernetes-sigs/kueue/releases/download/" + KueueVersion + "/manifests.yaml"
+	// Image is the manager's image the release manifest names, by tag: its digest is published
+	// with the release, where the install step checks the running image's tag.
+	Image = "registry.k8s.io/kueue/kueue:" + KueueVersion
+	// Namespace and Deployment are where the release runs its manager.
+	Namespace  = "kueue-system"
+	Deployment = "kueue-controller-manager"
+)
+
+// The labels Kueue reads on a job (sigs.k8s.io/kueue v0.17.0 pkg/controller/constants).
+const (
+	QueueLabel    = "kueue.x-k8s.io/queue-name"
+	PriorityLabel = "kueue.x-k8s.io/priority-class"
+)
+
+// MaxPodSets is Kueue's limit on a workload's pod sets (apis/kueue/v1beta2/workload_types.go,
+// v0.17.0: podSets MaxItems=8). A RayJob's are its head, each worker group and, in K8sJobMode,
+// its submitter (pkg/controller/jobs/rayjob/rayjob_controller.go, PodSets).
+const MaxPodSets = 8
+
+// MaxPriority bounds jobs.<name>.priority: a WorkloadPriorityClass's value is an int32, and the
+// program names one class per value.
+const MaxPriority = 1_000_000
+
+// GPUResource is the extended resource of NVIDIA GPUs, which the quota counts.
+const GPUResource corev1.ResourceName = "nvidia.com/gpu"
+
+// LocalQueueName is the LocalQueue of the stack's namespace.
+const LocalQueueName = "experiments"
+
+const apiVersion = "kueue.x-k8s.io/v1beta2"
+
+// Args are a stack's queue.
+type Args struct {
+	// Name names the cluster-scoped objects (the ClusterQueue, the flavor, the priority
+	// classes): the stack's namespace, unique among the stacks of a cluster.
+	Name, Namespace string
+	// GPUs is the quota: how many GPUs the experiments may hold at once.
+	GPUs int
+	// Jobs are the RayJobs the queue admits; the other resources they request are covered with
+	// what they all request together, so that only GPUs decide what runs.
+	Jobs []*rayv1.RayJob
+	// Priorities are the experiments' priorities, by RayJob name.
+	Priorities map[string]int
+}
+
+// Objects are the queue's Kueue objects, in the order they are applied.
+func Objects(a Args) []*unstructured.Unstructured {
+	objs := []*unstructured.Unstructured{
+		object("ResourceFlavor", a.Name, "", map[string]any{}),
+		object("ClusterQueue", a.Name, "", map[string]any{
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{corev1.LabelMetadataName: a.Namespace}},
+			// An experiment that cannot run yet does not hold back a smaller one that can.
+			"queueingStrategy": "BestEffortFIFO",
+			// A running experiment is never stopped for another: priorities order the waiting ones.
+			"preemption": map[string]any{"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"},
+			"resourceGroups": []any{map[string]any{
+				"coveredResources": toAny(covered(a)),
+				"flavors":          []any{map[string]any{"name": a.Name, "resources": quotas(a)}},
+			}},
+		}),
+		object("LocalQueue", LocalQueueName, a.Namespace, map[string]any{"clusterQueue": a.Name}),
+	}
+	for _, p := range priorities(a) {
+		u := object("WorkloadPriorityClass", PriorityClassName(a.Name, p), "", nil)
+		u.Object["value"] = int64(p)
+		u.Object["description"] = fmt.Sprintf("experiments of %s with priority %d", a.Namespace, p)
+		objs = append(objs, u)
+	}
+	return objs
+}
+
+// StatusCommand lists the stack's experiments as the queue sees them: each RayJob's workload,
+// its priority, whether it was admitted (a waiting one shows <none>) and whether it finished.
+func StatusCommand(namespace string) string {
+	return "kubectl -n " + namespace + " get workloads.kueue.x-k8s.io -o 'custom-columns=" + statusColumns + "'"
+}
+
+// statusColumns are StatusCommand's columns (Workload v1beta2 fields).
+const statusColumns = "EXPERIMENT:.metadata.ownerReferences[0].name,PRIORITY:.spec.priority,ADMITTED:.status.conditions[?(@.type==\"Admitted\")].status,FINISHED:.status.conditions[?(@.type==\"Finished\")].status,CREATED:.metadata.creationTimestamp"
+
+// QuotaCommand shows the ClusterQueue's quota, what the admitted experiments use of it and how
+// many wait.
+func QuotaCommand(name string) string {
+	return "kubectl get clusterqueues.kueue.x-k8s.io " + name + " -o 'custom-columns=" + quotaColumns + "'"
+}
+
+// quotaColumns are QuotaCommand's columns (ClusterQueue v1beta2 status).
+const quotaColumns = "QUEUE:.metadata.name,GPUS:.spec.resourceGroups[0].flavors[0].resources[?(@.name==\"nvidia.com/gpu\")].nominalQuota,GPUS_USED:.status.flavorsUsage[0].resources[?(@.name==\"nvidia.com/gpu\")].total,ADMITTED:.status.admittedWorkloads,PENDING:.status.pendingWorkloads"
+
+// PriorityClassName is the WorkloadPriorityClass of a priority value in a stack.
+func PriorityClassName(name string, priority int) string {
+	return name + "-priority-" + strconv.Itoa(priority)
+}
+
+// Queued is the RayJob as the queue takes it: labelled with the LocalQueue and its priority
+// class, and created suspended, so that Kueue, not its creation, starts it. Kueue's admission
+// webhook would suspend it too; a cluster whose webhook is down would otherwise start it at
+// once, outside the quota.
+func Queued(job *rayv1.RayJob, name string, priority int) *rayv1.RayJob {
+	q := job.DeepCopy()
+	if q.Labels == nil {
+		q.Labels = map[string]string{}
+	}
+	q.Labels[QueueLabel] = LocalQueueName
+	q.Labels[PriorityLabel] = PriorityClassName(name, priority)
+	q.Spec.Suspend = true
+	// Kueue frees the quota when the job finishes; the finished cluster would keep its GPU
+	// nodes from the next experiment for its TTL. Its logs are in Cloud Logging (rayLogs).
+	q.Spec.TTLSecondsAfterFinished = 0
+	return q
+}
+
+// PodSets counts a RayJob's pod sets as Kueue does (MaxPodSets).
+func PodSets(job *rayv1.RayJob) int {
+	n := 0
+	if s := job.Spec.RayClusterSpec; s != nil {
+		n = 1 + len(s.WorkerGroupSpecs)
+	}
+	if job.Spec.SubmissionMode == rayv1.K8sJobMode || job.Spec.SubmissionMode == "" {
+		n++
+	}
+	return n
+}
+
+// Demand is what a RayJob's pods request together while it runs: the head, every worker
+// replica and the submitter.
+func Demand(job *rayv1.RayJob) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	add := func(spec corev1.PodSpec, replicas int32) {
+		for _, c := range spec.Containers {
+			for name, q := range c.Resources.Requests {
+				for range replicas {
+					sum := total[name]
+					sum.Add(q)
+					total[name] = sum
+				}
+			}
+		}
+	}
+	if s := job.Spec.RayClusterSpec; s != nil {
+		add(s.HeadGroupSpec.Template.Spec, 1)
+		for _, g := range s.WorkerGroupSpecs {
+			add(g.Template.Spec, ptr.Deref(g.Replicas, 1)*max(1, g.NumOfHosts))
+		}
+	}
+	if t := job.Spec.SubmitterPodTemplate; t != nil {
+		add(t.Spec, 1)
+	}
+	return total
+}
+
+// GPUs is how many GPUs a RayJob holds while it runs.
+func GPUs(job *rayv1.RayJob) int {
+	q := Demand(job)[GPUResource]
+	return int(q.Value())
+}
+
+// covered are the resources the jobs request, GPUs first.
+func covered(a Args) []string {
+	names := map[string]bool{string(GPUResource): true}
+	for _, j := range a.Jobs {
+		for name := range Demand(j) {
+			names[string(name)] = true
+		}
+	}
+	delete(names, string(GPUResource))
+	return append([]string{string(GPUResource)}, slices.Sorted(maps.Keys(names))...)
+}
+
+// quotas are the flavor's nominal quotas: the GPUs, and of every other resource what all the
+// jobs request together.
+func quotas(a Args) []any {
+	total := corev1.ResourceList{}
+	for _, j := range a.Jobs {
+		for name, q := range Demand(j) {
+			sum := total[name]
+			sum.Add(q)
+			total[name] = sum
+		}
+	}
+	total[GPUResource] = *resource.NewQuantity(int64(a.GPUs), resource.DecimalSI)
+	var out []any
+	for _, name := range covered(a) {
+		q := total[corev1.ResourceName(name)]
+		out = append(out, map[string]any{"name": name, "nominalQuota": q.String()})
+	}
+	return out
+}
+
+func priorities(a Args) []int {
+	seen := map[int]bool{}
+	for _, p := range a.Priorities {
+		seen[p] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+func object(kind, name, namespace string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetName(name)
+	if namespace != "" {
+		u.SetNamespace(namespace)
+	}
+	if spec != nil {
+		u.Object["spec"] = spec
+	}
+	return u
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
