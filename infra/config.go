@@ -192,8 +192,9 @@ type JobConfig struct {
 	// experiments (higher first), and the GPU nodes its Ray workers take.
 	Priority int `json:"-"`
 	Nodes    int `json:"-"`
-	// explicit marks the job's keys that the stack sets, named as `job`'s (explicitJobKeys).
-	explicit map[string]bool
+	// explicit marks the job's keys that the stack sets, named as `job`'s (explicitJobKeys);
+	// own, of an entry of `jobs`, those the entry sets itself, not through `job`.
+	explicit, own map[string]bool
 }
 
 // TokensConfig is `tokens.*`: which tokens the run reads. Their values live in Secret Manager

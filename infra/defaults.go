@@ -83,10 +83,12 @@ type rawConfig struct {
 	Jobs []namedJobEntry
 }
 
-// namedJobEntry is an entry of `jobs` with its key.
+// namedJobEntry is an entry of `jobs` with its key, and the keys it sets itself (before
+// mergeJob), named as job's: its problems are reported under them.
 type namedJobEntry struct {
 	name string
 	rawJobEntry
+	own map[string]bool
 }
 
 // rawJob is `job` as decoded, and each entry of `jobs`, which starts from it.
@@ -316,7 +318,8 @@ func experimentConfig(c *Config, e namedJobEntry) JobConfig {
 	j.Name = e.name
 	j.Priority = or(e.Priority, 0)
 	j.Nodes = or(e.Nodes, c.GPU.Nodes)
-	j.explicit["jobs.nodes"] = e.Nodes != nil
+	j.own = e.own
+	j.own["jobs.nodes"] = e.Nodes != nil
 	return j
 }
 

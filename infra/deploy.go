@@ -316,7 +316,7 @@ func deployExperiments(ctx *pulumi.Context, run RunPlan, kubeconfig pulumi.Strin
 		if x.Stopped {
 			continue
 		}
-		grpo, err := workloads.NewGRPO(ctx, "grpo-"+x.Name, &workloads.GRPOArgs{Job: x.RayJob, Prep: x.Prep, Placement: placement, PrepPlacement: prepPlacement})
+		grpo, err := workloads.NewGRPO(ctx, "grpo-"+x.Name, &workloads.GRPOArgs{Job: x.RayJob, Prep: x.Prep, Placement: placement, PrepPlacement: prepPlacement, Queued: true})
 		if err != nil {
 			return nil, fmt.Errorf("experiment %s: %w", x.Name, err)
 		}

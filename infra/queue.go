@@ -62,6 +62,10 @@ func decodeJobs(raw string, base rawJob, errs *Errors) []namedJobEntry {
 		if e.Name != nil {
 			errs.Add(key+".name", "an experiment of jobs is named by its key (%s); remove the name (`pulumi config rm --path %s.name`)", quote(name), key)
 		}
+		e.own = map[string]bool{}
+		for _, k := range setKeys(reflect.ValueOf(e.rawJob)) {
+			e.own["job."+k] = true
+		}
 		mergeJob(&e.rawJob, base)
 		out = append(out, e)
 	}
@@ -116,13 +120,11 @@ func validateJobs(c *Config, spec GPUSpec, errs *Errors) {
 			errs.Add(key+".priority", "%d is out of range; allowed: 0 to %d (higher runs first)", j.Priority, queue.MaxPriority)
 		}
 		nodesKey := "gpu.nodes"
-		if j.explicit["jobs.nodes"] {
+		if j.own["jobs.nodes"] {
 			nodesKey = key + ".nodes"
 		}
-		switch {
-		case j.Nodes < 1:
-			errs.Add(nodesKey, "%d is not allowed; allowed: 1 to %d GPU nodes", j.Nodes, c.GPU.MaxNodes)
-		case j.Nodes > c.GPU.MaxNodes:
+		// Fewer than one node is the experiment's own gpu.nodes problem (perExperiment).
+		if j.Nodes > c.GPU.MaxNodes {
 			errs.Add(nodesKey, "experiment %s takes %d nodes (%d GPUs), more than the queue's quota of %d (gpu.maxNodes %d × %d GPUs), so it would wait forever; allowed: 1 to %d, or a larger gpu.maxNodes",
 				j.Name, j.Nodes, j.Nodes*spec.GPUsPerNode, c.GPU.MaxNodes*spec.GPUsPerNode, c.GPU.MaxNodes, spec.GPUsPerNode, c.GPU.MaxNodes)
 		}
@@ -135,14 +137,14 @@ func experimentErrors(j JobConfig, errs Errors) Errors {
 	var out Errors
 	for _, e := range errs {
 		key := e.Key
-		if field, ok := strings.CutPrefix(key, "job."); ok && j.explicit["job."+topField(field)] {
+		if field, ok := strings.CutPrefix(key, "job."); ok && j.own["job."+topField(field)] {
 			key = KeyJobs + "." + j.Name + "." + field
 		}
 		if key == "job.name" {
 			// The entry's key is the experiment's name.
 			key = KeyJobs + "." + j.Name
 		}
-		if key == "gpu.nodes" && j.explicit["jobs.nodes"] {
+		if key == "gpu.nodes" && j.own["jobs.nodes"] {
 			key = KeyJobs + "." + j.Name + ".nodes"
 		}
 		out = append(out, FieldError{Key: key, Message: "experiment " + j.Name + ": " + e.Message})
@@ -324,4 +326,20 @@ func (r RunPlan) RunningAtOnce() (int, string) {
 		return 0, "none runs"
 	}
 	return nodes, strings.Join(names, ", ") + " at once"
+}
+
+// setKeys are the json keys of a raw config struct's fields that are set (not nil), those of
+// embedded structs included.
+func setKeys(v reflect.Value) []string {
+	var keys []string
+	for i := 0; i < v.NumField(); i++ {
+		f, field := v.Field(i), v.Type().Field(i)
+		switch {
+		case field.Anonymous && f.Kind() == reflect.Struct:
+			keys = append(keys, setKeys(f)...)
+		case (f.Kind() == reflect.Pointer || f.Kind() == reflect.Slice || f.Kind() == reflect.Map) && !f.IsNil():
+			keys = append(keys, strings.Split(field.Tag.Get("json"), ",")[0])
+		}
+	}
+	return keys
 }

@@ -25,6 +25,12 @@ type GRPOArgs struct {
 	// the tokens). It runs on CPU nodes, so it starts while the gate checks the GPU nodes and
 	// the Ray cluster comes up; the RayJob waits for both.
 	PrepPlacement kube.Placement
+	// Queued is a RayJob of the queue (workloads/queue), whose labels name its queue and its
+	// priority class: a change of them replaces it too. In place, the program's object would
+	// send spec.suspend=true again to a RayJob that Kueue has started, and Kueue reads the class
+	// only when it creates the workload; replaced, the experiment goes back in the queue with
+	// its new priority and resumes from its newest checkpoint when admitted.
+	Queued bool
 }
 
 // GRPO is the training run.
@@ -53,7 +59,11 @@ func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.Re
 		}
 		placement = placement.WaitingFor(g.Prep)
 	}
-	jobName, jobOpts := kids.Of("rayjob", "rayjob", lifecycle.Options(lifecycle.RayJobType)...)
+	jobOptions := lifecycle.Options(lifecycle.RayJobType)
+	if args.Queued {
+		jobOptions = append(jobOptions, pulumi.ReplaceOnChanges([]string{"metadata.labels"}))
+	}
+	jobName, jobOpts := kids.Of("rayjob", "rayjob", jobOptions...)
 	var err error
 	g.RayJob, err = kube.NewObject(ctx, jobName, args.Job, placement.Namespaced(jobOpts...)...)
 	if err != nil {

@@ -179,4 +179,3 @@ func kubectlOutput(t *testing.T, c testCluster, command string) string {
 	t.Logf("%s\n%s", command, r.Stdout)
 	return strings.TrimSpace(r.Stdout)
 }
-

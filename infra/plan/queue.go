@@ -21,17 +21,25 @@ func writeQueue(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "Queue (Kueue %s, ClusterQueue %s): %d GPUs at once (gpu.maxNodes × %d); with every experiment waiting, highest priority first, then by name:\n",
 		queue.KueueVersion, run.Queue.Name, run.Queue.GPUs, r.Blueprint.Hardware.GPUsPerNode)
 	for _, x := range run.Experiments {
-		line := fmt.Sprintf("  %-8s %-24s priority %-4d %3d GPUs (%d nodes)", x.Start, x.Name, x.Priority, x.GPUs, x.Nodes)
+		line := fmt.Sprintf("  %-8s %-24s priority %-4d %3d GPUs (%s)", x.Start, x.Name, x.Priority, x.GPUs, nodesText(x.Nodes))
 		if x.Start == infra.StartsAtOnce {
 			line += "  GPU nodes " + perNode.times(x.Nodes)
 		}
 		fmt.Fprintln(w, line)
 	}
 	nodes, names := run.RunningAtOnce()
-	fmt.Fprintf(w, "  at once: %d GPU nodes (%s): GPU nodes %s; a waiting experiment holds no node and starts by itself when one ends\n", nodes, names, perNode.times(nodes))
+	fmt.Fprintf(w, "  at once: %s (%s): GPU nodes %s; a waiting experiment holds no node and starts by itself when one ends\n", nodesText(nodes), names, perNode.times(nodes))
 	if !perNode.known {
 		fmt.Fprintln(w, "  (the GPU node's price is unknown: plan --prices FILE adds it)")
 	}
+}
+
+// nodesText is "1 node" or "N nodes".
+func nodesText(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }
 
 // nodeHour is one GPU node's hour, when its price is known.

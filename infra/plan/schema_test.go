@@ -10,6 +10,7 @@ import (
 	"gke-rl/infra/kube/crdschema"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
+	"gke-rl/workloads/queue"
 )
 
 // upstreamSchemas loads the CRDs that ship inside the KubeRay, gke-networking-api and Secrets
@@ -19,7 +20,9 @@ func upstreamSchemas(t *testing.T) *crdschema.Schemas {
 	t.Helper()
 	patterns, err := crdschema.Upstream()
 	require.NoError(t, err)
-	s, err := crdschema.Load(patterns...)
+	kueue, err := crdschema.Kueue(queue.KueueVersion)
+	require.NoError(t, err)
+	s, err := crdschema.Load(append(patterns, kueue...)...)
 	require.NoError(t, err)
 	return s
 }
@@ -34,6 +37,7 @@ func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
 		"b200-spot on Autopilot":          {"cluster.mode=autopilot", "storage.type=gcsfuse"},
 		"h200-reserved without a job":     {"job.enabled=false"},
 		"b200-spot with tokens and limit": {"tokens.huggingFace=true", "tokens.wandb=true", "job.activeDeadlineSeconds=86400"},
+		"h200-reserved with a queue":      {"jobs.a.priority=5", "jobs.b.maxSteps=10", "jobs.b.priority=1"},
 	}
 	kinds := map[string]int{}
 	for name, overrides := range variants {
@@ -44,7 +48,7 @@ func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
 				apiVersion, _ := m.Object["apiVersion"].(string)
 				kind, _ := m.Object["kind"].(string)
 				group, _, _ := strings.Cut(apiVersion, "/")
-				if !strings.Contains(apiVersion, ".") || apiVersion == "batch/v1" || strings.HasSuffix(group, ".k8s.io") {
+				if !strings.Contains(apiVersion, ".") || apiVersion == "batch/v1" || (strings.HasSuffix(group, ".k8s.io") && group != "kueue.x-k8s.io") {
 					continue // built-in kinds (the core group, batch, *.k8s.io): typed by k8s.io/api or pulumi-kubernetes
 				}
 				kinds[kind]++
@@ -52,7 +56,7 @@ func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
 			}
 		})
 	}
-	for _, kind := range []string{"RayCluster", "RayJob", "Network", "GKENetworkParamSet"} {
+	for _, kind := range []string{"RayCluster", "RayJob", "Network", "GKENetworkParamSet", "ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass"} {
 		assert.Positive(t, kinds[kind], "no %s was checked", kind)
 	}
 }

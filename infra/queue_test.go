@@ -1,0 +1,133 @@
+package infra_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra"
+	"gke-rl/infra/plan"
+	"gke-rl/infra/plan/plantest"
+	"gke-rl/workloads/queue"
+)
+
+// experiments are the experiments of smoke (verl, one B200 node) with overrides, by name.
+func experiments(t *testing.T, overrides ...string) (*infra.Blueprint, map[string]infra.ExperimentPlan) {
+	t.Helper()
+	bp := plantest.Resolve(t, "smoke", overrides...)
+	byName := map[string]infra.ExperimentPlan{}
+	for _, x := range bp.Run.Experiments {
+		byName[x.Name] = x
+	}
+	return bp, byName
+}
+
+// Each entry of jobs takes from job what it does not set, and its own values otherwise; each is
+// a RayJob of its own, queued, with its own checkpoints and data preparation.
+func TestEachExperimentTakesWhatItDoesNotSetFromJob(t *testing.T) {
+	bp, xs := experiments(t, "gpu.maxNodes=2", "job.learningRate=2e-6", `job.revisions["openai/gsm8k"]=0123456789abcdef0123456789abcdef01234567`,
+		"jobs.base.maxSteps=6", "jobs.low.learningRate=5e-7", `jobs.low.revisions["Qwen/Qwen2.5-0.5B-Instruct"]=1111111111111111111111111111111111111111`)
+	require.Len(t, xs, 2)
+	assert.Nil(t, bp.Run.RayJob, "no single run: the experiments are the runs")
+	assert.Nil(t, bp.Run.RayCluster)
+	base, low := xs["base"], xs["low"]
+	assert.Contains(t, base.RayJob.Spec.Entrypoint, "actor_rollout_ref.actor.optim.lr=2e-06", "job's value")
+	assert.Contains(t, low.RayJob.Spec.Entrypoint, "actor_rollout_ref.actor.optim.lr=5e-07", "the entry's own")
+	assert.Contains(t, base.RayJob.Spec.Entrypoint, "trainer.total_training_steps=6")
+	assert.Equal(t, map[string]string{
+		"openai/gsm8k":               "0123456789abcdef0123456789abcdef01234567",
+		"Qwen/Qwen2.5-0.5B-Instruct": "1111111111111111111111111111111111111111",
+	}, low.Hub.Revisions, "revisions are added to job's")
+	for name, x := range xs {
+		assert.Equal(t, name, x.RayJob.Name)
+		assert.Equal(t, "/data/checkpoints/"+name, x.Layout.Checkpoints())
+		assert.Equal(t, name+"-data-prep", x.Prep.Name)
+		assert.True(t, x.RayJob.Spec.Suspend, "created suspended: Kueue starts it")
+		assert.Equal(t, queue.LocalQueueName, x.RayJob.Labels[queue.QueueLabel])
+		assert.NotNil(t, x.RayJob.Spec.RayClusterSpec, "a cluster of its own, which Kueue manages")
+		assert.True(t, x.RayJob.Spec.ShutdownAfterJobFinishes)
+		assert.Zero(t, x.RayJob.Spec.TTLSecondsAfterFinished, "the finished cluster does not keep the next experiment's nodes")
+		assert.Equal(t, 3, queue.PodSets(x.RayJob), "head, workers, submitter: within Kueue's %d", queue.MaxPodSets)
+		assert.Equal(t, 8, queue.GPUs(x.RayJob))
+	}
+	assert.Equal(t, 16, bp.Run.Queue.GPUs, "gpu.maxNodes × 8")
+}
+
+// A reservation stack's experiments each bring their own cluster too: Kueue leaves a RayJob on a
+// long-lived cluster unmanaged, and that cluster would hold the GPUs the queue hands out.
+func TestQueuedExperimentsOnAReservationBringTheirOwnCluster(t *testing.T) {
+	bp := plantest.Resolve(t, "h200-reserved", "jobs.a.priority=1", "jobs.b.priority=2")
+	assert.Nil(t, bp.Run.RayCluster, "no long-lived cluster")
+	for _, x := range bp.Run.Experiments {
+		assert.Empty(t, x.RayJob.Spec.ClusterSelector, x.Name)
+		assert.NotNil(t, x.RayJob.Spec.RayClusterSpec, x.Name)
+	}
+	assert.NotNil(t, bp.Run.Gate, "the gate still runs once, before every experiment")
+}
+
+// The plan says which experiments run as soon as the stack is applied and which wait, as Kueue
+// admits them: highest priority first, then in creation order, each that fits what is left.
+func TestThePlanOrdersTheQueue(t *testing.T) {
+	_, xs := experiments(t, "gpu.maxNodes=3", "jobs.a.maxSteps=4", "jobs.b.nodes=2", "jobs.c.priority=5", "jobs.d.enabled=false")
+	assert.Equal(t, infra.StartsAtOnce, xs["c"].Start, "priority 5 first")
+	assert.Equal(t, infra.StartsAtOnce, xs["a"].Start, "then a, in name order")
+	assert.Equal(t, infra.Waits, xs["b"].Start, "b's 2 nodes do not fit the one left")
+	assert.Equal(t, infra.NotStarted, xs["d"].Start)
+	assert.Nil(t, xs["d"].RayJob, "a stopped experiment has no RayJob")
+
+	res := plantest.Plan(t, "smoke", "gpu.maxNodes=3", "jobs.a.maxSteps=4", "jobs.b.nodes=2", "jobs.c.priority=5", "jobs.d.enabled=false")
+	gpu := plantest.Input(t, res.Find("gcp:container/nodePool:NodePool", "cluster-gpu"), "autoscaling.totalMaxNodeCount")
+	assert.EqualValues(t, 3, gpu, "the pool can hold the quota")
+	for _, line := range res.Costs.Lines {
+		if line.Item == "GPU nodes" {
+			assert.EqualValues(t, 2, line.Training, "what trains is what runs at once: a and c")
+			assert.Contains(t, line.Detail, "queue: a, c at once")
+		}
+	}
+}
+
+// Every bad jobs value is refused before anything is registered, naming the key that sets it.
+func TestBadExperimentsAreRefusedNamingTheirKey(t *testing.T) {
+	for name, c := range map[string]struct {
+		overrides []string
+		key, says string
+	}{
+		"larger than the quota":       {[]string{"gpu.maxNodes=2", "jobs.big.nodes=3"}, "jobs.big.nodes", "more than the queue's quota of 16 (gpu.maxNodes 2 × 8 GPUs)"},
+		"no nodes":                    {[]string{"jobs.none.nodes=0"}, "jobs.none.nodes", "experiment none: 0 is out of range"},
+		"a negative priority":         {[]string{"jobs.a.priority=-1"}, "jobs.a.priority", "allowed: 0 to 1000000"},
+		"a name of its own":           {[]string{"jobs.a.name=b"}, "jobs.a.name", "named by its key"},
+		"job.name beside jobs":        {[]string{"job.name=x", "jobs.a.maxSteps=4"}, "job.name", "remove job.name"},
+		"a name that is no DNS label": {[]string{"jobs.Lr_Low.maxSteps=4"}, "jobs.Lr_Low", "is not a DNS label"},
+		"an entry's own bad value":    {[]string{"jobs.a.learningRate=5"}, "jobs.a.learningRate", "experiment a:"},
+		"job's bad value, inherited":  {[]string{"job.learningRate=5", "jobs.a.maxSteps=4"}, "job.learningRate", "experiment a:"},
+		"an unknown key":              {[]string{"jobs.a.learningrate=1e-6"}, "jobs.a.learningrate", "unknown key"},
+		"a check across its keys":     {[]string{"jobs.a.maxSteps=4", "jobs.a.checkpointPeriod=10"}, "jobs.a.checkpointPeriod", "experiment a: 10 steps is longer than the run"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := plantest.TryPlan("smoke", c.overrides...)
+			require.Error(t, err)
+			var refused *plan.ConfigError
+			require.ErrorAs(t, err, &refused)
+			found := false
+			for _, p := range refused.Problems {
+				if (c.key == "" || p.Key == c.key) && strings.Contains(p.Message, c.says) {
+					found = true
+				}
+			}
+			assert.True(t, found, "no %s problem saying %q in:\n%v", c.key, c.says, err)
+		})
+	}
+}
+
+// A stack without jobs plans as it did: no queue, one run (the golden plans hold its URNs).
+func TestAStackWithJobHasNoQueue(t *testing.T) {
+	for _, stack := range []string{"b200-spot", "h200-reserved", "smoke"} {
+		bp := plantest.Resolve(t, stack)
+		assert.Nil(t, bp.Run.Queue, stack)
+		assert.Empty(t, bp.Run.Experiments, stack)
+		assert.NotNil(t, bp.Run.RayJob, stack)
+		assert.False(t, bp.Run.RayJob.Spec.Suspend, stack)
+	}
+}
