@@ -3,6 +3,8 @@ package kubetest_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +169,20 @@ func TestQueueRunsExperimentsInTurnByPriority(t *testing.T) {
 	assert.Regexp(t, `(?m)^second\s+0\s+True\s+<none>\s`, status, "the second one is admitted and runs")
 	quota := kubectlOutput(t, c, withUrgent.Outputs["queueQuota"].(string))
 	assert.Regexp(t, `(?m)^`+ns+`\s+8\s+8\s+1\s+0\s*$`, quota, "8 GPUs, all used by the one admitted experiment, none pending")
+
+	// So do the operations guide's (written for smoke's namespace and queue).
+	guide, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "docs", "operations.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(guide), "## Several experiments: a queue")
+	require.True(t, ok)
+	section, _, _ = strings.Cut(section, "\n## ")
+	cmds, err := clitest.MarkdownCommands("docs/operations.md", section, "kubectl")
+	require.NoError(t, err)
+	require.Len(t, cmds, 3)
+	for _, cmd := range cmds {
+		out := kubectlOutput(t, c, cmd.Text)
+		assert.GreaterOrEqual(t, strings.Count(out, "\n"), 1, "%s lists something:\n%s", cmd.Text, out)
+	}
 }
 
 // kubectlOutput runs a documented kubectl command line against the control plane.

@@ -58,15 +58,24 @@ func Upstream() ([]string, error) {
 // not a module of this build (it requires a newer KubeRay than the program pins), so its module
 // is downloaded by version, as .ci/kube/build downloads it for the harness.
 func Kueue(version string) ([]string, error) {
+	dir, err := KueueDir(version)
+	if err != nil {
+		return nil, err
+	}
+	return []string{filepath.Join(dir, "config/components/crd/bases/kueue.x-k8s.io_*.yaml")}, nil
+}
+
+// KueueDir is the directory of Kueue's module at version, downloaded from the Go module proxy.
+func KueueDir(version string) (string, error) {
 	out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/kueue@"+version).Output()
 	if err != nil {
-		return nil, fmt.Errorf("go mod download sigs.k8s.io/kueue@%s: %w", version, err)
+		return "", fmt.Errorf("go mod download sigs.k8s.io/kueue@%s: %w", version, err)
 	}
 	var mod struct{ Dir string }
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return nil, fmt.Errorf("go mod download sigs.k8s.io/kueue@%s: no directory in %q", version, out)
+		return "", fmt.Errorf("go mod download sigs.k8s.io/kueue@%s: no directory in %q", version, out)
 	}
-	return []string{filepath.Join(mod.Dir, "config/components/crd/bases/kueue.x-k8s.io_*.yaml")}, nil
+	return mod.Dir, nil
 }
 
 type versionSchema struct {
