@@ -119,6 +119,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 			Project: c.Project, Cluster: c.Cluster.Name, Namespace: bp.Namespace,
 			GPUsPerNode:          hw.GPUsPerNode,
 			Spot:                 c.GPU.Provisioning == kinds.Spot,
+			Queue:                c.Queued(),
 			NotificationChannels: c.Monitoring.NotificationChannels,
 		}
 		if l := bp.Storage.Lustre; l != nil {

@@ -94,6 +94,9 @@ func (cp *ControlPlane) StartKueue(t testing.TB) {
 	go mountSecret(ctx, cp, secret.Name, filepath.Join(dir, "certs"))
 	startWithEnv(t, cp.Dir, "kueue", bin, []string{"KUBECONFIG=" + cp.Kubeconfig(t, Admin)},
 		"--config", config,
+		// The release's own log level (config/components/manager/manager.yaml): admissions and
+		// requeues are logged at V(2), which the dashboard's queue panels read.
+		"--zap-log-level=2",
 		// The visibility API is an aggregated API server the API server here does not route to.
 		"--feature-gates", "VisibilityOnDemand=false")
 }

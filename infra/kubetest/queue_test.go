@@ -2,9 +2,11 @@ package kubetest_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 
 	"gke-rl/infra/clitest"
 	"gke-rl/infra/kubetest"
+	"gke-rl/infra/monitoring"
 	"gke-rl/infra/plan"
 	"gke-rl/infra/plan/plantest"
 )
@@ -169,6 +172,34 @@ func TestQueueRunsExperimentsInTurnByPriority(t *testing.T) {
 	assert.Regexp(t, `(?m)^second\s+0\s+True\s+<none>\s`, status, "the second one is admitted and runs")
 	quota := kubectlOutput(t, c, withUrgent.Outputs["queueQuota"].(string))
 	assert.Regexp(t, `(?m)^`+ns+`\s+8\s+8\s+1\s+0\s*$`, quota, "8 GPUs, all used by the one admitted experiment, none pending")
+
+	// The dashboard's queue panels select Kueue's own log lines: each admission of the three,
+	// and the requeues of those that waited.
+	logLines, err := os.ReadFile(filepath.Join(c.cp.Dir, "kueue.log"))
+	require.NoError(t, err)
+	// Each line as Cloud Logging parses it (jsonPayload), selected as the panels' filters do:
+	// the event's text, and jsonPayload.workload.namespace.
+	matching := func(event string) []string {
+		var names []string
+		for _, l := range strings.Split(string(logLines), "\n") {
+			var entry struct {
+				Msg      string `json:"msg"`
+				Workload struct{ Name, Namespace string }
+			}
+			if json.Unmarshal([]byte(l), &entry) == nil && entry.Msg == event && entry.Workload.Namespace == ns {
+				names = append(names, entry.Workload.Name)
+			}
+		}
+		return names
+	}
+	filter := monitoring.QueueLogsFilter(res.Blueprint.Cluster.Name, ns, monitoring.QueueAdmitted)
+	require.Contains(t, filter, `jsonPayload.workload.namespace="`+ns+`"`)
+	admitted, requeued := matching(monitoring.QueueAdmitted), matching(monitoring.QueueWaiting)
+	assert.Len(t, admitted, 3, "one admission line for each experiment: %v", admitted)
+	for _, name := range []string{"first", "urgent", "second"} {
+		assert.True(t, slices.ContainsFunc(admitted, func(w string) bool { return strings.HasPrefix(w, "rayjob-"+name+"-") }), "%s's admission is logged: %v", name, admitted)
+	}
+	assert.True(t, slices.ContainsFunc(requeued, func(w string) bool { return strings.HasPrefix(w, "rayjob-second-") }), "second's wait is logged: %v", requeued)
 
 	// So do the operations guide's (written for smoke's namespace and queue).
 	guide, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "docs", "operations.md"))

@@ -22,6 +22,9 @@ type Args struct {
 	NotificationChannels []string
 	// Lustre is the stack's Managed Lustre instance; nil when the shared volume is a bucket.
 	Lustre *Lustre
+	// Queue is set when the stack queues its experiments (jobs): the dashboard shows Kueue's
+	// admissions and requeues of them.
+	Queue bool
 }
 
 // Lustre is what the Lustre charts and the capacity alert need of the instance.
@@ -206,6 +209,19 @@ func DashboardJSON(a Args) (string, error) {
 			"The shared volume is a Cloud Storage bucket mounted with Cloud Storage FUSE. " +
 			"The gate's storage figures: `pulumi stack output gateResults`."}}})
 	}
+	if a.Queue {
+		bottom := 0
+		for _, t := range tiles {
+			bottom = max(bottom, t.YPos+t.Height)
+		}
+		tiles = append(tiles,
+			tile{YPos: bottom, Width: 24, Height: 16, Widget: widget{Title: "Queue: experiments admitted (Kueue)", LogsPanel: &logsPanel{
+				Filter: QueueLogsFilter(a.Cluster, a.Namespace, QueueAdmitted),
+			}}},
+			tile{XPos: 24, YPos: bottom, Width: 24, Height: 16, Widget: widget{Title: "Queue: experiments waiting (Kueue re-queues them while the GPUs are taken)", LogsPanel: &logsPanel{
+				Filter: QueueLogsFilter(a.Cluster, a.Namespace, QueueWaiting),
+			}}})
+	}
 	b, err := json.Marshal(dashboard{
 		DisplayName:  "gke-rl " + a.Cluster,
 		MosaicLayout: mosaicLayout{Columns: 48, Tiles: tiles},
@@ -252,6 +268,23 @@ func GPUIdleQuery(cluster, namespace string) string {
 // VM: the operation type compute.instances.preempted.
 func PreemptionFilter() string {
 	return "resource.type=\"gce_instance\"\nprotoPayload.methodName=\"compute.instances.preempted\""
+}
+
+// Kueue's manager logs a workload's admission and each time it goes back to wait, at V(2), the
+// level its release runs at (sigs.k8s.io/kueue v0.17.0 pkg/scheduler/scheduler.go; the
+// release's manager.yaml sets --zap-log-level=2), as JSON lines whose "workload" names the
+// workload and its namespace: {"msg":"Workload re-queued","workload":{"name":"rayjob-<name>-<hash>","namespace":"<ns>"},...}.
+const (
+	QueueAdmitted = "Workload successfully admitted and assigned flavors"
+	QueueWaiting  = "Workload re-queued"
+)
+
+// QueueLogsFilter selects the lines of Kueue's manager (the release's Deployment in
+// kueue-system) that say event (QueueAdmitted, QueueWaiting) of a workload of the stack's
+// namespace: the experiments' RayJobs.
+func QueueLogsFilter(cluster, namespace, event string) string {
+	return fmt.Sprintf("resource.type=\"k8s_container\"\nresource.labels.cluster_name=%q\nresource.labels.namespace_name=\"kueue-system\"\nresource.labels.container_name=\"manager\"\n%q\njsonPayload.workload.namespace=%q",
+		cluster, event, namespace)
 }
 
 // LogsExplorerURL opens a query in the console's Logs Explorer.

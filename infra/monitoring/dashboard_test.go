@@ -55,7 +55,9 @@ func TestDashboardWritesNoZeroField(t *testing.T) {
 func TestDashboardTilesFitAndDoNotOverlap(t *testing.T) {
 	bucket := args()
 	bucket.Lustre = nil
-	for _, a := range []monitoring.Args{args(), bucket} {
+	queued, queuedBucket := args(), bucket
+	queued.Queue, queuedBucket.Queue = true, true
+	for _, a := range []monitoring.Args{args(), bucket, queued, queuedBucket} {
 		_, ts := tilesOf(t, a)
 		require.NotEmpty(t, ts)
 		assertTilesFit(t, ts)
@@ -143,4 +145,23 @@ func TestLogsExplorerURLCarriesTheQuery(t *testing.T) {
 	query, ok := strings.CutPrefix(u.Path, "/logs/query;query=")
 	require.True(t, ok, u.Path)
 	assert.Equal(t, filter, query)
+}
+
+// A stack with a queue shows Kueue's admissions and requeues of its own experiments, below the
+// rest; one without has no queue panel.
+func TestTheQueuePanelsAreTheStacksOnly(t *testing.T) {
+	a := args()
+	_, plain := tilesOf(t, a)
+	a.Queue = true
+	raw, queued := tilesOf(t, a)
+	require.Len(t, queued, len(plain)+2)
+	for _, tl := range queued[len(plain):] {
+		panel := tl.Widget["logsPanel"].(map[string]any)
+		filter := panel["filter"].(string)
+		assert.Contains(t, filter, `resource.labels.cluster_name="rl"`)
+		assert.Contains(t, filter, `resource.labels.namespace_name="kueue-system"`)
+		assert.Contains(t, filter, `jsonPayload.workload.namespace="gke-rl"`)
+	}
+	assert.Contains(t, raw, monitoring.QueueAdmitted)
+	assert.Contains(t, raw, monitoring.QueueWaiting)
 }
