@@ -19,6 +19,7 @@ var deployVerbs = []string{"get", "list", "watch", "create", "update", "patch", 
 var clusterScoped = map[string]bool{
 	"namespaces": true, "persistentvolumes": true, "priorityclasses": true,
 	"gkenetworkparamsets": true, "networks": true, "clusterroles": true, "clusterrolebindings": true,
+	"clusterqueues": true, "resourceflavors": true, "workloadpriorityclasses": true,
 }
 
 // accessKinds are the managed resources that grant access (the preview identity's and the

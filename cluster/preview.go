@@ -27,6 +27,8 @@ var ManagedKinds = []rbacv1.PolicyRule{
 	{APIGroups: []string{"ray.io"}, Resources: []string{"rayclusters", "rayjobs"}},
 	{APIGroups: []string{"networking.gke.io"}, Resources: []string{"gkenetworkparamsets", "networks"}},
 	{APIGroups: []string{"secrets-store.csi.x-k8s.io"}, Resources: []string{"secretproviderclasses"}},
+	// The queue of a stack with jobs (workloads/queue).
+	{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"clusterqueues", "resourceflavors", "workloadpriorityclasses", "localqueues"}},
 	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings", "rolebindings"}},
 	// The run's script (workloads.RunScriptObject) by its name only: other ConfigMaps of the
 	// cluster may hold what a preview has no business reading.

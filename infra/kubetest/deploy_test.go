@@ -2,6 +2,7 @@ package kubetest_test
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -31,6 +32,8 @@ const deployUser = "gke-rl-deploy@your-project-id.iam.gserviceaccount.com"
 func TestDeployIdentityDoesWhatUpDoesAndNoMore(t *testing.T) {
 	cp := kubetest.Start(t, kubetest.Options{Users: []string{deployUser}})
 	cp.InstallCRDs(t, kubetest.UpstreamCRDs(t)...)
+	// A stack with jobs also manages the queue's Kueue objects.
+	cp.InstallCRDs(t, kubetest.KueueCRDs(t)...)
 	ctx := context.Background()
 	admin, deploy := cp.As(t, kubetest.Admin), cp.As(t, deployUser)
 
@@ -166,8 +169,10 @@ func isAccess(obj stackObject) bool {
 // identity and both tokens, the managed kinds only, namespaces first.
 func deployObjects(t *testing.T) []stackObject {
 	t.Helper()
-	out := managedObjects(t, []string{"cluster.previewServiceAccount=" + previewUser, "cluster.deployServiceAccount=" + deployUser,
-		"tokens.huggingFace=true", "tokens.wandb=true"})
+	base := []string{"cluster.previewServiceAccount=" + previewUser, "cluster.deployServiceAccount=" + deployUser,
+		"tokens.huggingFace=true", "tokens.wandb=true"}
+	out := managedObjects(t, base, append(slices.Clone(base), queuedVariant...))
+	require.True(t, slices.ContainsFunc(out, func(o stackObject) bool { return o.kind() == "ClusterQueue" }), "the queue's objects are among them")
 	sort.SliceStable(out, func(i, j int) bool { return out[i].kind() == "Namespace" && out[j].kind() != "Namespace" })
 	return out
 }

@@ -62,12 +62,8 @@ integrations:
 func (cp *ControlPlane) StartKueue(t testing.TB) {
 	t.Helper()
 	bin := binary(t, "kueue")
-	crds, err := filepath.Glob(filepath.Join(filepath.Dir(bin), "kueue-crds", "*.yaml"))
-	if err != nil || len(crds) == 0 {
-		t.Fatalf("no Kueue CRDs next to %s: build the control plane with .ci/kube/build", bin)
-	}
 	var files []string
-	for _, f := range crds {
+	for _, f := range KueueCRDs(t) {
 		files = append(files, withConversionWebhook(t, f, cp.Dir))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,6 +110,19 @@ func mountSecret(ctx context.Context, cp *ControlPlane, name, dir string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// KueueCRDs are the files of Kueue's CRDs that .ci/kube/build puts next to its manager, as they
+// ship in its module (without the release's conversion webhook, which only a running manager
+// serves: StartKueue installs them with it).
+func KueueCRDs(t testing.TB) []string {
+	t.Helper()
+	bin := binary(t, "kueue")
+	crds, err := filepath.Glob(filepath.Join(filepath.Dir(bin), "kueue-crds", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no Kueue CRDs next to %s: build the control plane with .ci/kube/build", bin)
+	}
+	return crds
 }
 
 // withConversionWebhook is the CRD file as Kueue's release installs it: with its conversion

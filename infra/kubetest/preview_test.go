@@ -32,6 +32,8 @@ const previewUser = "gke-rl-preview@your-project-id.iam.gserviceaccount.com"
 func TestPreviewIdentityOnlyDryRuns(t *testing.T) {
 	cp := kubetest.Start(t, kubetest.Options{Users: []string{previewUser}})
 	cp.InstallCRDs(t, kubetest.UpstreamCRDs(t)...)
+	// A stack with jobs also manages the queue's Kueue objects.
+	cp.InstallCRDs(t, kubetest.KueueCRDs(t)...)
 	ctx := context.Background()
 	admin, preview := cp.As(t, kubetest.Admin), cp.As(t, previewUser)
 
@@ -179,10 +181,13 @@ func deepCopy(m map[string]any) map[string]any {
 func stackObjects(t *testing.T) []stackObject {
 	t.Helper()
 	preview := "cluster.previewServiceAccount=" + previewUser
-	out := managedObjects(t, []string{preview}, []string{preview, "tokens.huggingFace=true", "tokens.wandb=true"})
+	out := managedObjects(t, []string{preview}, []string{preview, "tokens.huggingFace=true", "tokens.wandb=true"}, append([]string{preview}, queuedVariant...))
 	sort.SliceStable(out, func(i, j int) bool { return out[i].kind() == "Namespace" && out[j].kind() != "Namespace" })
 	return out
 }
+
+// queuedVariant gives each shipped stack a queue of two experiments (jobs).
+var queuedVariant = []string{"jobs.first.priority=1", "jobs.second.priority=2"}
 
 // managedObjects are the objects of the managed kinds (cluster.ManagedKinds) of every shipped
 // stack planned with each variant's overrides, each object once.
