@@ -180,6 +180,9 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "error: writing the comparison (not a problem with your configuration): %v\n", err)
 			return ExitOutput
 		}
+		for _, line := range CompareQueue(earlier, result) {
+			fmt.Fprintln(stdout, line)
+		}
 		return ExitOK
 	}
 	if *destroy {

@@ -262,3 +262,22 @@ func TestOperationsShowsTheExperimentComparison(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(doc), "```\n"+body+"```\n")
 }
+
+// The comparison says what an update does to each experiment of a queue: the stack's single
+// run taken into the queue under its own name resumes; a new experiment starts from step 0;
+// one removed keeps its checkpoints.
+func TestCompareSaysWhatAnUpdateDoesToEachQueuedExperiment(t *testing.T) {
+	single := earlierPlanFile(t, "smoke", nil)
+	run := plantest.Resolve(t, "smoke").Run.RayJob.Name
+	code, out, errOut := runMain(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs."+run+".maxSteps=4", "--config", "jobs.kl.klCoef=0.01", "--compare", single)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "Experiment "+run+" (queue): the stack's run until now, with its checkpoints in /data/checkpoints/"+run+": it goes in the queue and resumes from its newest.")
+	assert.Contains(t, out, "Experiment kl (queue): a new one; it starts from step 0 in /data/checkpoints/kl when the queue admits it.")
+
+	queued := earlierPlanFile(t, "smoke", nil, "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4")
+	code, out, errOut = runMain(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--compare", queued)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "Experiment a (queue): the same one;")
+	assert.Contains(t, out, "Experiment b: leaves the queue; its RayJob is deleted (a running one stops), its checkpoints stay in /data/checkpoints/b.")
+	assert.NotContains(t, out, "new one")
+}

@@ -2,8 +2,10 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 
 	"gke-rl/infra"
 	"gke-rl/infra/kinds"
@@ -110,4 +112,52 @@ func (s *ExperimentShift) jobEffect(newStorage bool) string {
 	default:
 		return "the new RayJob resumes from the newest checkpoint (steps after it are done again)"
 	}
+}
+
+// CompareQueue says what an update does to each experiment of a stack with jobs (the
+// `experiments` output), against the earlier plan's experiments or its single run: which are
+// the same (their checkpoints in the same directory), which are new, which leave. Nil when
+// neither plan has jobs.
+func CompareQueue(before *EarlierPlan, after *Result) []string {
+	was, is := experimentDirs(before.Outputs), experimentDirs(after.Outputs)
+	single, _ := before.Outputs["checkpointDir"].(string)
+	if len(was) == 0 && len(is) == 0 {
+		return nil
+	}
+	var lines []string
+	kept := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(is)) {
+		dir := is[name]
+		switch {
+		case was[name] == dir:
+			lines = append(lines, fmt.Sprintf("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s.", name, dir))
+		case single == dir:
+			kept[single] = true
+			lines = append(lines, fmt.Sprintf("Experiment %s (queue): the stack's run until now, with its checkpoints in %s: it goes in the queue and resumes from its newest.", name, dir))
+		default:
+			lines = append(lines, fmt.Sprintf("Experiment %s (queue): a new one; it starts from step 0 in %s when the queue admits it.", name, dir))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(was)) {
+		if _, ok := is[name]; !ok {
+			lines = append(lines, fmt.Sprintf("Experiment %s: leaves the queue; its RayJob is deleted (a running one stops), its checkpoints stay in %s.", name, was[name]))
+		}
+	}
+	if single != "" && len(is) > 0 && !kept[single] {
+		lines = append(lines, fmt.Sprintf("Experiment %s: the stack's run until now, which no experiment of jobs continues; its checkpoints stay in %s.", path.Base(single), single))
+	}
+	return lines
+}
+
+// experimentDirs are the checkpoint directories of a plan's `experiments` output, by name.
+func experimentDirs(outputs map[string]any) map[string]string {
+	out := map[string]string{}
+	xs, _ := outputs["experiments"].(map[string]any)
+	for name, v := range xs {
+		about, _ := v.(map[string]any)
+		if dir, ok := about["checkpointDir"].(string); ok {
+			out[name] = dir
+		}
+	}
+	return out
 }

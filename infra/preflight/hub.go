@@ -129,13 +129,28 @@ func (h *Hub) repoInfo(ctx context.Context, kind, repo, revision string, fields 
 	return r, err
 }
 
-// checkHub asks the Hub about the model and the datasets the run downloads.
+// checkHub asks the Hub about the model and the datasets the run downloads, or each
+// experiment's of a stack with jobs, each finding then naming its experiment.
 func checkHub(ctx context.Context, h *Hub, n Needs) []Finding {
-	d := n.Hub
+	if len(n.Experiments) == 0 {
+		return checkRunHub(ctx, h, n, n.Hub)
+	}
+	var findings []Finding
+	for _, x := range n.Experiments {
+		for _, f := range checkRunHub(ctx, h, n, x.Hub) {
+			f.Detail = "experiment " + x.Name + ": " + f.Detail
+			findings = append(findings, f)
+		}
+	}
+	return findings
+}
+
+// checkRunHub asks the Hub about one run's downloads, d.
+func checkRunHub(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) []Finding {
 	if d.Model == "" {
 		return nil
 	}
-	model, access := checkHubModel(ctx, h, n)
+	model, access := checkHubModel(ctx, h, n, d)
 	findings := []Finding{model}
 	if access != nil {
 		findings = append(findings, *access)
@@ -146,8 +161,7 @@ func checkHub(ctx context.Context, h *Hub, n Needs) []Finding {
 	return findings
 }
 
-func checkHubModel(ctx context.Context, h *Hub, n Needs) (Finding, *Finding) {
-	d := n.Hub
+func checkHubModel(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) (Finding, *Finding) {
 	f := Finding{Check: CheckHubModel}
 	rev := d.Revisions[d.Model]
 	info, err := h.repoInfo(ctx, "models", d.Model, rev, "sha", "gated", "private", "config", "safetensors")
@@ -174,7 +188,7 @@ func checkHubModel(ctx context.Context, h *Hub, n Needs) (Finding, *Finding) {
 			f.Status = Failed
 			parts = append(parts, fmt.Sprintf("the plan sized the run for %s (%s)", formatCount(planned), d.SizeKey))
 			f.Fix = fmt.Sprintf("pulumi config set --path job.modelSize %s", formatCount(params))
-		case planned == 0 && n.FitWith != nil:
+		case planned == 0 && n.FitWith != nil && len(n.Experiments) == 0:
 			if problems := n.FitWith(formatCount(params)); len(problems) > 0 {
 				f.Status = Failed
 				parts = append(parts, "at that size the plan refuses the run: "+strings.Join(problems, "; "))

@@ -121,3 +121,15 @@ func TestAModelSizedByTheHubIsPlannedAgain(t *testing.T) {
 	assert.Contains(t, problems[0], "job.modelSize: acme/house-model does not fit in host memory")
 	assert.Contains(t, problems[0], "the smallest gpu.nodes that holds it is 3")
 }
+
+// With jobs, each experiment's downloads are asked about, each finding naming its experiment.
+func TestEachExperimentsDownloadsAreAskedAbout(t *testing.T) {
+	hub := smokeHub()
+	hub["/api/models/Qwen/Qwen2.5-0.5B-Instrukt/revision/main"] = "model-not-found-anonymous.http"
+	code, out, _ := preflight(t, withHub(ready, hub, ""), append([]string{"--stack", "smoke", "--config", "jobs.good.maxSteps=4",
+		"--config", "jobs.typo.model=Qwen/Qwen2.5-0.5B-Instrukt", "--config", "jobs.typo.modelSize=500M"}, yours...)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, out, "ok    hub model     experiment good: Qwen/Qwen2.5-0.5B-Instruct at commit 7ae557604adf (pinned)")
+	assert.Contains(t, out, "FAIL  hub model     experiment typo: Qwen/Qwen2.5-0.5B-Instrukt is not a repository the Hub shows")
+	assert.Contains(t, out, "ok    hub dataset   experiment typo: openai/gsm8k at commit 740312add88f (pinned)")
+}

@@ -46,8 +46,10 @@ type Needs struct {
 	CatalogSlice string
 	// Lustre is the stack's Managed Lustre instance; nil without one.
 	Lustre *LustreNeeds
-	// Hub is what the run downloads from the Hugging Face Hub.
-	Hub infra.HubDownloads
+	// Hub is what the run downloads from the Hugging Face Hub; with jobs, Experiments are what
+	// each experiment downloads (Hub is then empty).
+	Hub         infra.HubDownloads
+	Experiments []ExperimentDownloads
 	// FitWith plans the stack again with job.modelSize set to a size the Hub told, and returns
 	// the plan's refusals ("key: message"); nil when it cannot (tests of the checks alone).
 	FitWith func(modelSize string) []string
@@ -58,6 +60,12 @@ type LustreNeeds struct {
 	// Name is the instance's full name (projects/<p>/locations/<zone>/instances/<id>).
 	Name  string
 	Adopt bool
+}
+
+// ExperimentDownloads is what one experiment of jobs downloads.
+type ExperimentDownloads struct {
+	Name string
+	Hub  infra.HubDownloads
 }
 
 // NeedsOf derives the needs from a stack's plan. It fails on a resource type the tables below do
@@ -73,6 +81,11 @@ func NeedsOf(r *plan.Result) (Needs, error) {
 		CatalogSlice: bp.Hardware.CatalogSlice,
 		Hub:          bp.Run.Hub,
 		LocalSSDGB:   bp.Hardware.LocalSSDs * infra.LocalSSDGiB,
+	}
+	for _, x := range bp.Run.Experiments {
+		if !x.Stopped {
+			n.Experiments = append(n.Experiments, ExperimentDownloads{Name: x.Name, Hub: x.Hub})
+		}
 	}
 	if bp.Cluster.Mode == kinds.Standard {
 		n.CPUMachineType = bp.Cluster.CPUPool.MachineType
@@ -181,6 +194,10 @@ var typeNeeds = map[string]need{
 	"kubernetes:networking.gke.io/v1:Network":                                     {"", []string{"container.thirdPartyObjects.create"}},
 	"kubernetes:ray.io/v1:RayCluster":                                             {"", []string{"container.thirdPartyObjects.create"}},
 	"kubernetes:ray.io/v1:RayJob":                                                 {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor":                            {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue":                              {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue":                                {"", []string{"container.thirdPartyObjects.create"}},
+	"kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass":                     {"", []string{"container.thirdPartyObjects.create"}},
 	"kubernetes:secrets-store.csi.x-k8s.io/v1:SecretProviderClass":                {"", []string{"container.thirdPartyObjects.create"}},
 	// The Kubernetes provider and the program's components create nothing themselves.
 	"pulumi:providers:kubernetes": {},
@@ -195,6 +212,18 @@ var commandNeeds = map[string]need{
 	"gate-results": {"", []string{"container.pods.list", "container.pods.getLogs"}},
 	// Runs at destroy only (removes the Private Service Access peering).
 	"storage-psa-cleanup": {},
+	// kubectl apply --server-side of Kueue's release (workloads/queue/kueue-install.sh) on a
+	// cluster without Kueue: its CRDs, namespace, RBAC, webhooks, visibility APIService, Secret,
+	// Service and Deployment; on one with a Kueue, reads of its CRD, Deployment and ConfigMap.
+	"queue-install": {"", []string{
+		"container.customResourceDefinitions.create", "container.customResourceDefinitions.get",
+		"container.namespaces.create", "container.serviceAccounts.create", "container.configMaps.create",
+		"container.secrets.create", "container.services.create", "container.deployments.create", "container.deployments.get",
+		"container.roles.create", "container.roles.bind", "container.roleBindings.create",
+		"container.clusterRoles.create", "container.clusterRoles.bind", "container.clusterRoleBindings.create",
+		"container.mutatingWebhookConfigurations.create", "container.validatingWebhookConfigurations.create",
+		"container.apiServices.create",
+	}},
 }
 
 func resourceNeeds(typ, name string) (need, bool) {

@@ -18,13 +18,15 @@ import (
 
 // variants are the shipped stacks with every option that registers resources of other types:
 // the tokens (Secret Manager), Autopilot, the pull-request preview identity (RBAC, admission
-// policy), a node account made outside the stack, and each storage type.
+// policy), a node account made outside the stack, each storage type, and a queue (jobs: Kueue's
+// install step and objects).
 var variants = [][]string{
 	nil,
 	{"tokens.huggingFace=true", "tokens.wandb=true"},
 	{"cluster.mode=autopilot", "storage.type=gcsfuse"},
 	{"cluster.previewServiceAccount=pr-preview@acme-rl.iam.gserviceaccount.com"},
 	{"cluster.nodeServiceAccount=gke-nodes@acme-rl.iam.gserviceaccount.com"},
+	{"jobs.first.priority=1", "jobs.second.priority=2"},
 }
 
 func plans(t *testing.T) map[string]*plan.Result {
