@@ -98,14 +98,14 @@ func runSteps(c *Config) (int, string, bool) {
 	return 0, "", false
 }
 
-// deriveDeadline is the default deadline, false when the run's length is unknown. A deadline
+// deriveDeadline is the default deadline, nil when the run's length is unknown. A deadline
 // per attempt is one attempt from the first step to the last (a retry resumes, so it needs
 // less); a deadline for the run adds room for retries, each a startup and the steps since the
 // last checkpoint.
-func deriveDeadline(c *Config) (*RunDeadline, bool) {
+func deriveDeadline(c *Config) *RunDeadline {
 	steps, basis, ok := runSteps(c)
 	if !ok {
-		return nil, false
+		return nil
 	}
 	billions, _ := modelParameters(c)
 	d := &RunDeadline{Steps: steps, StepsBasis: basis, Step: stepAllowance(billions / 1e9),
@@ -119,7 +119,7 @@ func deriveDeadline(c *Config) (*RunDeadline, bool) {
 		total += time.Duration(d.Retries) * (DeadlineStartup + lost)
 	}
 	d.Seconds = int(math.Ceil(total.Seconds()))
-	return d, true
+	return d
 }
 
 // Summary is the deadline in one line, for the `runDeadline` stack output.

@@ -212,8 +212,7 @@ func experimentDeadline(e *Config) *RunDeadline {
 	if !e.Job.Enabled || e.explicit["job.activeDeadlineSeconds"] {
 		return nil
 	}
-	d, _ := deriveDeadline(e)
-	return d
+	return deriveDeadline(e)
 }
 
 // prepJobName is the data preparation Job's name: the stack's, or each experiment's own in a

@@ -89,7 +89,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 		// The bucket's bill and the checkpoint outputs take the first experiment's.
 		bp.Checkpoint = estimateCheckpoint(c.ForExperiment(c.Jobs[0]))
 	} else if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] {
-		bp.Deadline, _ = deriveDeadline(c)
+		bp.Deadline = deriveDeadline(c)
 	}
 	bp.Cluster = resolveCluster(c, bp)
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)

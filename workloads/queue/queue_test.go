@@ -1,0 +1,75 @@
+package queue_test
+
+import (
+	"testing"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"gke-rl/workloads/queue"
+)
+
+func pod(cpu, gpus string) corev1.PodTemplateSpec {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+	if gpus != "" {
+		req[queue.GPUResource] = resource.MustParse(gpus)
+	}
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: req}}}}}
+}
+
+func job(workers int32) *rayv1.RayJob {
+	return &rayv1.RayJob{Spec: rayv1.RayJobSpec{
+		SubmissionMode: rayv1.K8sJobMode,
+		RayClusterSpec: &rayv1.RayClusterSpec{
+			HeadGroupSpec:    rayv1.HeadGroupSpec{Template: pod("8", "")},
+			WorkerGroupSpecs: []rayv1.WorkerGroupSpec{{Replicas: ptr.To(workers), NumOfHosts: 1, Template: pod("200", "8")}},
+		},
+		SubmitterPodTemplate: ptr.To(pod("1", "")),
+	}}
+}
+
+// A RayJob's pods as Kueue counts them: head, every worker replica, the submitter.
+func TestDemandCountsEveryPod(t *testing.T) {
+	j := job(2)
+	assert.Equal(t, 16, queue.GPUs(j))
+	cpu := queue.Demand(j)[corev1.ResourceCPU]
+	assert.Equal(t, "409", cpu.String())
+	assert.Equal(t, 3, queue.PodSets(j))
+}
+
+// Only GPUs decide what runs: the quota covers every other resource with what the jobs request
+// together, and the GPUs with the pool's.
+func TestTheQuotaIsTheGPUs(t *testing.T) {
+	objs := queue.Objects(queue.Args{Name: "ns", Namespace: "ns", GPUs: 16, Jobs: []*rayv1.RayJob{job(1), job(2)}, Priorities: map[string]int{"a": 0, "b": 5}})
+	kinds := []string{}
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+	}
+	assert.Equal(t, []string{"ResourceFlavor/ns", "ClusterQueue/ns", "LocalQueue/experiments", "WorkloadPriorityClass/ns-priority-0", "WorkloadPriorityClass/ns-priority-5"}, kinds)
+	groups, _, _ := unstructured.NestedSlice(objs[1].Object, "spec", "resourceGroups")
+	require.Len(t, groups, 1)
+	g := groups[0].(map[string]any)
+	assert.Equal(t, []any{"nvidia.com/gpu", "cpu"}, g["coveredResources"])
+	quotas := g["flavors"].([]any)[0].(map[string]any)["resources"].([]any)
+	assert.Equal(t, map[string]any{"name": "nvidia.com/gpu", "nominalQuota": "16"}, quotas[0])
+	assert.Equal(t, map[string]any{"name": "cpu", "nominalQuota": "618"}, quotas[1], "what both request together")
+	never, _, _ := unstructured.NestedString(objs[1].Object, "spec", "preemption", "withinClusterQueue")
+	assert.Equal(t, "Never", never, "a running experiment is never stopped for another")
+}
+
+// A queued RayJob carries the queue's labels and is created suspended; the original is untouched.
+func TestQueuedLabelsAndSuspends(t *testing.T) {
+	j := job(1)
+	j.Spec.TTLSecondsAfterFinished = 300
+	q := queue.Queued(j, "ns", 5)
+	assert.True(t, q.Spec.Suspend)
+	assert.Zero(t, q.Spec.TTLSecondsAfterFinished)
+	assert.Equal(t, map[string]string{queue.QueueLabel: queue.LocalQueueName, queue.PriorityLabel: "ns-priority-5"}, q.Labels)
+	assert.False(t, j.Spec.Suspend)
+	assert.Nil(t, j.Labels)
+}
