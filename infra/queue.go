@@ -131,25 +131,22 @@ func validateJobs(c *Config, spec GPUSpec, errs *Errors) {
 	}
 }
 
-// experimentErrors are an experiment's problems under the keys that set them: `job.x` is
-// jobs.<name>.x when the entry sets it, and job.x when it inherits it from `job`.
-func experimentErrors(j JobConfig, errs Errors) Errors {
-	var out Errors
-	for _, e := range errs {
-		key := e.Key
-		if field, ok := strings.CutPrefix(key, "job."); ok && j.own["job."+topField(field)] {
-			key = KeyJobs + "." + j.Name + "." + field
-		}
-		if key == "job.name" {
-			// The entry's key is the experiment's name.
-			key = KeyJobs + "." + j.Name
-		}
-		if key == "gpu.nodes" && j.own["jobs.nodes"] {
-			key = KeyJobs + "." + j.Name + ".nodes"
-		}
-		out = append(out, FieldError{Key: key, Message: "experiment " + j.Name + ": " + e.Message})
+// experimentError is an experiment's problem under the key that sets it: `job.x` is
+// jobs.<name>.x when the entry sets it, and job.x when it inherits it from `job`; its message
+// names the experiment.
+func experimentError(j JobConfig, e FieldError) FieldError {
+	key := e.Key
+	if field, ok := strings.CutPrefix(key, "job."); ok && j.own["job."+topField(field)] {
+		key = KeyJobs + "." + j.Name + "." + field
 	}
-	return out
+	if key == "job.name" {
+		// The entry's key is the experiment's name.
+		key = KeyJobs + "." + j.Name
+	}
+	if key == "gpu.nodes" && j.own["jobs.nodes"] {
+		key = KeyJobs + "." + j.Name + ".nodes"
+	}
+	return FieldError{Key: key, Message: "experiment " + j.Name + ": " + e.Message}
 }
 
 // topField is a key path's first field: `args` of `args[2]`, `revisions` of `revisions["x"]`.
@@ -173,7 +170,7 @@ func queueMode(c *Config) kinds.RunMode {
 
 // perExperiment runs check on the stack's configuration and on each experiment's, and returns
 // the stack's problems (any key but job's) once, and each experiment's own (job's keys, and
-// gpu.nodes, which is its node count) under the keys that set them (experimentErrors).
+// gpu.nodes, which is its node count) under the keys that set them (experimentError).
 func perExperiment(c *Config, check func(*Config, *Errors)) Errors {
 	var out Errors
 	var stack Errors
@@ -191,7 +188,7 @@ func perExperiment(c *Config, check func(*Config, *Errors)) Errors {
 			if !experimentKey(fe.Key) {
 				continue
 			}
-			fe = experimentErrors(j, Errors{fe})[0]
+			fe = experimentError(j, fe)
 			if !seen[fe] {
 				seen[fe] = true
 				out = append(out, fe)
@@ -206,9 +203,9 @@ func experimentKey(key string) bool {
 	return strings.HasPrefix(key, "job.") || key == "job" || key == "gpu.nodes"
 }
 
-// experimentDeadline is an experiment's derived deadline, nil when it sets its own or its
-// length is unknown.
-func experimentDeadline(e *Config) *RunDeadline {
+// derivedDeadline is a run's derived deadline (`job`'s or an experiment's), nil when it sets its
+// own, trains nothing or its length is unknown.
+func derivedDeadline(e *Config) *RunDeadline {
 	if !e.Job.Enabled || e.explicit["job.activeDeadlineSeconds"] {
 		return nil
 	}
@@ -248,12 +245,14 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		// The gate runs once for the stack, before every experiment.
 		e.Gate.Enabled = false
 		ebp := *bp
-		ebp.Deadline = experimentDeadline(e)
+		ebp.Deadline = derivedDeadline(e)
 		run, err := resolveRun(e, &ebp)
 		if err != nil {
 			var fe Errors
 			if errors.As(err, &fe) {
-				errs = append(errs, experimentErrors(j, fe)...)
+				for _, e := range fe {
+					errs = append(errs, experimentError(j, e))
+				}
 				continue
 			}
 			return RunPlan{}, err

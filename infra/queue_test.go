@@ -131,3 +131,30 @@ func TestAStackWithJobHasNoQueue(t *testing.T) {
 		assert.False(t, bp.Run.RayJob.Spec.Suspend, stack)
 	}
 }
+
+// What `up` does with the experiments: a queued RayJob is replaced when its labels (its queue,
+// its priority class) change; the data preparations run one after another, as they fill one
+// Hugging Face cache; and the plan warns that Kueue is pinned by tag.
+func TestQueuedExperimentsAreAppliedInTurn(t *testing.T) {
+	res := plantest.Plan(t, "smoke", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4")
+	for _, name := range []string{"a", "b"} {
+		job := res.Find("kubernetes:ray.io/v1:RayJob", "grpo-"+name+"-rayjob")
+		require.NotNil(t, job, name)
+		assert.Contains(t, job.Options.ReplaceOnChanges, "metadata.labels", name)
+	}
+	first := res.Find("kubernetes:batch/v1:Job", "grpo-a-data-prep")
+	second := res.Find("kubernetes:batch/v1:Job", "grpo-b-data-prep")
+	require.NotNil(t, first)
+	require.NotNil(t, second)
+	assert.Contains(t, second.Dependencies, first.URN, "b's preparation waits for a's")
+	assert.NotContains(t, first.Dependencies, second.URN)
+	warned := false
+	for _, w := range res.Warnings {
+		warned = warned || (w.Key == "jobs" && strings.Contains(w.Message, queue.Image))
+	}
+	assert.True(t, warned, "Kueue pinned by tag is named: %v", res.Warnings)
+
+	single := plantest.Plan(t, "smoke").Find("kubernetes:ray.io/v1:RayJob", "grpo-rayjob")
+	require.NotNil(t, single)
+	assert.NotContains(t, single.Options.ReplaceOnChanges, "metadata.labels", "a stack without jobs keeps its options")
+}

@@ -83,13 +83,13 @@ func Resolve(c *Config) (*Blueprint, error) {
 			HF: c.Tokens.HuggingFace, WandB: c.Tokens.WandB,
 			Project: c.Project, Prefix: c.Cluster.Name,
 		},
-		Checkpoint: estimateCheckpoint(c),
 	}
 	if c.Queued() {
-		// The bucket's bill and the checkpoint outputs take the first experiment's.
+		// The bucket's bill and the checkpoint outputs take the first experiment's; each
+		// experiment has its own deadline (resolveQueuedRun).
 		bp.Checkpoint = estimateCheckpoint(c.ForExperiment(c.Jobs[0]))
-	} else if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] {
-		bp.Deadline = deriveDeadline(c)
+	} else {
+		bp.Checkpoint, bp.Deadline = estimateCheckpoint(c), derivedDeadline(c)
 	}
 	bp.Cluster = resolveCluster(c, bp)
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
@@ -109,7 +109,7 @@ func Resolve(c *Config) (*Blueprint, error) {
 	bp.Placeholders = placeholders(c)
 	if c.Queued() {
 		bp.Warnings = perExperiment(c, func(e *Config, warns *Errors) {
-			*warns = warnings(e, estimateCheckpoint(e), experimentDeadline(e))
+			*warns = warnings(e, estimateCheckpoint(e), derivedDeadline(e))
 		})
 	} else {
 		bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
