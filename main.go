@@ -12,9 +12,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"gke-rl/infra"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/preflight"
-	"gke-rl/infra/repocheck"
+	"gke-rl/cmd/plan"
+	"gke-rl/cmd/preflight"
+	"gke-rl/cmd/repocheck"
 )
 
 func main() {

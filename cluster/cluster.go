@@ -21,10 +21,10 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/kube"
-	"gke-rl/infra/lifecycle"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kinds"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/lifecycle"
+	"gke-rl/internal/naming"
 )
 
 // NodeRoles are the only project roles the node service account gets: GKE's own role for node

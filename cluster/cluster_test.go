@@ -13,11 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gke-rl/cluster"
-	"gke-rl/infra/clitest"
-	_ "gke-rl/infra/golden" // every test binary accepts -update
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/recorder"
-	"gke-rl/infra/recorder/recordertest"
+	"gke-rl/internal/kinds"
+	"gke-rl/internal/recorder"
+	"gke-rl/internal/recorder/recordertest"
+	"gke-rl/test/clitest"
+	_ "gke-rl/test/golden" // every test binary accepts -update
 )
 
 const (

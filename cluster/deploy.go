@@ -6,7 +6,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"gke-rl/infra/kube"
+	"gke-rl/internal/kube"
 )
 
 // DeployAccessName names the objects that give the deploy identity its access in the cluster.

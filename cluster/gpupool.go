@@ -7,8 +7,8 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/container"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/kinds"
 )
 
 // GPUPoolSpec describes the GPU node pool (Standard) or the GPU nodes Autopilot provisions.

@@ -9,9 +9,9 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/kube"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/kinds"
+	"gke-rl/internal/kube"
 )
 
 // The gIB NCCL plugin installer, managed here instead of `kubectl apply` of a moving branch. It

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"gke-rl/infra/kube"
+	"gke-rl/internal/kube"
 	"gke-rl/workloads"
 )
 

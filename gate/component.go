@@ -10,9 +10,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	batchv1 "k8s.io/api/batch/v1"
 
-	"gke-rl/infra/kube"
-	"gke-rl/infra/lifecycle"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/lifecycle"
+	"gke-rl/internal/naming"
 )
 
 // ComponentArgs are the gate's Jobs, built before registration, and where they go.

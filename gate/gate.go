@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/kube"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/kube"
 )
 
 // Image is container-engine-accelerators' NCCL diagnostic image for the gIB plugin, at the

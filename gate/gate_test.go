@@ -15,9 +15,9 @@ import (
 
 	"gke-rl/gate"
 	"gke-rl/gate/gatetest"
-	"gke-rl/infra/clitest"
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/kube"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/kube"
+	"gke-rl/test/clitest"
 )
 
 func gateArgs(nodes int) gate.Args {

@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"gke-rl/cluster"
-	"gke-rl/infra/cost"
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/cost"
+	"gke-rl/internal/kinds"
 )
 
 // billOf is the stack's bill of materials: what bills while the GPU nodes train and while the

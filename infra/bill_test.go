@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra/cost"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/internal/cost"
+	"gke-rl/test/plantest"
 )
 
 // lineOf returns the bill's line for an item.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 )
 
 // CheckpointBytesPerParameter is what one full training checkpoint holds per model parameter

@@ -12,7 +12,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 	"gke-rl/workloads"
 )
 

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 )
 
 // The run's default deadline (`job.activeDeadlineSeconds` when unset): a bound that turns a run

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/test/plantest"
 )
 
 // The default deadline adds up the run's steps at the model size's allowance and a startup. On

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kinds"
+	"gke-rl/internal/naming"
 	"gke-rl/workloads"
 )
 

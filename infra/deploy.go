@@ -17,9 +17,9 @@ import (
 
 	"gke-rl/cluster"
 	"gke-rl/gate"
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/kube"
-	"gke-rl/infra/monitoring"
+	"gke-rl/internal/kinds"
+	"gke-rl/internal/kube"
+	"gke-rl/monitoring"
 	"gke-rl/network"
 	"gke-rl/ray"
 	"gke-rl/storage"

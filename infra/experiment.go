@@ -11,7 +11,7 @@ import (
 	rayutils "github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 	"gke-rl/workloads"
 )
 

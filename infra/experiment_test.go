@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/test/plantest"
 )
 
 // experiment is the experiment b200-spot with overrides runs, read from what it names: the RayJob

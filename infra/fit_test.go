@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"gke-rl/infra"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/test/plantest"
 )
 
 // A model that cannot fit fails the plan, naming the numbers and the key to change, before any

@@ -11,8 +11,8 @@ import (
 
 	"gke-rl/gate"
 	"gke-rl/gate/gatetest"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 )
 
 func gateJobs(res *plan.Result) []*plan.Resource {

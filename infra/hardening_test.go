@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"gke-rl/cluster"
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/internal/kinds"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 	"gke-rl/workloads"
 )
 

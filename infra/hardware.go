@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 )
 
 // GPUSpec describes one GPU node type: what GKE and Compute Engine call it, what it carries and

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"gke-rl/infra/offers"
+	"gke-rl/internal/offers"
 	"gke-rl/workloads"
 )
 
@@ -15,7 +15,7 @@ func TestEveryCatalogMachineTypeHasItsZones(t *testing.T) {
 	for _, gpu := range GPUTypes() {
 		spec, _ := LookupGPU(gpu)
 		o, ok := offers.Lookup(spec.MachineType)
-		if assert.True(t, ok, "%s (%s) has no rows in infra/offers", gpu, spec.MachineType) {
+		if assert.True(t, ok, "%s (%s) has no rows in internal/offers", gpu, spec.MachineType) {
 			assert.NotEmpty(t, o.Zones, spec.MachineType)
 		}
 	}

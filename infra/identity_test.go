@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 )
 
 // principals are the Workload Identity principals a planned stack grants anything to: the members

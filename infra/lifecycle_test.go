@@ -13,9 +13,9 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/gate"
 	"gke-rl/infra"
-	"gke-rl/infra/lifecycle"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/internal/lifecycle"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 	"gke-rl/storage"
 	"gke-rl/workloads"
 )

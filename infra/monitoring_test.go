@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra/monitoring"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/monitoring"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 )
 
 const (

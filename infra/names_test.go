@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 )
 
 // nameRule is the limit of one kind of derived name, from upstream.

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
-	"gke-rl/infra/recorder"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
+	"gke-rl/internal/recorder"
 )
 
 // yours replaces the shipped stacks' placeholders by values of a user's own, as the README's

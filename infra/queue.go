@@ -10,7 +10,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 	"gke-rl/workloads"
 	"gke-rl/workloads/queue"
 )

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 	"gke-rl/workloads/queue"
 )
 

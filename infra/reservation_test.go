@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/test/plantest"
 )
 
 // A reservation that another project shares is named by its full name, which the GPU pool's

@@ -17,10 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"gke-rl/infra"
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/kinds"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 	"gke-rl/workloads"
 )
 

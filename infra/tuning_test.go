@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/internal/kinds"
+	"gke-rl/test/plantest"
 	"gke-rl/workloads"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"gke-rl/cluster"
 	"gke-rl/gate"
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/naming"
-	"gke-rl/infra/offers"
+	"gke-rl/internal/kinds"
+	"gke-rl/internal/naming"
+	"gke-rl/internal/offers"
 	"gke-rl/workloads"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/test/plantest"
 )
 
 // GKE refuses an exclusion of minor and node upgrades that ends after the end of standard

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"gke-rl/cluster"
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 	"gke-rl/workloads"
 	"gke-rl/workloads/queue"
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"gke-rl/infra"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/test/plantest"
 )
 
 func warningsOf(bp *infra.Blueprint) map[string]string {

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra/plan"
-	"gke-rl/infra/plan/plantest"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
 	"gke-rl/storage"
 )
 

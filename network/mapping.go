@@ -10,9 +10,9 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/kube"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/naming"
 )
 
 // deviceModes is the GKENetworkParamSet `deviceMode` of each NIC kind.

@@ -10,8 +10,8 @@ import (
 	"github.com/pulumi/pulumi-gcp/sdk/v8/go/gcp/compute"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/naming"
 )
 
 // NetworksArgs is the address plan of the three VPCs: plain values, all known from the config.

@@ -8,9 +8,9 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"gke-rl/infra/kube"
-	"gke-rl/infra/lifecycle"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/lifecycle"
+	"gke-rl/internal/naming"
 )
 
 // RayClusterObject is the typed RayCluster object.

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/kube"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/kube"
 )
 
 const (

@@ -16,11 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"gke-rl/infra/clitest"
-	_ "gke-rl/infra/golden" // every test binary accepts -update
-	"gke-rl/infra/gpunode"
-	"gke-rl/infra/kube"
+	"gke-rl/internal/gpunode"
+	"gke-rl/internal/kube"
 	"gke-rl/ray"
+	"gke-rl/test/clitest"
+	_ "gke-rl/test/golden" // every test binary accepts -update
 )
 
 // fixture is a B200 Standard cluster on Lustre; each case changes one thing of a copy.

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra/clitest"
 	"gke-rl/storage"
+	"gke-rl/test/clitest"
 )
 
 // psaAPI is a fake of the Google APIs the PSA cleanup reaches through the real gcloud: Compute

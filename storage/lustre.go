@@ -16,9 +16,9 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"gke-rl/infra/kube"
-	"gke-rl/infra/lifecycle"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/lifecycle"
+	"gke-rl/internal/naming"
 )
 
 // Lustre ports: an instance with GKE support listens on the legacy port, which the cluster's

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	_ "gke-rl/infra/golden" // every test binary accepts -update
-	"gke-rl/infra/kube"
-	"gke-rl/infra/recorder"
-	"gke-rl/infra/recorder/recordertest"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/recorder"
+	"gke-rl/internal/recorder/recordertest"
 	"gke-rl/storage"
+	_ "gke-rl/test/golden" // every test binary accepts -update
 )
 
 const (

@@ -9,8 +9,8 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"gke-rl/infra/kube"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/naming"
 )
 
 // ClaimName is the PersistentVolumeClaim that every Ray pod mounts, whichever the storage type.

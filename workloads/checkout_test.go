@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra/clitest"
+	"gke-rl/test/clitest"
 	"gke-rl/workloads"
 )
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"gke-rl/infra/kube"
+	"gke-rl/internal/kube"
 )
 
 // VerifiedPythonPathEnv names the import path of the checked commands (run_verified, prep.sh):

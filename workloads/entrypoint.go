@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 	"gke-rl/workloads/frameworkconfig"
 )
 

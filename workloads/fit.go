@@ -3,7 +3,7 @@ package workloads
 import (
 	"fmt"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 	"gke-rl/workloads/frameworkconfig"
 )
 

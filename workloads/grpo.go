@@ -8,9 +8,9 @@ import (
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 
-	"gke-rl/infra/kube"
-	"gke-rl/infra/lifecycle"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/lifecycle"
+	"gke-rl/internal/naming"
 )
 
 // GRPOArgs are the run's objects, built and validated before registration, and where they go.

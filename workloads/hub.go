@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 )
 
 // hubFetch (hub_fetch.py, run as `python3 -c SCRIPT TYPE REPOSITORY REVISION [LOCAL_DIR]`)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"gke-rl/infra/kube"
+	"gke-rl/internal/kube"
 	"gke-rl/ray"
 )
 

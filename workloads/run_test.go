@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/infra/clitest"
-	"gke-rl/infra/kinds"
-	"gke-rl/infra/monitoring"
+	"gke-rl/internal/kinds"
+	"gke-rl/monitoring"
+	"gke-rl/test/clitest"
 	"gke-rl/workloads"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 	"gke-rl/workloads/frameworkconfig"
 )
 

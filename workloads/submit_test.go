@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"gke-rl/infra/clitest"
+	"gke-rl/test/clitest"
 	"gke-rl/workloads"
 )
 

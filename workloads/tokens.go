@@ -15,8 +15,8 @@ import (
 	secretsstorev1 "sigs.k8s.io/secrets-store-csi-driver/apis/v1"
 	"sigs.k8s.io/yaml"
 
-	"gke-rl/infra/kube"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/naming"
 )
 
 // The tokens live in Secret Manager, never in Pulumi: the program creates each secret empty

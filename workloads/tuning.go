@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
 	"gke-rl/workloads/frameworkconfig"
 )
 

@@ -17,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"gke-rl/infra/clitest"
-	_ "gke-rl/infra/golden" // every test binary accepts -update
-	"gke-rl/infra/kinds"
+	"gke-rl/internal/kinds"
+	"gke-rl/test/clitest"
+	_ "gke-rl/test/golden" // every test binary accepts -update
 	"gke-rl/workloads"
 )
 

@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control plane that the harness tests (infra/kubetest) run
+// Package tools pins the Kubernetes control plane that the harness tests (test/kubetest) run
 // the stacks' objects on: kube-apiserver, kube-controller-manager and kube-scheduler of
 // k8s.io/kubernetes v1.35.4, the GKE minor version new clusters get (cluster/support.go), and
 // the etcd server that version requires (3.6.5). It is

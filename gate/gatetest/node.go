@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 
-	"gke-rl/infra/golden"
-	"gke-rl/infra/gpunode"
+	"gke-rl/internal/gpunode"
+	"gke-rl/test/golden"
 )
 
 // Node fakes what a GPU node gives the NCCL gate: nvidia-smi replaying the line recorded on

@@ -7,8 +7,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"gke-rl/infra/kube"
-	"gke-rl/infra/naming"
+	"gke-rl/internal/kube"
+	"gke-rl/internal/naming"
 )
 
 // ComponentArgs are the queue's objects, built before registration, and where they go.

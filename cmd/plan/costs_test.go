@@ -1,0 +1,142 @@
+package plan_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/internal/cost"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
+)
+
+// The tree prints the costs after the outputs, before the closing count: both totals, one line
+// per item, the price list's date, and what is left out.
+func TestCLITreeShowsTheCosts(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			code, out, errOut := runMain(t, "--stack", stack)
+			require.Equal(t, plan.ExitOK, code, errOut)
+			_, costs, found := strings.Cut(out, "Costs in USD at list prices, before discounts and taxes (prices of 2026-07-30: ")
+			require.True(t, found, "no costs section")
+			assert.Regexp(t, `\n  per hour while training  unknown: GPU nodes(, [A-Za-z ]+)* have no price \(plan --prices FILE adds them\); the rest: \$\d+\.\d\d\n`, costs, "the unknown items first: the known part is not the cost")
+			assert.Regexp(t, `\n  per month while idle     (unknown: .* the rest: )?\$[\d,]+\.\d\d`, costs)
+			assert.Contains(t, costs, "; prices of 2026-12-01: GKE pricing page (cluster management fee); current prices: https://cloud.google.com/skus):\n")
+			assert.Regexp(t, `\n    CPU nodes +1 × n2-standard-16, on-demand, `, costs)
+			assert.Contains(t, costs, "\n  not counted: network egress and Cloud NAT")
+			assert.Regexp(t, `\n\d+ resources to create`, costs, "the count still closes the plan")
+		})
+	}
+}
+
+// The smoke stack is the cheapest: its known part is one CPU node, its disk and a bucket.
+func TestSmokeStackCosts(t *testing.T) {
+	r := plantest.Plan(t, "smoke")
+	assert.Equal(t, []string{"GPU nodes"}, r.Costs.TrainingPerHour.Unknown)
+	// n2-standard-16 in us-east1 at $0.776944 an hour, 300 GiB of pd-balanced at $0.10 a month,
+	// GKE's $0.10 an hour, and a few GiB of checkpoints at $0.02 a month.
+	assert.InDelta(t, 0.776944+300*0.1/730+0.1, r.Costs.TrainingPerHour.KnownUSD, 0.01)
+	assert.InDelta(t, (0.776944+0.1)*730+30, r.Costs.IdlePerMonth.KnownUSD, 1)
+	assert.True(t, r.Costs.IdlePerMonth.Complete(), "the spot GPU pool is at zero while idle: the idle month is all known")
+}
+
+func TestCLIJSONCarriesTheCosts(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--json")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	var doc struct {
+		Costs struct {
+			Currency        string `json:"currency"`
+			Sources         []struct{ Date, Source string }
+			TrainingPerHour struct {
+				KnownUSD float64  `json:"knownUSD"`
+				Unknown  []string `json:"unknown"`
+			} `json:"trainingPerHour"`
+			Lines []struct {
+				Item               string   `json:"item"`
+				SKU                string   `json:"sku"`
+				Region             string   `json:"region"`
+				UnitUSD            *float64 `json:"unitUSD"`
+				IdlePerMonthUSD    *float64 `json:"idlePerMonthUSD"`
+				TrainingPerHourUSD *float64 `json:"trainingPerHourUSD"`
+			} `json:"lines"`
+			Excluded []string `json:"excluded"`
+		} `json:"costs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	c := doc.Costs
+	assert.Equal(t, "USD", c.Currency)
+	require.Len(t, c.Sources, 2, "the catalog and GKE's fee")
+	assert.Equal(t, "2026-07-30", c.Sources[0].Date)
+	assert.Equal(t, "2026-12-01", c.Sources[1].Date)
+	assert.Contains(t, c.TrainingPerHour.Unknown, "GPU nodes")
+	require.NotEmpty(t, c.Lines)
+	gpu := c.Lines[0]
+	assert.Equal(t, "GPU nodes", gpu.Item)
+	assert.Equal(t, "a3-ultragpu-8g", gpu.SKU)
+	assert.Equal(t, "us-south1", gpu.Region)
+	assert.Nil(t, gpu.UnitUSD, "an unknown price is null, not 0")
+	assert.Nil(t, gpu.IdlePerMonthUSD, "a reservation bills while idle, at an unknown price")
+	assert.NotEmpty(t, c.Excluded)
+}
+
+// A price file fills in what the shipped table lacks, and the plan names both lists' dates.
+func TestCLIPricesFileAddsPrices(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prices.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"date": "2026-11-30", "source": "my billing console", "prices": [
+		{"sku": "a4-highgpu-8g/spot", "region": "us-east1", "usd": 10},
+		{"sku": "gke-cluster", "region": "us-east1", "usd": 0.1}]}`), 0o600))
+	code, out, errOut := runMain(t, "--stack", "smoke", "--prices", file)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "(prices of 2026-11-30: my billing console; prices of 2026-07-30: ")
+	assert.Contains(t, out, "GKE cluster fee  1 cluster")
+	assert.Regexp(t, `\n  per hour while training  \$10\.92\n`, out, "every item priced: a total, not a bound")
+	assert.Regexp(t, `\n    GPU nodes +1 × a4-highgpu-8g, spot, us-east1-b +training \$10\.00/h, idle \$0\.00/month; \$10 per hour \(2026-11-30\)`, out)
+
+	assert.NotContains(t, errOut, "prices no line", "every entry priced a line")
+
+	// An entry that prices nothing is named, with the lines it could have meant.
+	typo := filepath.Join(t.TempDir(), "typo.json")
+	require.NoError(t, os.WriteFile(typo, []byte(`{"date": "2026-11-30", "source": "my billing console", "prices": [
+		{"sku": "a4-highgpu-8g-spot", "region": "us-east1", "usd": 10},
+		{"sku": "a4-highgpu-8g/spot", "region": "us-central1", "usd": 10},
+		{"sku": "tpu-v5p", "region": "us-east1", "usd": 4}]}`), 0o600))
+	code, _, errOut = runMain(t, "--stack", "smoke", "--prices", typo)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "warning: --prices "+typo+`: a4-highgpu-8g-spot in us-east1 prices no line of this stack's bill, and is ignored; did you mean "a4-highgpu-8g/spot" in us-east1?`)
+	assert.Contains(t, errOut, "warning: --prices "+typo+`: a4-highgpu-8g/spot in us-central1 prices no line of this stack's bill, and is ignored; did you mean "a4-highgpu-8g/spot" in us-east1?`)
+	assert.Contains(t, errOut, "warning: --prices "+typo+`: tpu-v5p in us-east1 prices no line of this stack's bill, and is ignored`+"\n")
+
+	// A price of another unit (per month for a machine) is named; the plan still uses it.
+	dear := filepath.Join(t.TempDir(), "dear.json")
+	require.NoError(t, os.WriteFile(dear, []byte(`{"date": "2026-11-30", "source": "my billing console", "prices": [
+		{"sku": "a4-highgpu-8g/spot", "region": "us-east1", "usd": 28930}]}`), 0o600))
+	code, _, errOut = runMain(t, "--stack", "smoke", "--prices", dear)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "warning: --prices "+dear+": a4-highgpu-8g/spot in us-east1 (GPU nodes) at $28930 per hour is above any list price of its kind ($200): a typo, or a price of another unit?")
+
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"date": "yesterday", "source": "x", "prices": []}`), 0o600))
+	code, out, errOut = runMain(t, "--stack", "smoke", "--prices", bad)
+	assert.Equal(t, plan.ExitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, `error: --prices: `+bad+`: date "yesterday": want the day the prices were read, as YYYY-MM-DD`)
+}
+
+// The README's costs sample is what the plan prints for smoke.
+func TestREADMECostsSampleIsTheSmokePlans(t *testing.T) {
+	r := plantest.Plan(t, "smoke")
+	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
+	require.NoError(t, err)
+	sample := "```\n  per hour while training  " + r.Costs.TrainingPerHour.String() +
+		"\n  per month while idle     " + r.Costs.IdlePerMonth.String() + "\n```"
+	assert.Contains(t, string(readme), sample)
+	assert.Contains(t, string(readme), "Cloud Billing Catalog list prices of "+cost.CatalogSource.Date)
+	// The first run's spend, in its own words: the known part of smoke's hour, at the table's date.
+	assert.Contains(t, string(readme), "bills\nwhile it exists: "+cost.Dollars(r.Costs.TrainingPerHour.KnownUSD)+" an hour")
+	assert.Contains(t, string(readme), "(list prices of\n"+cost.CatalogSource.Date)
+}

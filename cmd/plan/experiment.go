@@ -1,0 +1,163 @@
+package plan
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+
+	"gke-rl/infra"
+	"gke-rl/internal/kinds"
+	"gke-rl/internal/lifecycle"
+)
+
+// An ExperimentShift says what an update does to the run's experiment (job.name): a new one
+// starts from step 0 in a directory of its own and leaves the earlier one's checkpoints where
+// they are; the same one resumes from its newest checkpoint.
+type ExperimentShift struct {
+	// Before and After are the experiments' checkpoint directories; Before is "" when the
+	// earlier plan had no run.
+	Before, After string
+	// ResumeFrom is the directory a new experiment starts from (job.resumeFrom), or "".
+	ResumeFrom string
+	// ShardsLost is set when verl's experiment stays but its GPU count changes: verl v0.6.0
+	// saves one shard per rank (verl/utils/checkpoint/fsdp_checkpoint_manager.py,
+	// model_world_size_{W}_rank_{r}.pt), which another world size cannot load.
+	ShardsLost       bool
+	GPUsBefore, GPUs int
+}
+
+// New reports whether the update starts another experiment.
+func (s *ExperimentShift) New() bool { return s.Before != "" && s.Before != s.After }
+
+var resumeFromWord = regexp.MustCompile(`(?:^| )RESUME_FROM=(\S+)`)
+var frameworkWord = regexp.MustCompile(`(?:^| )FRAMEWORK=(\S+)`)
+
+// CompareExperiment reads the experiments of an earlier plan and this one from their stack
+// outputs (checkpointDir, which every version's plan has; gpuNodes and gpuType) and this plan's
+// RayJob. It is nil when this plan runs nothing.
+func CompareExperiment(before *EarlierPlan, after *Result) *ExperimentShift {
+	dir, _ := after.Outputs["checkpointDir"].(string)
+	var job *Resource
+	for _, r := range after.OfType(lifecycle.RayJobType) {
+		job = r
+	}
+	if dir == "" || job == nil {
+		return nil
+	}
+	s := &ExperimentShift{After: dir, GPUs: gpusOf(after.Outputs)}
+	s.Before, _ = before.Outputs["checkpointDir"].(string)
+	s.GPUsBefore = gpusOf(before.Outputs)
+	entrypoint, _ := job.Input("spec.entrypoint")
+	text, _ := entrypoint.(string)
+	if m := resumeFromWord.FindStringSubmatch(text); m != nil {
+		s.ResumeFrom = m[1]
+	}
+	verl := false
+	if m := frameworkWord.FindStringSubmatch(text); m != nil {
+		verl = m[1] == string(kinds.Verl)
+	}
+	s.ShardsLost = verl && !s.New() && s.Before != "" && s.GPUsBefore > 0 && s.GPUs != s.GPUsBefore
+	return s
+}
+
+// gpusOf is the GPU count of a plan's stack outputs, or 0 when they do not say it.
+func gpusOf(outputs map[string]any) int {
+	nodes, _ := outputs["gpuNodes"].(float64)
+	if n, ok := outputs["gpuNodes"].(int); ok {
+		nodes = float64(n)
+	}
+	gpuType, _ := outputs["gpuType"].(string)
+	spec, ok := infra.LookupGPU(gpuType)
+	if !ok {
+		return 0
+	}
+	return int(nodes) * spec.GPUsPerNode
+}
+
+// Line says what the update does to the experiment, for WriteComparison.
+func (s *ExperimentShift) Line(newStorage bool) string {
+	name := path.Base(s.After)
+	switch {
+	case s.Before == "":
+		return fmt.Sprintf("Experiment %s: a new one, in %s.", name, s.After)
+	case s.New() && s.ResumeFrom != "":
+		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework, model, dataset, revisions, recipe, verl's GPU count); it starts from %s's newest checkpoint (job.resumeFrom) and saves in %s; %s's checkpoints stay in %s.",
+			name, path.Base(s.ResumeFrom), s.After, path.Base(s.Before), s.Before)
+	case s.New():
+		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework, model, dataset, revisions, recipe, verl's GPU count); it starts from step 0 in %s; %s's checkpoints stay in %s.",
+			name, s.After, path.Base(s.Before), s.Before)
+	case newStorage:
+		return fmt.Sprintf("Experiment %s: the same name, on new storage: it starts from step 0.", name)
+	case s.ShardsLost:
+		return fmt.Sprintf("Experiment %s: the same one, but verl's checkpoints in %s are %d shards, one per GPU, and the run now has %d GPUs: verl cannot load them and the next attempt fails. Name a new experiment (job.name), or keep %d GPUs.",
+			name, s.After, s.GPUsBefore, s.GPUs, s.GPUsBefore)
+	default:
+		return fmt.Sprintf("Experiment %s: the same one; a replaced RayJob resumes from its newest checkpoint in %s.", name, s.After)
+	}
+}
+
+// jobEffect says where a replaced RayJob starts.
+func (s *ExperimentShift) jobEffect(newStorage bool) string {
+	switch {
+	case newStorage:
+		return "the new RayJob starts from step 0 on the new storage"
+	case s.New() && s.ResumeFrom != "":
+		return "the new experiment starts from " + path.Base(s.ResumeFrom) + "'s newest checkpoint"
+	case s.New():
+		return "the new experiment starts from step 0"
+	case s.ShardsLost:
+		return "the new RayJob cannot load verl's checkpoints, saved by another GPU count"
+	default:
+		return "the new RayJob resumes from the newest checkpoint (steps after it are done again)"
+	}
+}
+
+// CompareQueue says what an update does to each experiment of a stack with jobs (the
+// `experiments` output), against the earlier plan's experiments or its single run: which are
+// the same (their checkpoints in the same directory), which are new, which leave. Nil when
+// neither plan has jobs.
+func CompareQueue(before *EarlierPlan, after *Result) []string {
+	was, is := experimentDirs(before.Outputs), experimentDirs(after.Outputs)
+	single, _ := before.Outputs["checkpointDir"].(string)
+	if len(was) == 0 && len(is) == 0 {
+		return nil
+	}
+	var lines []string
+	kept := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(is)) {
+		dir := is[name]
+		switch {
+		case was[name] == dir:
+			lines = append(lines, fmt.Sprintf("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s.", name, dir))
+		case single == dir:
+			kept[single] = true
+			lines = append(lines, fmt.Sprintf("Experiment %s (queue): the stack's run until now, with its checkpoints in %s: it goes in the queue and resumes from its newest.", name, dir))
+		default:
+			lines = append(lines, fmt.Sprintf("Experiment %s (queue): a new one; it starts from step 0 in %s when the queue admits it.", name, dir))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(was)) {
+		if _, ok := is[name]; !ok {
+			lines = append(lines, fmt.Sprintf("Experiment %s: leaves the queue; its RayJob is deleted (a running one stops), its checkpoints stay in %s.", name, was[name]))
+		}
+	}
+	if single != "" && len(is) > 0 && !kept[single] {
+		lines = append(lines, fmt.Sprintf("Experiment %s: the stack's run until now, which no experiment of jobs continues; its checkpoints stay in %s.", path.Base(single), single))
+	}
+	return lines
+}
+
+// experimentDirs are the checkpoint directories of a plan's `experiments` output, by name.
+func experimentDirs(outputs map[string]any) map[string]string {
+	out := map[string]string{}
+	xs, _ := outputs["experiments"].(map[string]any)
+	for name, v := range xs {
+		about, _ := v.(map[string]any)
+		if dir, ok := about["checkpointDir"].(string); ok {
+			out[name] = dir
+		}
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+package plan_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
+)
+
+func TestShippedStacksPlanCleanly(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			res := plantest.Plan(t, stack)
+			assert.NotEmpty(t, res.OfType("gcp:compute/network:Network"))
+		})
+	}
+}
+
+func TestGoldenPlans(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, plan.WriteJSON(&out, plantest.Plan(t, stack)))
+			plantest.Golden(t, stack+".plan.json", out.Bytes())
+		})
+	}
+}
+
+func TestGoldenManifests(t *testing.T) {
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			out, err := plan.ManifestsYAML(plantest.Plan(t, stack))
+			require.NoError(t, err)
+			plantest.Golden(t, stack+".manifests.yaml", out)
+		})
+	}
+}
+
+func TestPlanIsDeterministic(t *testing.T) {
+	var first, second bytes.Buffer
+	require.NoError(t, plan.WriteJSON(&first, plantest.Plan(t, "b200-spot")))
+	require.NoError(t, plan.WriteJSON(&second, plantest.Plan(t, "b200-spot")))
+	assert.Equal(t, first.String(), second.String())
+}
+
+func runMain(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := plan.Main(args, plantest.RepoRoot(), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// -s names the stack as pulumi's own flag does; a stack without a file is refused naming the
+// stacks there are.
+func TestCLIStackFlag(t *testing.T) {
+	code, out, errOut := runMain(t, "-s", "smoke")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, out, "resources to create")
+	code, _, errOut = runMain(t, "--stack", "prod")
+	assert.Equal(t, plan.ExitUsage, code)
+	assert.Equal(t, "error: stack prod: no file "+filepath.Join(plantest.RepoRoot(), "Pulumi.prod.yaml")+"; the stacks here: b200-spot, h200-reserved, smoke\n", errOut)
+}
+
+// --help answers on stdout with status 0; each flag shows its own name, not a word of its text.
+func TestCLIHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		code, out, errOut := runMain(t, arg)
+		assert.Equal(t, plan.ExitOK, code, arg)
+		assert.Empty(t, errOut, arg)
+		assert.Contains(t, out, "usage: go run . plan --stack NAME")
+		assert.Contains(t, out, "  -destroy\n    \tprint what pulumi destroy would do")
+		// A flag with a value names it as the usage line does.
+		for _, flag := range []string{"-stack NAME", "-config PATH=VALUE", "-manifests DIR", "-prices FILE", "-compare FILE"} {
+			assert.Contains(t, out, "\n  "+flag+"\n", arg)
+		}
+	}
+	code, _, errOut := runMain(t)
+	assert.Equal(t, plan.ExitUsage, code, "no stack is a usage error")
+	assert.Contains(t, errOut, "usage:")
+}
+
+func TestCLITreeEndsWithCount(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "b200-spot")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Regexp(t, `^\d+ resources to create`, lines[len(lines)-1])
+	assert.Contains(t, out, "gcp:compute/network:Network networks-rdma")
+}
+
+// The tree shows the stack outputs, as `pulumi up` would set them: the commands a user runs
+// next and the checkpoint estimate, before the closing count.
+func TestCLITreeShowsTheOutputs(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "h200-reserved")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	_, outputs, found := strings.Cut(out, "Outputs (`pulumi stack output <name>` after `pulumi up`):\n")
+	require.True(t, found)
+	assert.Contains(t, outputs, "\n  kubeconfigCommand      gcloud container clusters get-credentials verl-h200 --location us-south1 --project your-project-id --dns-endpoint\n")
+	assert.Regexp(t, `\n  checkpointEstimate +one checkpoint ≈ 512 GB`, outputs)
+	assert.Contains(t, outputs, "\n  podNetworks            gvnic-1; rdma-0; rdma-1;")
+	assert.Regexp(t, `\n\d+ resources to create`, outputs, "the count still closes the plan")
+}
+
+func TestCLIPrintsWarningsOnStderrAndStillPlans(t *testing.T) {
+	yours := []string{"--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=35.235.240.0/20"}
+	code, out, errOut := runMain(t, append([]string{"--stack", "b200-spot", "--config", "storage.checkpointBudgetSeconds=60"}, yours...)...)
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Regexp(t, `resources to create`, out)
+	assert.Contains(t, errOut, "\nwarning: storage.checkpointBudgetSeconds: ")
+	assert.Contains(t, errOut, "over the 60 s budget")
+
+	// Within the default budget and with no placeholder left, only the default image's tag pin
+	// is named (the program ships no digest of it).
+	_, _, quiet := runMain(t, append([]string{"--stack", "b200-spot"}, yours...)...)
+	assert.Equal(t, []string{`warning: ray.image: "nvcr.io/nvidia/nemo-rl:v0.5.0" (nemo-rl's default, which the program ships by tag) is pinned by tag only, and a tag can be moved to other content; pin its digest: ` +
+		"`pulumi config set --path ray.image 'nvcr.io/nvidia/nemo-rl:v0.5.0@sha256:<digest>'` (`docker buildx imagetools inspect nvcr.io/nvidia/nemo-rl:v0.5.0` shows it)"},
+		strings.Split(strings.TrimSpace(quiet), "\n"))
+}
+
+func TestCLIInvalidConfigPrintsOnlyErrors(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "b200-spot", "--config", "gpu.type=a100", "--config", "gpu.nodes=0")
+	assert.Equal(t, plan.ExitInvalidConfig, code)
+	assert.Empty(t, out, "no resource output on invalid config")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	require.Len(t, lines, 2, errOut)
+	for _, l := range lines {
+		assert.True(t, strings.HasPrefix(l, "error: "), l)
+	}
+	assert.Contains(t, errOut, "error: gpu.type: \"a100\" is not a supported GPU; allowed: b200, h200")
+	assert.Contains(t, errOut, "error: gpu.nodes:")
+}
+
+func TestCLIUsageErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no stack":        {},
+		"unknown stack":   {"--stack", "nope"},
+		"stray argument":  {"--stack", "b200-spot", "extra"},
+		"malformed value": {"--stack", "b200-spot", "--config", "gpu.nodes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, _ := runMain(t, args...)
+			assert.Equal(t, plan.ExitUsage, code)
+			assert.Empty(t, out)
+		})
+	}
+}
+
+func TestCLIJSONShape(t *testing.T) {
+	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--json")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	var doc struct {
+		Stack     string                       `json:"stack"`
+		Resources []map[string]json.RawMessage `json:"resources"`
+		Outputs   map[string]any               `json:"outputs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, "h200-reserved", doc.Stack)
+	require.NotEmpty(t, doc.Resources)
+	for _, r := range doc.Resources {
+		for _, key := range []string{"urn", "type", "name", "parent", "dependencies", "inputs", "options"} {
+			assert.Contains(t, r, key)
+		}
+		var opts map[string]any
+		require.NoError(t, json.Unmarshal(r["options"], &opts))
+		for _, key := range []string{"protect", "retainOnDelete", "ignoreChanges", "deletedWith", "provider"} {
+			assert.Contains(t, opts, key)
+		}
+	}
+	assert.Equal(t, "us-south1-b", doc.Outputs["zone"])
+}
+
+func TestLookupWalksMapsAndLists(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "a:1"}}}}
+	v, ok := plan.Lookup(obj, "spec.containers.0.image")
+	assert.True(t, ok)
+	assert.Equal(t, "a:1", v)
+	for _, missing := range []string{"spec.containers.1.image", "spec.containers.x", "spec.volumes", "spec.containers.0.image.tag"} {
+		_, ok := plan.Lookup(obj, missing)
+		assert.False(t, ok, missing)
+	}
+}
+
+func TestDependenciesIncludeInputSources(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot")
+	net := res.Find("gcp:compute/network:Network", "networks-rdma")
+	sub := res.Find("gcp:compute/subnetwork:Subnetwork", "networks-rdma-3")
+	require.NotNil(t, sub)
+	assert.Contains(t, sub.Dependencies, net.URN, "a subnet waits for its network")
+}
+
+// The tokens never pass through the program: a value given under a retired key is refused
+// without being printed, and with the tokens on, no manifest holds a Secret, on either stack
+// (NeMo RL with its own cluster, verl with a RayCluster and the data preparation Job).
+func TestTokensNeverPassThroughThePlan(t *testing.T) {
+	const sentinel = "hf_SENTINEL_do_not_print_4242"
+	for _, stack := range plantest.Stacks {
+		t.Run(stack, func(t *testing.T) {
+			code, out, errOut := runMain(t, "--stack", stack, "--config", "hfToken="+sentinel, "--config", "wandbApiKey="+sentinel)
+			assert.Equal(t, plan.ExitInvalidConfig, code)
+			assert.NotContains(t, out+errOut, sentinel)
+			assert.Contains(t, errOut, "error: hfToken: tokens no longer pass through Pulumi")
+			assert.Contains(t, errOut, "revoke this token and issue a new one", "the old one stays in git history and state versions")
+			assert.Contains(t, errOut, "rotate the passphrase")
+
+			dir := t.TempDir()
+			code, _, errOut = runMain(t, "--stack", stack, "--config", "tokens.huggingFace=true", "--config", "tokens.wandb=true", "--manifests", dir)
+			require.Equal(t, plan.ExitOK, code, errOut)
+			files, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var classes int
+			for _, f := range files {
+				assert.False(t, strings.HasPrefix(f.Name(), "secret-"), "%s: no Secret holds a token", f.Name())
+				if strings.HasPrefix(f.Name(), "secretproviderclass-") {
+					classes++
+				}
+			}
+			assert.Equal(t, 2, classes, "one SecretProviderClass a token names its secret")
+		})
+	}
+}
+
+func TestConfigErrorListsProblems(t *testing.T) {
+	_, err := plantest.TryPlan("b200-spot", "gpu.type=a100")
+	var cfgErr *plan.ConfigError
+	require.True(t, errors.As(err, &cfgErr))
+	assert.True(t, cfgErr.Problems.Has("gpu.type"))
+}
+
+func TestCLIOutputFailureIsNotAConfigError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-directory")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	code, _, errOut := runMain(t, "--stack", "b200-spot", "--manifests", filepath.Join(file, "out"))
+	assert.Equal(t, plan.ExitOutput, code)
+	assert.Contains(t, errOut, "not a problem with your configuration")
+}
+
+// The JSON plan refers to each Kubernetes object's manifest instead of repeating it, so that a
+// pod change shows once in review, in the manifests.
+func TestJSONPlanRefersToManifests(t *testing.T) {
+	res := plantest.Plan(t, "h200-reserved")
+	var out bytes.Buffer
+	require.NoError(t, plan.WriteJSON(&out, res))
+	var doc struct {
+		Resources []struct {
+			Type   string         `json:"type"`
+			Inputs map[string]any `json:"inputs"`
+		} `json:"resources"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	files := map[string]bool{}
+	for _, m := range plan.Manifests(res) {
+		files[m.File] = true
+	}
+	var refs int
+	for _, r := range doc.Resources {
+		if !strings.HasPrefix(r.Type, "kubernetes:") || strings.HasPrefix(r.Type, "pulumi:") {
+			continue
+		}
+		ref, ok := r.Inputs["manifest"].(map[string]any)
+		require.True(t, ok, "%s inputs are a manifest reference", r.Type)
+		assert.Len(t, r.Inputs, 1)
+		assert.True(t, files[ref["file"].(string)], "%v names a manifest", ref)
+		refs++
+	}
+	assert.Equal(t, len(files), refs, "one reference per manifest")
+}
+
+// The plan of a shipped stack works on a fresh clone and names each placeholder with the
+// command that sets it; a stack of the user's own values names none.
+func TestPlanFlagsThePlaceholders(t *testing.T) {
+	code, _, errOut := runMain(t, "--stack", "h200-reserved")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.Contains(t, errOut, "placeholder: gcp:project: \"your-project-id\" is the shipped placeholder; set your project: pulumi config set gcp:project <project-id>")
+	assert.Contains(t, errOut, "placeholder: cluster.authorizedNetworks[0]: 203.0.113.7/32 is the shipped placeholder")
+	assert.Contains(t, errOut, "placeholder: gpu.reservation: \"your-h200-reservation\" is the shipped placeholder")
+	assert.Contains(t, errOut, "`pulumi preview` and `pulumi up` refuse a stack with placeholders")
+
+	code, _, errOut = runMain(t, "--stack", "b200-spot", "--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=35.235.240.0/20")
+	require.Equal(t, plan.ExitOK, code, errOut)
+	assert.NotContains(t, errOut, "placeholder:")
+}

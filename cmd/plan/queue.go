@@ -1,0 +1,66 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+
+	"gke-rl/infra"
+	"gke-rl/internal/cost"
+	"gke-rl/workloads/queue"
+)
+
+// writeQueue prints the queue of a stack with `jobs`: its quota, which experiments run as soon
+// as the stack is applied and which wait, and what each running one costs an hour on the GPU
+// nodes (the rest of the stack's hour is in the costs below).
+func writeQueue(w io.Writer, r *Result) {
+	run := r.Blueprint.Run
+	if run.Queue == nil {
+		return
+	}
+	perNode := gpuNodeHour(r.Costs)
+	fmt.Fprintf(w, "Queue (Kueue %s, ClusterQueue %s): %d GPUs at once (gpu.maxNodes × %d); with every experiment waiting, highest priority first, then by name:\n",
+		queue.KueueVersion, run.Queue.Name, run.Queue.GPUs, r.Blueprint.Hardware.GPUsPerNode)
+	for _, x := range run.Experiments {
+		line := fmt.Sprintf("  %-8s %-24s priority %-4d %3d GPUs (%s)", x.Start, x.Name, x.Priority, x.GPUs, nodesText(x.Nodes))
+		if x.Start == infra.StartsAtOnce {
+			line += "  GPU nodes " + perNode.times(x.Nodes)
+		}
+		fmt.Fprintln(w, line)
+	}
+	nodes, names := run.RunningAtOnce()
+	fmt.Fprintf(w, "  at once: %s (%s): GPU nodes %s; a waiting experiment holds no node and starts by itself when one ends\n", nodesText(nodes), names, perNode.times(nodes))
+	if !perNode.known {
+		fmt.Fprintln(w, "  (the GPU node's price is unknown: plan --prices FILE adds it)")
+	}
+}
+
+// nodesText is "1 node" or "N nodes".
+func nodesText(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
+}
+
+// nodeHour is one GPU node's hour, when its price is known.
+type nodeHour struct {
+	usd   float64
+	known bool
+}
+
+func (n nodeHour) times(nodes int) string {
+	if !n.known {
+		return "unknown/h"
+	}
+	return cost.Dollars(n.usd*float64(nodes)) + "/h"
+}
+
+// gpuNodeHour is the GPU nodes' line's price per node-hour.
+func gpuNodeHour(e cost.Estimate) nodeHour {
+	for _, l := range e.Lines {
+		if l.Item == "GPU nodes" && l.Price != nil {
+			return nodeHour{usd: l.Price.USD, known: true}
+		}
+	}
+	return nodeHour{}
+}

@@ -1,0 +1,349 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+
+	"gke-rl/internal/recorder"
+	"sigs.k8s.io/yaml"
+)
+
+// Redacted replaces the data of Kubernetes Secrets in rendered manifests.
+const Redacted = "[redacted]"
+
+// jsonResource is one resource in `plan --json`.
+type jsonResource struct {
+	URN          string         `json:"urn"`
+	Type         string         `json:"type"`
+	Name         string         `json:"name"`
+	Parent       string         `json:"parent"`
+	Dependencies []string       `json:"dependencies"`
+	Inputs       map[string]any `json:"inputs"`
+	Options      Options        `json:"options"`
+}
+
+// manifestRef stands for a Kubernetes object's inputs in the JSON plan: the object itself is in
+// the manifests (`--manifests`, and the golden manifests), so that one pod change shows once.
+type manifestRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	File      string `json:"file"`
+	// Digests fingerprint the object's fields (Digests), so that `plan --compare` tells which
+	// of them a newer plan changes without the manifests.
+	Digests map[string]string `json:"digests"`
+}
+
+// WriteJSON prints the plan as `{"stack", "resources", "outputs", "costs"}`. A Kubernetes object's
+// inputs are a reference to its manifest.
+func WriteJSON(w io.Writer, r *Result) error {
+	doc := struct {
+		Stack     string         `json:"stack"`
+		Resources []jsonResource `json:"resources"`
+		Outputs   map[string]any `json:"outputs"`
+		Costs     jsonCosts      `json:"costs"`
+	}{Stack: r.Stack, Resources: []jsonResource{}, Outputs: r.Outputs, Costs: costsJSON(r.Costs)}
+	for _, res := range r.Resources {
+		opts := res.Options
+		if opts.IgnoreChanges == nil {
+			opts.IgnoreChanges = []string{}
+		}
+		deps := res.Dependencies
+		if deps == nil {
+			deps = []string{}
+		}
+		inputs := recorder.PlainMap(res.Inputs)
+		if m, ok := ManifestOf(res); ok {
+			meta, _ := m.Object["metadata"].(map[string]any)
+			ns, _ := meta["namespace"].(string)
+			name, _ := meta["name"].(string)
+			kind, _ := m.Object["kind"].(string)
+			inputs = map[string]any{"manifest": manifestRef{Kind: kind, Namespace: ns, Name: name, File: m.File, Digests: Digests(m.Object)}}
+		}
+		doc.Resources = append(doc.Resources, jsonResource{
+			URN: res.URN, Type: res.Type, Name: res.Name, Parent: res.Parent,
+			Dependencies: deps, Inputs: inputs, Options: opts,
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// summaryKeys are the inputs the tree shows for a resource, in this order, when present.
+var summaryKeys = []string{
+	"kind", "metadata.name", "name", "secretId", "location", "region", "ipCidrRange", "mtu", "networkProfile",
+	"sourceRanges", "nodeConfig.machineType", "nodeCount", "capacityGib", "perUnitStorageThroughput",
+	"filesystem", "gkeSupportEnabled", "purpose", "prefixLength", "role", "member",
+}
+
+// errWriter keeps the first write error, so that a long run of prints checks it once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// WriteTree prints the plan as an indented tree of resources and a closing count.
+func WriteTree(out io.Writer, r *Result) error {
+	w := &errWriter{w: out}
+	children := map[string][]*Resource{}
+	var roots []*Resource
+	known := map[string]bool{}
+	for _, res := range r.Resources {
+		known[res.URN] = true
+	}
+	for _, res := range r.Resources {
+		if res.Parent == "" || !known[res.Parent] {
+			roots = append(roots, res)
+		} else {
+			children[res.Parent] = append(children[res.Parent], res)
+		}
+	}
+	fmt.Fprintf(w, "Plan for stack %s/%s (offline; placeholders stand for values the cloud computes)\n", r.Project, r.Stack)
+	var walk func(list []*Resource, indent string)
+	walk = func(list []*Resource, indent string) {
+		for i, res := range list {
+			branch, next := "├─ ", "│  "
+			if i == len(list)-1 {
+				branch, next = "└─ ", "   "
+			}
+			line := fmt.Sprintf("%s%s%s %s", indent, branch, res.Type, res.Name)
+			if s := summary(res); s != "" {
+				line += "  " + s
+			}
+			fmt.Fprintln(w, line)
+			walk(children[res.URN], indent+next)
+		}
+	}
+	walk(roots, "")
+	writeOutputs(w, r.Outputs)
+	writeQueue(w, r)
+	writeCosts(w, r.Costs)
+	custom, components := 0, 0
+	for _, res := range r.Resources {
+		if res.Custom {
+			custom++
+		} else {
+			components++
+		}
+	}
+	fmt.Fprintf(w, "%d resources to create (%d cloud and Kubernetes resources, %d components)\n", len(r.Resources), custom, components)
+	return w.err
+}
+
+// writeOutputs prints the stack outputs that `pulumi up` would set, sorted by name, one a line:
+// the commands a user runs next, the checkpoint estimate, the deadline.
+func writeOutputs(w io.Writer, outputs map[string]any) {
+	if len(outputs) == 0 {
+		return
+	}
+	names := slices.Sorted(maps.Keys(outputs))
+	width := 0
+	for _, name := range names {
+		width = max(width, len(name))
+	}
+	fmt.Fprintln(w, "Outputs (`pulumi stack output <name>` after `pulumi up`):")
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, name, outputText(outputs[name]))
+	}
+}
+
+// outputText is an output's value on one line: a list as its items joined by "; ".
+func outputText(v any) string {
+	switch list := v.(type) {
+	case []any:
+		items := make([]string, len(list))
+		for i, item := range list {
+			items[i] = outputText(item)
+		}
+		return strings.Join(items, "; ")
+	case []string:
+		return strings.Join(list, "; ")
+	}
+	return fmt.Sprint(v)
+}
+
+func summary(res *Resource) string {
+	inputs := recorder.PlainMap(res.Inputs)
+	var parts []string
+	for _, key := range summaryKeys {
+		v, ok := Lookup(inputs, key)
+		if !ok || v == nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", key[strings.LastIndex(key, ".")+1:], compact(v)))
+	}
+	var flags []string
+	if res.Options.Protect {
+		flags = append(flags, "protected")
+	}
+	if res.Options.RetainOnDelete {
+		flags = append(flags, "retained on delete")
+	}
+	if t := res.Options.CustomTimeouts; t != nil {
+		flags = append(flags, "timeouts "+timeoutSummary(t))
+	}
+	if len(flags) > 0 {
+		parts = append(parts, "["+strings.Join(flags, ", ")+"]")
+	}
+	return strings.Join(parts, " ")
+}
+
+func timeoutSummary(t *recorder.Timeouts) string {
+	var parts []string
+	for _, p := range []struct{ op, d string }{{"create", t.Create}, {"update", t.Update}, {"delete", t.Delete}} {
+		if p.d != "" {
+			parts = append(parts, p.op+" "+p.d)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func compact(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []any:
+		parts := make([]string, len(t))
+		for i, e := range t {
+			parts[i] = compact(e)
+		}
+		return strings.Join(parts, ",")
+	default:
+		b, _ := json.Marshal(t)
+		return string(b)
+	}
+}
+
+// Manifest is one Kubernetes object as it would be sent to the API server.
+type Manifest struct {
+	// File is the manifest's file name: `<kind>-<namespace>-<name>.yaml`.
+	File   string
+	Object map[string]any
+}
+
+// Manifests returns every Kubernetes object of the plan, Secret data redacted, sorted by file.
+func Manifests(r *Result) []Manifest {
+	var out []Manifest
+	for _, res := range r.Resources {
+		if m, ok := ManifestOf(res); ok {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
+}
+
+// ManifestOf is the Kubernetes object a resource applies; ok is false for other resources.
+func ManifestOf(res *Resource) (Manifest, bool) {
+	if !res.Custom || !strings.HasPrefix(res.Type, "kubernetes:") {
+		return Manifest{}, false
+	}
+	obj := recorder.PlainMap(res.Inputs)
+	if obj["kind"] == "Secret" {
+		for _, field := range []string{"data", "stringData"} {
+			if keys := secretKeys(res.Inputs[resource.PropertyKey(field)]); keys != nil {
+				obj[field] = keys
+			}
+		}
+	}
+	kind, _ := obj["kind"].(string)
+	name, namespace := res.Name, ""
+	if meta, ok := obj["metadata"].(map[string]any); ok {
+		if n, ok := meta["name"].(string); ok {
+			name = n
+		}
+		namespace, _ = meta["namespace"].(string)
+	}
+	file := strings.ToLower(strings.Join(nonEmpty(kind, namespace, name), "-")) + ".yaml"
+	return Manifest{File: file, Object: obj}, true
+}
+
+// secretKeys shows a Secret's data as its keys, each value Redacted: a reader sees which tokens
+// the Secret carries, never what they are. The map may itself be a secret as a whole.
+func secretKeys(v resource.PropertyValue) map[string]any {
+	for v.IsSecret() || v.IsOutput() {
+		if v.IsSecret() {
+			v = v.SecretValue().Element
+		} else {
+			v = v.OutputValue().Element
+		}
+	}
+	if !v.IsObject() {
+		return nil
+	}
+	out := map[string]any{}
+	for k := range v.ObjectValue() {
+		out[string(k)] = Redacted
+	}
+	return out
+}
+
+// WriteManifests writes every Kubernetes object to dir, one YAML file each, and returns the
+// file names.
+func WriteManifests(dir string, r *Result) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, m := range Manifests(r) {
+		b, err := yaml.Marshal(m.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.File, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, m.File), b, 0o644); err != nil {
+			return nil, err
+		}
+		files = append(files, m.File)
+	}
+	return files, nil
+}
+
+func nonEmpty(parts ...string) []string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// LookupInput returns a resource input by dotted path, secrets hidden, and whether it is set.
+func LookupInput(res *Resource, path string) (any, bool) { return res.Input(path) }
+
+// Lookup walks plain data (a rendered manifest, resource inputs) by a dotted path.
+func Lookup(v any, path string) (any, bool) { return recorder.Lookup(v, path) }
+
+// ManifestsYAML renders every Kubernetes object of the plan as one multi-document YAML stream,
+// each document headed by its file name: the golden form of a stack's manifests.
+func ManifestsYAML(r *Result) ([]byte, error) {
+	var out []byte
+	for _, m := range Manifests(r) {
+		b, err := yaml.Marshal(m.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.File, err)
+		}
+		out = append(out, []byte("---\n# "+m.File+"\n")...)
+		out = append(out, b...)
+	}
+	return out, nil
+}

@@ -1,0 +1,146 @@
+package preflight
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/test/clitest"
+	"gke-rl/internal/cost"
+	"gke-rl/cmd/plan"
+	"gke-rl/test/plantest"
+)
+
+// inIowa moves a stack to us-central1, the region the recorded catalog pages price.
+var inIowa = []string{"--config", "gcp:region=us-central1", "--config", "gke-rl:zone=us-central1-b"}
+
+// The seam: preflight writes the price file from the catalog, and the plan command it prints
+// prices the stack with it, every line of smoke's bill known.
+func TestPricesOutFeedsPlan(t *testing.T) {
+	before := today
+	today = func() string { return "2026-12-02" }
+	t.Cleanup(func() { today = before })
+	file := filepath.Join(t.TempDir(), "prices.json")
+	args := append(append([]string{"--stack", "smoke"}, yours...), inIowa...)
+	code, out, calls := preflight(t, ready, append(args, "--prices-out", file)...)
+	require.Equal(t, ExitOK, code, out)
+
+	line := finding(t, out, CheckPrices)
+	assert.Contains(t, line, "wrote "+file+" with the list prices of a4-highgpu-8g/spot in us-central1 $39.63/hour, n2-standard-16 in us-central1 $0.78/hour, from 22 SKUs")
+	assert.Contains(t, out, "every check passed")
+	var pages, machineTypes []string
+	for _, c := range calls {
+		switch {
+		case c.Host == "cloudbilling.googleapis.com":
+			pages = append(pages, c.Method+" "+c.Path)
+		case strings.Contains(c.Path, "/machineTypes/"):
+			machineTypes = append(machineTypes, c.Path)
+		}
+	}
+	assert.Len(t, pages, 3, "every page of the catalog is read, and only read")
+	assert.Equal(t, []string{
+		"/compute/v1/projects/acme-rl/zones/us-central1-b/machineTypes/a4-highgpu-8g",
+		"/compute/v1/projects/acme-rl/zones/us-central1-b/machineTypes/n2-standard-16",
+	}, machineTypes, "the prices step prices the CPU pool with what the machine type check read")
+
+	// The file: dated, sourced, each price with how it was made.
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var f cost.File
+	require.NoError(t, json.Unmarshal(data, &f))
+	assert.Equal(t, "2026-12-02", f.Date)
+	assert.Equal(t, CatalogSource, f.Name)
+	require.Len(t, f.Prices, 2)
+	assert.Contains(t, f.Prices[0].Basis, `8 × "Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in Americas"`)
+
+	// The next command, as printed, run as written.
+	_, next, ok := strings.Cut(line, "; next: ")
+	require.True(t, ok, line)
+	cmds, err := clitest.MarkdownCommands("preflight output", next, "go")
+	require.NoError(t, err)
+	require.Len(t, cmds, 1)
+	assert.Equal(t, append(append([]string{"go", "run", ".", "plan"}, args...), "--prices", file), cmds[0].Args)
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, plan.Main(cmds[0].Args[4:], plantest.RepoRoot(), &stdout, &stderr), stderr.String())
+	assert.NotContains(t, stderr.String(), "prices no line", "every price of the file prices a line")
+	assert.Contains(t, stdout.String(), "prices of 2026-12-02: "+CatalogSource)
+	costs := stdout.String()[strings.Index(stdout.String(), "Costs in USD"):]
+	assert.NotContains(t, costs, "unknown", "smoke in us-central1 is priced line by line")
+	assert.Regexp(t, `per hour while training  \$40\.\d\d`, costs)
+}
+
+// Where the catalog has no price for the stack's machines, nothing is written and the reasons
+// are named; the readiness checks still pass.
+func TestPricesOutWithoutAPrice(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prices.json")
+	code, out, _ := preflight(t, ready, append(append([]string{"--stack", "smoke"}, yours...), "--prices-out", file)...)
+	assert.Equal(t, ExitFailed, code, out)
+	line := finding(t, out, CheckPrices)
+	assert.Contains(t, line, "FAIL  prices        no line of the bill could be priced from 22 SKUs, "+file+" not written")
+	assert.Contains(t, line, `a4-highgpu-8g/spot in us-east1 (the catalog has no SKU "Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in …" for us-east1)`)
+	assert.Contains(t, line, `n2-standard-16 in us-east1 (the catalog has no SKU "N2 Instance Core running in …" for us-east1; plan keeps the shipped table's price of 2026-07-30)`)
+	assert.Contains(t, out, "every check passed: the project is ready for pulumi up")
+	assert.Contains(t, out, "the price file was not written")
+	assert.NoFileExists(t, file)
+}
+
+// The H200 machine and flex-start say why they are not priced; the CPU pool still is.
+func TestPricesOutNamesWhatItCannotPrice(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prices.json")
+	for _, tc := range []struct{ gpu, provisioning, reason string }{
+		{"h200", "spot", "a3-ultragpu-8g/spot in us-central1 (the catalog bills a3-ultragpu-8g's GPUs apart from its vCPUs and memory, and no public record names the SKUs of those)"},
+		{"b200", "flex-start", "a4-highgpu-8g/flex-start in us-central1 (flex-start machines bill under SKUs of their own, which no public record names for a4-highgpu-8g)"},
+	} {
+		p := ready
+		p.machineTypes = map[string]string{
+			"a4-highgpu-8g":  "googleapis/preflight/compute-machinetype-a4-highgpu-8g.json",
+			"a3-ultragpu-8g": "googleapis/preflight/compute-machinetype-a3-ultragpu-8g.json",
+			"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
+		}
+		args := append(append(append([]string{"--stack", "smoke"}, yours...), inIowa...), "--config", "gke-rl:gpu.type="+tc.gpu, "--config", "gke-rl:gpu.provisioning="+tc.provisioning, "--prices-out", file)
+		_, out, _ := preflight(t, p, args...)
+		line := finding(t, out, CheckPrices)
+		assert.Contains(t, line, "ok    prices        wrote "+file+" with the list prices of n2-standard-16 in us-central1 $0.78/hour", tc.gpu)
+		assert.Contains(t, line, "without a price: "+tc.reason, tc.gpu)
+	}
+}
+
+// A project whose Cloud Billing API is off: the catalog's 403, and the command that enables it.
+func TestPricesOutWithTheBillingAPIOff(t *testing.T) {
+	p := ready
+	p.skus = nil
+	file := filepath.Join(t.TempDir(), "prices.json")
+	code, out, _ := preflight(t, p, append(append(append([]string{"--stack", "smoke"}, yours...), inIowa...), "--prices-out", file)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckPrices), "the Cloud Billing Catalog cannot be read: Cloud Billing API has not been used in project 123456789012 before or it is disabled.")
+	assert.Equal(t, "fix: the catalog is read through the Cloud Billing API of the project: `gcloud services enable cloudbilling.googleapis.com --project acme-rl`, then run preflight again", fixOf(t, out, CheckPrices))
+	assert.NoFileExists(t, file)
+}
+
+// Autopilot's GPU pods and a CPU machine type that cannot be read are named with their reason;
+// a line no price covers (b200-spot's Lustre instance) is named as such.
+func TestPricesOutReasons(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prices.json")
+	iowa := append(append([]string{"--stack", "smoke"}, yours...), inIowa...)
+
+	code, out, _ := preflight(t, ready, append(iowa, "--config", "gke-rl:cluster.mode=autopilot", "--prices-out", file)...)
+	assert.Equal(t, ExitFailed, code, out)
+	assert.Contains(t, finding(t, out, CheckPrices), "a4-highgpu-8g/spot/autopilot in us-central1 (Autopilot bills GPU pods under SKUs of its own, which this program does not know)")
+
+	noCPU := ready
+	noCPU.machineTypes = map[string]string{"a4-highgpu-8g": ready.machineTypes["a4-highgpu-8g"]}
+	_, out, _ = preflight(t, noCPU, append(iowa, "--prices-out", file)...)
+	// The recorded not-found body (compute-error-404-machinetype.json) names its own resource.
+	assert.Regexp(t, `n2-standard-16 in us-central1 \(its vCPUs and memory cannot be read: The resource '[^']+' was not found \(HTTP 404\); plan keeps the shipped table's price of 2026-07-30\)`, finding(t, out, CheckPrices))
+
+	lustre := withLustre("googleapis/lustre-instances-list-empty.json")
+	code, out, _ = preflight(t, lustre, append(append(b200Spot, inIowa...), "--prices-out", file)...)
+	assert.Equal(t, ExitOK, code, out)
+	assert.Contains(t, finding(t, out, CheckPrices), "without a price: lustre-500 in us-central1 (Lustre instance: neither the catalog's Compute Engine SKUs nor the shipped table)")
+}

@@ -1,0 +1,139 @@
+// Package plantest holds the helpers that whole-program tests share: resolving and planning the
+// shipped stacks on the recording engine.
+package plantest
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/infra"
+	"gke-rl/test/clitest"
+	"gke-rl/test/golden"
+	"gke-rl/cmd/plan"
+)
+
+// PlanTime is the clock of every planned test stack, so that the plans, their warnings and the
+// golden files do not change with the date the tests run on.
+var PlanTime = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func init() { infra.Now = func() time.Time { return PlanTime } }
+
+// Stacks are the stacks shipped in the repository.
+var Stacks = []string{"b200-spot", "h200-reserved", "smoke"}
+
+// RepoRoot is the directory holding Pulumi.yaml.
+func RepoRoot() string { return golden.RepoRoot() }
+
+// Plan plans a shipped stack with overrides and fails the test on any error.
+func Plan(t testing.TB, stack string, overrides ...string) *plan.Result {
+	t.Helper()
+	res, err := TryPlan(stack, overrides...)
+	require.NoError(t, err, "planning %s with %v", stack, overrides)
+	return res
+}
+
+// TryPlan plans a shipped stack with overrides and returns the error.
+func TryPlan(stack string, overrides ...string) (*plan.Result, error) {
+	sc, err := plan.LoadStackConfig(RepoRoot(), stack, overrides)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Run(sc, stack)
+}
+
+// Resolve resolves a shipped stack with overrides, registering nothing, and fails the test on
+// any error.
+func Resolve(t testing.TB, stack string, overrides ...string) *infra.Blueprint {
+	t.Helper()
+	bp, err := TryResolve(stack, overrides...)
+	require.NoError(t, err, "resolving %s with %v", stack, overrides)
+	return bp
+}
+
+// TryResolve resolves a shipped stack with overrides and returns the error.
+func TryResolve(stack string, overrides ...string) (*infra.Blueprint, error) {
+	sc, err := plan.LoadStackConfig(RepoRoot(), stack, overrides)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Resolve(sc, stack)
+}
+
+// Golden compares got with testdata/<name>, or rewrites it under -update.
+func Golden(t testing.TB, name string, got []byte) { golden.Compare(t, name, got) }
+
+// Input reads a plain input of a resource by dotted path (`nodeConfig.machineType`).
+func Input(t testing.TB, res *plan.Resource, path string) any {
+	t.Helper()
+	require.NotNil(t, res)
+	v, ok := plan.LookupInput(res, path)
+	require.True(t, ok, "%s %s has no input %s", res.Type, res.Name, path)
+	return v
+}
+
+// GPU is the overrides that switch a shipped stack to gpu: its type and, since each GPU is
+// offered in its own zones (internal/offers), a zone that offers it (the shipped stacks' own).
+func GPU(gpu string) []string {
+	zone := map[string][2]string{"b200": {"us-east1", "us-east1-b"}, "h200": {"us-south1", "us-south1-b"}}[gpu]
+	return []string{"gpu.type=" + gpu, "gcp:region=" + zone[0], "zone=" + zone[1]}
+}
+
+// Document is the README or a file under docs/: its path, its path from the repository root, and
+// its text.
+type Document struct {
+	Path, Rel, Text string
+}
+
+// Documents reads the README and every file under docs/, the documents the tests check.
+func Documents(t testing.TB) []Document {
+	t.Helper()
+	root := RepoRoot()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	var out []Document
+	for _, path := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		text, err := os.ReadFile(path)
+		require.NoError(t, err)
+		rel, err := filepath.Rel(root, path)
+		require.NoError(t, err)
+		out = append(out, Document{Path: path, Rel: rel, Text: string(text)})
+	}
+	return out
+}
+
+// DocumentedCommand is a `go run . <command> ...` line of the README or docs/.
+type DocumentedCommand struct {
+	clitest.Command
+	Doc Document
+	// Args are its words after `go run . <command>`, a user's copy of a shipped stack (--stack
+	// my-<stack>, which the README's walk makes) named as the stack it copies.
+	Args []string
+}
+
+// DocumentedCommands are the documents' `go run . <command>` lines, in document order.
+func DocumentedCommands(t testing.TB, command string) []DocumentedCommand {
+	t.Helper()
+	prefix := []string{"go", "run", ".", command}
+	var out []DocumentedCommand
+	for _, doc := range Documents(t) {
+		cmds, err := clitest.MarkdownCommands(doc.Rel, doc.Text, "go")
+		require.NoError(t, err)
+		for _, cmd := range cmds {
+			if len(cmd.Args) < len(prefix) || !slices.Equal(cmd.Args[:len(prefix)], prefix) {
+				continue
+			}
+			args := slices.Clone(cmd.Args[len(prefix):])
+			if i := slices.Index(args, "--stack"); i >= 0 && i+1 < len(args) && slices.Contains(Stacks, strings.TrimPrefix(args[i+1], "my-")) {
+				args[i+1] = strings.TrimPrefix(args[i+1], "my-")
+			}
+			out = append(out, DocumentedCommand{Command: cmd, Doc: doc, Args: args})
+		}
+	}
+	return out
+}
