@@ -11,10 +11,12 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"gke-rl/infra"
+	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
 	"gke-rl/cmd/preflight"
 	"gke-rl/cmd/repocheck"
+	"gke-rl/infra"
+	"gke-rl/infra/offline"
 )
 
 func main() {
@@ -33,7 +35,7 @@ func main() {
 	default:
 		// Started by hand, not by the engine: pulumi.Run would only exit 32 with nothing said.
 		usage(os.Stderr, ".")
-		os.Exit(plan.ExitUsage)
+		os.Exit(cmd.ExitUsage)
 	}
 }
 
@@ -48,5 +50,5 @@ func usage(w io.Writer, dir string) {
   pulumi up -s NAME                build it
 
 The stacks here: %v
-`, plan.StacksIn(dir))
+`, offline.StacksIn(dir))
 }

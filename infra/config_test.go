@@ -10,17 +10,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/cmd/plan"
+	"gke-rl/infra/offline"
 	"gke-rl/test/plantest"
 )
 
 // problems resolves stack with overrides and returns the config errors, failing if there are
 // none.
-func problems(t *testing.T, stack string, overrides ...string) *plan.ConfigError {
+func problems(t *testing.T, stack string, overrides ...string) *offline.ConfigError {
 	t.Helper()
 	bp, err := plantest.TryResolve(stack, overrides...)
 	require.Nil(t, bp)
-	var cfgErr *plan.ConfigError
+	var cfgErr *offline.ConfigError
 	require.True(t, errors.As(err, &cfgErr), "want a config error, got %v", err)
 	return cfgErr
 }
@@ -208,11 +208,11 @@ const minimalStack = `config:
     authorizedNetworks: ["203.0.113.7/32"]
 `
 
-func planDir(t *testing.T, dir string) (*plan.Result, error) {
+func planDir(t *testing.T, dir string) (*offline.Result, error) {
 	t.Helper()
-	sc, err := plan.LoadStackConfig(dir, "test", nil)
+	sc, err := offline.LoadStackConfig(dir, "test", nil)
 	require.NoError(t, err)
-	return plan.Run(sc, "test")
+	return offline.Run(sc, "test")
 }
 
 func TestMinimalStackUsesDefaults(t *testing.T) {
@@ -226,14 +226,14 @@ func TestMinimalStackUsesDefaults(t *testing.T) {
 
 func TestBogusFieldInStackFile(t *testing.T) {
 	_, err := planDir(t, writeStack(t, minimalStack+"  gke-rl:gpu:\n    type: b200\n    gpuCount: 8\n"))
-	var cfgErr *plan.ConfigError
+	var cfgErr *offline.ConfigError
 	require.True(t, errors.As(err, &cfgErr), "%v", err)
 	assert.True(t, cfgErr.Problems.Has("gpu.gpuCount"), cfgErr.Error())
 }
 
 func TestRequiredKeysAreReported(t *testing.T) {
 	_, err := planDir(t, writeStack(t, "config:\n  gke-rl:framework: verl\n"))
-	var cfgErr *plan.ConfigError
+	var cfgErr *offline.ConfigError
 	require.True(t, errors.As(err, &cfgErr), "%v", err)
 	for _, key := range []string{"gcp:project", "gcp:region", "zone", "cluster.authorizedNetworks"} {
 		assert.True(t, cfgErr.Problems.Has(key), key)
@@ -244,7 +244,7 @@ func TestRequiredKeysAreReported(t *testing.T) {
 // value, plain text or secret.
 func TestRetiredTokenKeysAreRefusedWithTheWayToMove(t *testing.T) {
 	_, err := planDir(t, writeStack(t, minimalStack+"  gke-rl:hfToken: hf_plaintext_token_123\n  gke-rl:wandbApiKey:\n    secure: v1:abc\n"))
-	var cfgErr *plan.ConfigError
+	var cfgErr *offline.ConfigError
 	require.True(t, errors.As(err, &cfgErr), "%v", err)
 	assert.True(t, cfgErr.Problems.Has("hfToken"))
 	assert.True(t, cfgErr.Problems.Has("wandbApiKey"))

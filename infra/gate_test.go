@@ -11,12 +11,12 @@ import (
 
 	"gke-rl/gate"
 	"gke-rl/gate/gatetest"
-	"gke-rl/cmd/plan"
+	"gke-rl/infra/offline"
 	"gke-rl/test/plantest"
 )
 
-func gateJobs(res *plan.Result) []*plan.Resource {
-	var jobs []*plan.Resource
+func gateJobs(res *offline.Result) []*offline.Resource {
+	var jobs []*offline.Resource
 	for _, name := range []string{"gate-nccl", "gate-storage"} {
 		if r := res.Find(jobType, name); r != nil {
 			jobs = append(jobs, r)
@@ -51,7 +51,7 @@ func TestRayWaitsForTheGate(t *testing.T) {
 		}
 		results := res.Find("command:local:Command", "gate-results")
 		require.NotNil(t, results, stack)
-		triggers, _ := plan.LookupInput(results, "triggers")
+		triggers, _ := offline.LookupInput(results, "triggers")
 		assert.Len(t, triggers, 2, "%s results are collected again when a gate Job is replaced (its uid)", stack)
 		closure := res.DependencyClosure(results)
 		for _, job := range jobs {
@@ -164,7 +164,7 @@ func TestGateRunsAgainOnANewRunID(t *testing.T) {
 	names := func(overrides ...string) map[string]string {
 		res := plantest.Plan(t, "h200-reserved", overrides...)
 		out := map[string]string{}
-		for _, m := range plan.Manifests(res) {
+		for _, m := range offline.Manifests(res) {
 			if m.Object["kind"] == "Job" || m.Object["kind"] == "Service" {
 				meta := m.Object["metadata"].(map[string]any)
 				out[m.File] = meta["name"].(string)

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"gke-rl/cluster"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/kinds"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 	"gke-rl/workloads"
 )
@@ -27,7 +27,7 @@ func TestWorkloadPodsAreHardened(t *testing.T) {
 	for _, stack := range plantest.Stacks {
 		res := plantest.Plan(t, stack, "gate.enabled=true")
 		pods := 0
-		for _, m := range plan.Manifests(res) {
+		for _, m := range offline.Manifests(res) {
 			meta, _ := m.Object["metadata"].(map[string]any)
 			if meta["namespace"] != res.Blueprint.Namespace {
 				continue
@@ -87,7 +87,7 @@ func TestEveryImageIsPinnedByDigestOrListedAsTagOnly(t *testing.T) {
 	require.NoError(t, err)
 	tagOnly := map[string]bool{}
 	for _, stack := range plantest.Stacks {
-		for _, m := range plan.Manifests(plantest.Plan(t, stack, "gate.enabled=true")) {
+		for _, m := range offline.Manifests(plantest.Plan(t, stack, "gate.enabled=true")) {
 			eachMap(m.File, m.Object, func(where string, obj map[string]any) {
 				image, ok := obj["image"].(string)
 				if !ok || strings.Contains(image, "@sha256:") {
@@ -120,7 +120,7 @@ func TestPreviewAccessCoversEveryRenderedKind(t *testing.T) {
 		res := plantest.Plan(t, stack, "gate.enabled=true", "tokens.huggingFace=true",
 			"cluster.previewServiceAccount=gke-rl-preview@your-project-id.iam.gserviceaccount.com",
 			"cluster.deployServiceAccount=gke-rl-deploy@your-project-id.iam.gserviceaccount.com")
-		for _, m := range plan.Manifests(res) {
+		for _, m := range offline.Manifests(res) {
 			gvk := schema.FromAPIVersionAndKind(fmt.Sprint(m.Object["apiVersion"]), fmt.Sprint(m.Object["kind"]))
 			if gvk.Group == "admissionregistration.k8s.io" {
 				continue // read-only to it, by design
@@ -146,7 +146,7 @@ func TestNoPodImportsFromTheVolume(t *testing.T) {
 		res := plantest.Plan(t, stack, "gate.enabled=true", "tokens.huggingFace=true")
 		mount := res.Blueprint.Storage.Volume.MountPath
 		verified := 0
-		for _, m := range plan.Manifests(res) {
+		for _, m := range offline.Manifests(res) {
 			for path, spec := range podSpecs(m.Object) {
 				containers, _ := spec["containers"].([]any)
 				for _, c := range containers {

@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/cmd/plan"
+	"gke-rl/infra/offline"
 	"gke-rl/test/plantest"
 )
 
 // principals are the Workload Identity principals a planned stack grants anything to: the members
 // of its IAM bindings (bucket, secrets, project) that name a Kubernetes service account.
-func principals(t *testing.T, res *plan.Result) map[string][]string {
+func principals(t *testing.T, res *offline.Result) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for _, r := range res.Resources {

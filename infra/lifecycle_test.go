@@ -13,10 +13,10 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/gate"
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/lifecycle"
-	"gke-rl/cmd/plan"
-	"gke-rl/test/plantest"
 	"gke-rl/storage"
+	"gke-rl/test/plantest"
 	"gke-rl/workloads"
 )
 
@@ -29,7 +29,7 @@ var lifecycleVariants = map[string][]string{
 	"b200-spot on Autopilot with verl": {"cluster.mode=autopilot", "storage.type=gcsfuse", "framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
 }
 
-func eachVariant(t *testing.T, check func(t *testing.T, res *plan.Result)) {
+func eachVariant(t *testing.T, check func(t *testing.T, res *offline.Result)) {
 	for name, overrides := range lifecycleVariants {
 		t.Run(name, func(t *testing.T) {
 			check(t, plantest.Plan(t, strings.Fields(name)[0], overrides...))
@@ -62,7 +62,7 @@ func TestSlowResourcesCarryTimeoutsLongerThanTheProvidersDefault(t *testing.T) {
 		assert.NotEmpty(t, row.Why, row.Type)
 	}
 	seen := map[string]bool{}
-	eachVariant(t, func(t *testing.T, res *plan.Result) {
+	eachVariant(t, func(t *testing.T, res *offline.Result) {
 		for _, r := range res.Resources {
 			row, slow := lifecycle.TimeoutOf(r.Type)
 			if !slow {
@@ -97,7 +97,7 @@ func TestSlowResourcesCarryTimeoutsLongerThanTheProvidersDefault(t *testing.T) {
 // A second `pulumi up` proposes no change: every field the cloud changes after creation is
 // either ignored or never set, as the table says.
 func TestFieldsTheCloudChangesAreIgnoredOrNotSet(t *testing.T) {
-	eachVariant(t, func(t *testing.T, res *plan.Result) {
+	eachVariant(t, func(t *testing.T, res *offline.Result) {
 		for _, r := range res.Resources {
 			want := lifecycle.IgnoredFields(r.Type)
 			if r.Name == "gate-nccl" || r.Name == "gate-storage" {
@@ -165,7 +165,7 @@ func TestPreemptibleCapacityScalesFromZero(t *testing.T) {
 }
 
 func TestCustomResourcesWaitForTheirCRDs(t *testing.T) {
-	eachVariant(t, func(t *testing.T, res *plan.Result) {
+	eachVariant(t, func(t *testing.T, res *offline.Result) {
 		crds := res.Find("command:local:Command", "cluster-crds")
 		require.NotNil(t, crds)
 		assert.Equal(t, strings.Join(cluster.CRDs, " "), plantest.Input(t, crds, "environment.CRDS"))
@@ -201,7 +201,7 @@ func TestAdoptTakesOverWhatDestroyKept(t *testing.T) {
 // Objects with finalizers (RayJob, RayCluster, claims, the Lustre PV) must not hang destroy:
 // every in-cluster object goes with the cluster, without a call to its API server.
 func TestInClusterObjectsGoWithTheCluster(t *testing.T) {
-	eachVariant(t, func(t *testing.T, res *plan.Result) {
+	eachVariant(t, func(t *testing.T, res *offline.Result) {
 		gke := res.Find(lifecycle.ClusterType, "cluster-gke")
 		for _, r := range res.Resources {
 			if r.Custom && strings.HasPrefix(r.Type, "kubernetes:") {
@@ -261,7 +261,7 @@ func TestAGivenNodeServiceAccountIsUsedAsItIs(t *testing.T) {
 // KubeRay does not act on an update of a running RayJob or RayCluster: a change of either spec
 // replaces it, deleting the old one first so that two runs never hold the GPUs at once.
 func TestAChangedRunIsReplacedNotPatched(t *testing.T) {
-	eachVariant(t, func(t *testing.T, res *plan.Result) {
+	eachVariant(t, func(t *testing.T, res *offline.Result) {
 		seen := 0
 		for _, r := range res.Resources {
 			if r.Type != lifecycle.RayJobType && r.Type != lifecycle.RayClusterType {
@@ -309,9 +309,9 @@ func TestTheRunDoesNotDependOnTheDay(t *testing.T) {
 	specs := func() map[string]string {
 		out := map[string]string{}
 		for _, stack := range []string{"b200-spot", "h200-reserved"} {
-			for _, m := range plan.Manifests(plantest.Plan(t, stack)) {
+			for _, m := range offline.Manifests(plantest.Plan(t, stack)) {
 				if kind := m.Object["kind"]; kind == "RayJob" || kind == "RayCluster" {
-					out[stack+"/"+m.File] = fmt.Sprint(plan.Digests(m.Object))
+					out[stack+"/"+m.File] = fmt.Sprint(offline.Digests(m.Object))
 				}
 			}
 		}

@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/infra/offline"
 	"gke-rl/monitoring"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 )
 
@@ -16,7 +16,7 @@ const (
 	dashboardType   = "gcp:monitoring/dashboard:Dashboard"
 )
 
-func alertNames(res *plan.Result) []string {
+func alertNames(res *offline.Result) []string {
 	var names []string
 	for _, r := range res.OfType(alertPolicyType) {
 		names = append(names, r.Name)
@@ -50,24 +50,24 @@ func TestAlertsReachTheConfiguredChannels(t *testing.T) {
 	policies := res.OfType(alertPolicyType)
 	require.Len(t, policies, 4)
 	for _, p := range policies {
-		got, _ := plan.LookupInput(p, "notificationChannels")
+		got, _ := offline.LookupInput(p, "notificationChannels")
 		assert.Equal(t, channels, got, p.Name)
-		autoClose, _ := plan.LookupInput(p, "alertStrategy.autoClose")
+		autoClose, _ := offline.LookupInput(p, "alertStrategy.autoClose")
 		assert.NotEmpty(t, autoClose, "%s: an incident closes", p.Name)
-		if query, _ := plan.LookupInput(p, "conditions.0.conditionPrometheusQueryLanguage.query"); query != nil {
-			prompts, _ := plan.LookupInput(p, "alertStrategy.notificationPrompts")
+		if query, _ := offline.LookupInput(p, "conditions.0.conditionPrometheusQueryLanguage.query"); query != nil {
+			prompts, _ := offline.LookupInput(p, "alertStrategy.notificationPrompts")
 			assert.Equal(t, []any{"OPENED", "CLOSED"}, prompts, "%s: a metric alert also says when it clears", p.Name)
 			continue
 		}
-		period, _ := plan.LookupInput(p, "alertStrategy.notificationRateLimit.period")
+		period, _ := offline.LookupInput(p, "alertStrategy.notificationRateLimit.period")
 		assert.NotEmpty(t, period, "%s: the API requires a rate limit on a log-match condition", p.Name)
-		prompts, _ := plan.LookupInput(p, "alertStrategy.notificationPrompts")
+		prompts, _ := offline.LookupInput(p, "alertStrategy.notificationPrompts")
 		assert.Equal(t, []any{"OPENED"}, prompts, "%s: the API's default, written out so that it is no diff", p.Name)
-		filter, _ := plan.LookupInput(p, "conditions.0.conditionMatchedLog.filter")
+		filter, _ := offline.LookupInput(p, "conditions.0.conditionMatchedLog.filter")
 		assert.NotEmpty(t, filter, p.Name)
 	}
 	for _, p := range plantest.Plan(t, "b200-spot").OfType(alertPolicyType) {
-		got, _ := plan.LookupInput(p, "notificationChannels")
+		got, _ := offline.LookupInput(p, "notificationChannels")
 		assert.Empty(t, got, "no channel by default: the alerts show in the console")
 	}
 }
@@ -80,7 +80,7 @@ func TestLustreCapacityAlertWatchesTheStacksInstance(t *testing.T) {
 	require.NotNil(t, policy)
 	instance := res.Find("gcp:lustre/instance:Instance", "storage-lustre")
 	require.NotNil(t, instance)
-	id, _ := plan.LookupInput(instance, "instanceId")
+	id, _ := offline.LookupInput(instance, "instanceId")
 
 	for path, want := range map[string]any{
 		"conditions.0.conditionPrometheusQueryLanguage.query":                   monitoring.LustreCapacityQuery(id.(string)),
@@ -90,17 +90,17 @@ func TestLustreCapacityAlertWatchesTheStacksInstance(t *testing.T) {
 		"alertStrategy.notificationPrompts":                                     []any{"OPENED", "CLOSED"},
 		"severity":                                                              "WARNING",
 	} {
-		got, ok := plan.LookupInput(policy, path)
+		got, ok := offline.LookupInput(policy, path)
 		require.True(t, ok, path)
 		assert.Equal(t, want, got, path)
 	}
-	_, limited := plan.LookupInput(policy, "alertStrategy.notificationRateLimit")
+	_, limited := offline.LookupInput(policy, "alertStrategy.notificationRateLimit")
 	assert.False(t, limited)
 
 	// The dashboard charts the same instance, against the tier's throughput.
 	dash := res.Find(dashboardType, "monitoring-dashboard")
 	require.NotNil(t, dash)
-	body, _ := plan.LookupInput(dash, "dashboardJson")
+	body, _ := offline.LookupInput(dash, "dashboardJson")
 	assert.Contains(t, body, `instance_id=~\"(.+/)?`+id.(string)+`\"`)
 	assert.Contains(t, body, "the instance allows 8789", "18,000 GiB (17.6 TiB) at 500 MB/s per TiB")
 }

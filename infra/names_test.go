@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"gke-rl/cmd/plan"
+	"gke-rl/infra/offline"
 	"gke-rl/test/plantest"
 )
 
@@ -84,14 +84,14 @@ func TestEveryDerivedNameFitsItsResource(t *testing.T) {
 						if !ok {
 							continue
 						}
-						v, _ := plan.LookupInput(r, rule.field)
+						v, _ := offline.LookupInput(r, rule.field)
 						s, _ := v.(string)
 						assert.LessOrEqual(t, len(s), rule.max, "%s %s %q: %s", r.Type, rule.field, s, rule.source)
 						assert.Regexp(t, rule.pattern, s, "%s %s: %s", r.Type, rule.field, rule.source)
 						checked++
 					}
 					assert.Positive(t, checked)
-					for _, m := range plan.Manifests(res) {
+					for _, m := range offline.Manifests(res) {
 						meta, _ := m.Object["metadata"].(map[string]any)
 						n, _ := meta["name"].(string)
 						kind, _ := m.Object["kind"].(string)

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/cmd/plan"
-	"gke-rl/test/plantest"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/recorder"
+	"gke-rl/test/plantest"
 )
 
 // yours replaces the shipped stacks' placeholders by values of a user's own, as the README's
@@ -32,7 +32,7 @@ func runProgram(t *testing.T, stack string, overrides ...string) (*recorder.Reco
 	if stack != "h200-reserved" {
 		base = yours[:2] // the others take no reservation
 	}
-	sc, err := plan.LoadStackConfig(plantest.RepoRoot(), stack, append(slices.Clone(base), overrides...))
+	sc, err := offline.LoadStackConfig(plantest.RepoRoot(), stack, append(slices.Clone(base), overrides...))
 	require.NoError(t, err)
 	env, err := json.Marshal(sc.Values)
 	require.NoError(t, err)

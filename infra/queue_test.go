@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
-	"gke-rl/cmd/plan"
+	"gke-rl/infra/offline"
 	"gke-rl/test/plantest"
 	"gke-rl/workloads/queue"
 )
@@ -108,7 +108,7 @@ func TestBadExperimentsAreRefusedNamingTheirKey(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := plantest.TryPlan("smoke", c.overrides...)
 			require.Error(t, err)
-			var refused *plan.ConfigError
+			var refused *offline.ConfigError
 			require.ErrorAs(t, err, &refused)
 			found := false
 			for _, p := range refused.Problems {

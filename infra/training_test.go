@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/gpunode"
 	"gke-rl/internal/kinds"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 	"gke-rl/workloads"
 )
@@ -36,13 +36,13 @@ const (
 // get walks a rendered object by a dotted path; numbers index lists. A missing field is nil.
 func get(t *testing.T, v any, path string) any {
 	t.Helper()
-	got, _ := plan.Lookup(v, path)
+	got, _ := offline.Lookup(v, path)
 	return got
 }
 
-func manifestsOf(res *plan.Result, kind string) []map[string]any {
+func manifestsOf(res *offline.Result, kind string) []map[string]any {
 	var out []map[string]any
-	for _, m := range plan.Manifests(res) {
+	for _, m := range offline.Manifests(res) {
 		if m.Object["kind"] == kind {
 			out = append(out, m.Object)
 		}
@@ -50,7 +50,7 @@ func manifestsOf(res *plan.Result, kind string) []map[string]any {
 	return out
 }
 
-func one(t *testing.T, res *plan.Result, kind string) map[string]any {
+func one(t *testing.T, res *offline.Result, kind string) map[string]any {
 	t.Helper()
 	objs := manifestsOf(res, kind)
 	require.Len(t, objs, 1, "want exactly one %s", kind)
@@ -58,7 +58,7 @@ func one(t *testing.T, res *plan.Result, kind string) map[string]any {
 }
 
 // prepJob is the run's data preparation Job (the gate's Jobs are Jobs too).
-func prepJob(t *testing.T, res *plan.Result) map[string]any {
+func prepJob(t *testing.T, res *offline.Result) map[string]any {
 	t.Helper()
 	var preps []map[string]any
 	for _, job := range manifestsOf(res, "Job") {
@@ -71,7 +71,7 @@ func prepJob(t *testing.T, res *plan.Result) map[string]any {
 }
 
 // clusterSpecOf is the RayCluster spec the run uses: the RayJob's own, or the long-lived one's.
-func clusterSpecOf(t *testing.T, res *plan.Result) map[string]any {
+func clusterSpecOf(t *testing.T, res *offline.Result) map[string]any {
 	t.Helper()
 	if jobs := manifestsOf(res, "RayJob"); len(jobs) == 1 {
 		if spec, ok := jobs[0]["spec"].(map[string]any)["rayClusterSpec"]; ok {
@@ -190,7 +190,7 @@ func TestFrameworkImageComesThroughTheRegionsMirror(t *testing.T) {
 	assert.Equal(t, "REMOTE_REPOSITORY", plantest.Input(t, repo, "mode"))
 	assert.Equal(t, "https://nvcr.io", plantest.Input(t, repo, "remoteRepositoryConfig.commonRepository.uri"))
 	job, prep := res.OfType(rayJobType)[0], res.Find(jobType, "grpo-data-prep")
-	for _, r := range []*plan.Resource{job, prep} {
+	for _, r := range []*offline.Resource{job, prep} {
 		assert.True(t, res.DependencyClosure(r)[repo.URN], "%s waits for the mirror", r.Name)
 	}
 	for _, pool := range []string{"cluster-cpu", "cluster-gpu"} {
@@ -316,7 +316,7 @@ func TestRayObjectsWaitForWhatTheyUseOnly(t *testing.T) {
 
 // assertWaitsForTheGPUs checks that a GPU workload waits for the GPU pool and the RDMA
 // installer, and not for the CPU pool (KubeRay waits for the head's node).
-func assertWaitsForTheGPUs(t *testing.T, res *plan.Result, deps map[string]bool, what string) {
+func assertWaitsForTheGPUs(t *testing.T, res *offline.Result, deps map[string]bool, what string) {
 	t.Helper()
 	installer := res.OfType("kubernetes:apps/v1:DaemonSet")
 	require.Len(t, installer, 1)
@@ -577,7 +577,7 @@ func TestRayClusterSatisfiesTheFrameworksStartup(t *testing.T) {
 			spec := clusterSpecOf(t, res)
 			headCPUs, err := strconv.Atoi(get(t, spec, "headGroupSpec.rayStartParams.num-cpus").(string))
 			require.NoError(t, err)
-			_, workerOverride := plan.Lookup(spec, "workerGroupSpecs.0.rayStartParams.num-cpus")
+			_, workerOverride := offline.Lookup(spec, "workerGroupSpecs.0.rayStartParams.num-cpus")
 			require.False(t, workerOverride, "KubeRay derives the workers' CPUs from their limits")
 			workerCPUs := resource.MustParse(get(t, spec, "workerGroupSpecs.0.template.spec.containers.0.resources.limits.cpu").(string))
 			if tc.framework == "nemo-rl" {

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/cmd/plan"
-	"gke-rl/test/plantest"
+	"gke-rl/infra/offline"
 	"gke-rl/storage"
+	"gke-rl/test/plantest"
 )
 
 // A checkpoint is code to the framework that resumes from it (verl v0.6.0 loads its shards with
@@ -73,7 +73,7 @@ func TestOutsideCheckpointsCondition(t *testing.T) {
 // podTemplates are the pod specs of every workload the plan creates, by kind and place: Jobs'
 // templates, and the RayCluster's (or the RayJob's own cluster's) head and worker groups and the
 // RayJob's submitter.
-func podTemplates(t *testing.T, res *plan.Result) map[string]map[string]any {
+func podTemplates(t *testing.T, res *offline.Result) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
 	spec := func(template any) map[string]any {
@@ -141,7 +141,7 @@ func canWrite(pod map[string]any, checkpoints string) bool {
 
 // bucketWriters are the Kubernetes service accounts whose principals the bucket grants a role
 // that writes objects, without the condition that stops it at the checkpoints.
-func bucketWriters(t *testing.T, res *plan.Result) []string {
+func bucketWriters(t *testing.T, res *offline.Result) []string {
 	t.Helper()
 	var out []string
 	for _, b := range res.OfType("gcp:storage/bucketIAMMember:BucketIAMMember") {

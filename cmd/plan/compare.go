@@ -12,55 +12,10 @@ import (
 	"slices"
 	"strings"
 
+	"gke-rl/infra/offline"
 	"gke-rl/internal/lifecycle"
 	"gke-rl/internal/recorder"
-	"gke-rl/workloads"
 )
-
-// Digests fingerprints a Kubernetes object's fields by a digest of their JSON: each top-level
-// field but apiVersion and kind, each field of its spec ("spec.template"), and each field of the
-// objects in a list of its spec ("spec.workerGroupSpecs[0].replicas").
-func Digests(obj map[string]any) map[string]string {
-	out := map[string]string{}
-	for key, v := range obj {
-		if key == "apiVersion" || key == "kind" {
-			continue
-		}
-		out[key] = digest(v)
-		if meta, ok := v.(map[string]any); ok && key == "metadata" {
-			// The provider replaces an object whose name or namespace changes.
-			for _, field := range []string{"name", "namespace"} {
-				if fv, ok := meta[field]; ok {
-					out["metadata."+field] = digest(fv)
-				}
-			}
-			continue
-		}
-		spec, ok := v.(map[string]any)
-		if key != "spec" || !ok {
-			continue
-		}
-		for field, fv := range spec {
-			out["spec."+field] = digest(fv)
-			list, _ := fv.([]any)
-			for i, item := range list {
-				if m, ok := item.(map[string]any); ok {
-					for sub, sv := range m {
-						out[fmt.Sprintf("spec.%s[%d].%s", field, i, sub)] = digest(sv)
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// digest is the fingerprint of a plain value from the recorder (maps, lists, scalars), which
-// always encodes.
-func digest(v any) string {
-	d, _ := workloads.Fingerprint(v)
-	return d
-}
 
 // ChangeKind is what `pulumi up` would do to a resource, as far as the plans can tell.
 type ChangeKind string
@@ -125,7 +80,7 @@ func LoadEarlierPlan(path string) (*EarlierPlan, error) {
 // running run. A resource that moved to a new URN with an alias to its old one is the same
 // resource. A cloud resource whose changed input its provider cannot update (forceNew) is
 // replaced; for the others `pulumi preview --diff` has the last word.
-func Compare(before *EarlierPlan, after *Result) []Change {
+func Compare(before *EarlierPlan, after *offline.Result) []Change {
 	old := map[string]int{}
 	for i, r := range before.Resources {
 		old[r.URN] = i
@@ -176,10 +131,10 @@ func Compare(before *EarlierPlan, after *Result) []Change {
 
 // currentInputs are a resource's inputs as a decoded `plan --json` holds them: the same shapes
 // as the earlier plan's (JSON numbers, maps of any).
-func currentInputs(res *Resource) map[string]any {
+func currentInputs(res *offline.Resource) map[string]any {
 	var inputs any = recorder.PlainMap(res.Inputs)
-	if m, ok := ManifestOf(res); ok {
-		inputs = map[string]any{"manifest": map[string]any{"digests": Digests(m.Object)}}
+	if m, ok := offline.ManifestOf(res); ok {
+		inputs = map[string]any{"manifest": map[string]any{"digests": offline.Digests(m.Object)}}
 	}
 	var out map[string]any
 	data, _ := json.Marshal(inputs)
@@ -322,7 +277,7 @@ func replacedBy(typ string, fields []string) []string {
 }
 
 // describe says what an update does, for the resources whose change touches a running run.
-func describe(c *Change, res *Resource) {
+func describe(c *Change, res *offline.Resource) {
 	replaced := false
 	for _, path := range res.Options.ReplaceOnChanges {
 		replaced = replaced || slices.ContainsFunc(c.Fields, func(f string) bool { return matchesPath(f, path) })

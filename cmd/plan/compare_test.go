@@ -1,8 +1,6 @@
 package plan_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,41 +9,24 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 )
 
-// earlierPlanFile writes the JSON plan of a stack with overrides, as an earlier version would
-// have, and lets edit change the decoded document first.
-func earlierPlanFile(t *testing.T, stack string, edit func(doc map[string]any), overrides ...string) string {
-	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, plan.WriteJSON(&buf, plantest.Plan(t, stack, overrides...)))
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
-	if edit != nil {
-		edit(doc)
-	}
-	data, err := json.Marshal(doc)
-	require.NoError(t, err)
-	file := filepath.Join(t.TempDir(), "before.json")
-	require.NoError(t, os.WriteFile(file, data, 0o600))
-	return file
-}
-
 func TestCompareWithTheSamePlanFindsNothing(t *testing.T) {
-	before := earlierPlanFile(t, "h200-reserved", nil)
-	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--compare", before)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	before := plantest.PlanFile(t, "h200-reserved", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--compare", before)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "\n  none: `pulumi up` with this version proposes no change to the stack's inputs\n")
 }
 
 // A new run length changes the RayJob's entrypoint: KubeRay would not act on it in place, so
 // the RayJob is replaced and the running attempt stops.
 func TestCompareSaysWhenTheRunRestarts(t *testing.T) {
-	before := earlierPlanFile(t, "b200-spot", nil)
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "job.maxSteps=30")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	before := plantest.PlanFile(t, "b200-spot", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "job.maxSteps=30")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayJob grpo-rayjob: [^\n]*spec.entrypoint`, out)
 	assert.Contains(t, out, "the running attempt stops; the new RayJob resumes from the newest checkpoint")
 	assert.True(t, strings.HasSuffix(out, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.\n"), out)
@@ -53,9 +34,9 @@ func TestCompareSaysWhenTheRunRestarts(t *testing.T) {
 }
 
 func TestCompareListsCreatedAndDeletedResourcesAndPoolRolls(t *testing.T) {
-	before := earlierPlanFile(t, "b200-spot", nil, "tokens.huggingFace=true")
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.cpuMachineType=n2-standard-32")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	before := plantest.PlanFile(t, "b200-spot", nil, "tokens.huggingFace=true")
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.cpuMachineType=n2-standard-32")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "\n  -  gcp:secretmanager/secret:Secret tokens-hf-token\n")
 	assert.Contains(t, out, "\n  ~  gcp:container/nodePool:NodePool cluster-cpu: nodeConfig.machineType\n       GKE re-creates the nodes one at a time")
 }
@@ -65,7 +46,7 @@ func TestCompareFollowsAliases(t *testing.T) {
 	r := plantest.Plan(t, "b200-spot")
 	gke := r.Find("gcp:container/cluster:Cluster", "cluster-gke")
 	require.NotEmpty(t, gke.Options.Aliases)
-	before := earlierPlanFile(t, "b200-spot", func(doc map[string]any) {
+	before := plantest.PlanFile(t, "b200-spot", func(doc map[string]any) {
 		for _, res := range doc["resources"].([]any) {
 			m := res.(map[string]any)
 			if m["urn"] == gke.URN {
@@ -73,15 +54,15 @@ func TestCompareFollowsAliases(t *testing.T) {
 			}
 		}
 	})
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "  none:")
 }
 
 // A plan written before plans carried digests cannot tell whether an object changed: the report
 // says so instead of guessing either way.
 func TestComparingWithAPlanWithoutDigestsSaysWhatItCannotTell(t *testing.T) {
-	before := earlierPlanFile(t, "b200-spot", func(doc map[string]any) {
+	before := plantest.PlanFile(t, "b200-spot", func(doc map[string]any) {
 		for _, res := range doc["resources"].([]any) {
 			inputs := res.(map[string]any)["inputs"].(map[string]any)
 			if m, ok := inputs["manifest"].(map[string]any); ok {
@@ -89,39 +70,39 @@ func TestComparingWithAPlanWithoutDigestsSaysWhatItCannotTell(t *testing.T) {
 			}
 		}
 	})
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Regexp(t, `\n  \?  \d+ Kubernetes objects not compared: the earlier plan was written before plans carried digests of them\n`, out)
 	assert.Contains(t, out, "Whether a running run stops cannot be told from that plan")
 }
 
 func TestCompareRefusesAnotherStacksPlanOrAnotherFile(t *testing.T) {
-	other := earlierPlanFile(t, "smoke", nil)
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", other)
-	assert.Equal(t, plan.ExitUsage, code)
+	other := plantest.PlanFile(t, "smoke", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", other)
+	assert.Equal(t, cmd.ExitUsage, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "is a plan of stack smoke, not b200-spot")
 
 	for _, other := range []string{"--json", "--destroy"} {
-		code, out, errOut = runMain(t, "--stack", "smoke", "--compare", "before.json", other)
-		assert.Equal(t, plan.ExitUsage, code, other)
+		code, out, errOut = plantest.Main(t, "--stack", "smoke", "--compare", "before.json", other)
+		assert.Equal(t, cmd.ExitUsage, code, other)
 		assert.Empty(t, out)
 		assert.Contains(t, errOut, "--compare prints its own report: not with --json or --destroy")
 	}
 
 	notPlan := filepath.Join(t.TempDir(), "x.json")
 	require.NoError(t, os.WriteFile(notPlan, []byte(`{"hello": 1}`), 0o600))
-	code, _, errOut = runMain(t, "--stack", "b200-spot", "--compare", notPlan)
-	assert.Equal(t, plan.ExitUsage, code)
+	code, _, errOut = plantest.Main(t, "--stack", "b200-spot", "--compare", notPlan)
+	assert.Equal(t, cmd.ExitUsage, code)
 	assert.Contains(t, errOut, "not a plan --json document")
 }
 
 // A long-lived cluster's worker count is an update KubeRay makes in place; its pod template is
 // not: only the template replaces it.
 func TestCompareTellsAClusterUpdateFromAReplacement(t *testing.T) {
-	before := earlierPlanFile(t, "h200-reserved", nil)
-	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--compare", before, "--config", "ray.image=rayproject/ray:2.49.2-py312-gpu")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	before := plantest.PlanFile(t, "h200-reserved", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--compare", before, "--config", "ray.image=rayproject/ray:2.49.2-py312-gpu")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayCluster ray-raycluster: [^\n]*spec.headGroupSpec[^\n]*spec.workerGroupSpecs\[0\].template`, out)
 	assert.Contains(t, out, "the long-lived Ray cluster is deleted and created again; the RayJob is replaced with it")
 	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayJob grpo-rayjob: [^\n]*spec.metadata`, out, "the job carries the cluster's fingerprint")
@@ -132,9 +113,9 @@ func TestCompareTellsAClusterUpdateFromAReplacement(t *testing.T) {
 // A node setting re-creates the nodes: on the GPU pool that fails the running attempt, on the
 // CPU pool it does not.
 func TestCompareTellsTheGPUPoolFromTheCPUPool(t *testing.T) {
-	before := earlierPlanFile(t, "b200-spot", nil)
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.nodeServiceAccount=gke-rl-nodes@acme-rl.iam.gserviceaccount.com")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	before := plantest.PlanFile(t, "b200-spot", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.nodeServiceAccount=gke-rl-nodes@acme-rl.iam.gserviceaccount.com")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Regexp(t, `\n  ~  gcp:container/nodePool:NodePool cluster-cpu: nodeConfig.serviceAccount\n       GKE re-creates the nodes one at a time [^\n;]*\n`, out)
 	assert.Regexp(t, `\n  ~  gcp:container/nodePool:NodePool cluster-gpu: nodeConfig.serviceAccount\n       GKE re-creates the nodes one at a time [^\n]*; each GPU node's re-creation fails the running attempt`, out)
 	assert.True(t, strings.HasSuffix(out, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.\n"), out)
@@ -145,9 +126,9 @@ func TestCompareTellsTheGPUPoolFromTheCPUPool(t *testing.T) {
 // program ignores after creation does not count: the pool's initial size, the gate's Jobs
 // (they ran at the first up).
 func TestCompareScalingALongLivedCluster(t *testing.T) {
-	before := earlierPlanFile(t, "h200-reserved", nil)
-	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--compare", before, "--config", "gpu.nodes=4")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	before := plantest.PlanFile(t, "h200-reserved", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--compare", before, "--config", "gpu.nodes=4")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "\n  ~  gcp:container/nodePool:NodePool cluster-gpu: autoscaling.totalMaxNodeCount, autoscaling.totalMinNodeCount\n")
 	assert.Contains(t, out, "\n  ~  kubernetes:ray.io/v1:RayCluster ray-raycluster: spec.workerGroupSpecs[0].maxReplicas, spec.workerGroupSpecs[0].minReplicas, spec.workerGroupSpecs[0].replicas\n")
 	assert.Regexp(t, `\n  \+- kubernetes:ray.io/v1:RayJob grpo-rayjob: `, out)
@@ -157,9 +138,9 @@ func TestCompareScalingALongLivedCluster(t *testing.T) {
 
 // Turning the run off deletes its RayJob: the run stops and does not resume.
 func TestCompareSaysWhenTheRunStopsForGood(t *testing.T) {
-	before := earlierPlanFile(t, "b200-spot", nil)
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "job.enabled=false")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	before := plantest.PlanFile(t, "b200-spot", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "job.enabled=false")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "\n  -  kubernetes:ray.io/v1:RayJob grpo-rayjob\n       the running attempt stops\n")
 	assert.True(t, strings.HasSuffix(out, "A running run stops for good: the stack no longer has a RayJob.\n"), out)
 }
@@ -168,9 +149,9 @@ func TestCompareSaysWhenTheRunStopsForGood(t *testing.T) {
 // one), the networks; the report says so, and that the run starts again from step 0, instead of
 // listing updates that resume from a checkpoint.
 func TestCompareSaysReplaceWhereTheProviderReplaces(t *testing.T) {
-	before := earlierPlanFile(t, "b200-spot", nil)
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.name=ray-a4-renamed")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	before := plantest.PlanFile(t, "b200-spot", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.name=ray-a4-renamed")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	for _, replaced := range []string{
 		"gcp:container/cluster:Cluster cluster-gke: ", "gcp:container/nodePool:NodePool cluster-gpu: ",
 		"gcp:lustre/instance:Instance storage-lustre: ", "gcp:compute/network:Network networks-main: ",
@@ -204,20 +185,20 @@ func TestForceNewCoversEveryCloudResourceType(t *testing.T) {
 // from step 0 in its own directory and leaves the earlier one's checkpoints; a knob keeps the
 // experiment, which resumes; job.resumeFrom starts from the other's newest checkpoint.
 func TestCompareSaysWhichExperimentRuns(t *testing.T) {
-	before := earlierPlanFile(t, "smoke", nil)
+	before := plantest.PlanFile(t, "smoke", nil)
 	old := "/data/checkpoints/" + plantest.Plan(t, "smoke").Outputs["experiment"].(string)
 
-	_, out, _ := runMain(t, "--stack", "smoke", "--compare", before, "--config", "job.model=Qwen/Qwen2.5-1.5B-Instruct")
+	_, out, _ := plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.model=Qwen/Qwen2.5-1.5B-Instruct")
 	assert.Regexp(t, `\nExperiment qwen2-5-1-5b-instruct-gsm8k-[0-9a-f]{6}: a new one \([^)]*\); it starts from step 0 in /data/checkpoints/qwen2-5-1-5b-instruct-gsm8k-[0-9a-f]{6}; `+
 		`qwen2-5-0-5b-instruct-gsm8k-[0-9a-f]{6}'s checkpoints stay in `+old+`\.\n`, out)
 	assert.Contains(t, out, "the running attempt stops; the new experiment starts from step 0\n")
 	assert.True(t, strings.HasSuffix(out, "A running run stops, and the new experiment starts in its own directory: the earlier experiment's checkpoints stay, and it resumes if its job.name comes back.\n"), out)
 
-	_, out, _ = runMain(t, "--stack", "smoke", "--compare", before, "--config", "job.klCoef=0.01")
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.klCoef=0.01")
 	assert.Contains(t, out, "the running attempt stops; the new RayJob resumes from the newest checkpoint")
 	assert.Contains(t, out, "\nExperiment "+filepath.Base(old)+": the same one; a replaced RayJob resumes from its newest checkpoint in "+old+".\n")
 
-	_, out, _ = runMain(t, "--stack", "smoke", "--compare", before, "--config", "job.klCoef=0.01", "--config", "job.name=kl-0-01", "--config", "job.resumeFrom="+filepath.Base(old))
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.klCoef=0.01", "--config", "job.name=kl-0-01", "--config", "job.resumeFrom="+filepath.Base(old))
 	assert.Contains(t, out, "\nExperiment kl-0-01: a new one (")
 	assert.Contains(t, out, "it starts from "+filepath.Base(old)+"'s newest checkpoint (job.resumeFrom) and saves in /data/checkpoints/kl-0-01;")
 	assert.Contains(t, out, "the running attempt stops; the new experiment starts from "+filepath.Base(old)+"'s newest checkpoint\n")
@@ -227,7 +208,7 @@ func TestCompareSaysWhichExperimentRuns(t *testing.T) {
 // `up` of this version starts a new experiment, which --compare says, with the way to keep the
 // old one (docs/operations.md, Updates).
 func TestCompareAgainstAPlanBeforeExperiments(t *testing.T) {
-	before := earlierPlanFile(t, "b200-spot", func(doc map[string]any) {
+	before := plantest.PlanFile(t, "b200-spot", func(doc map[string]any) {
 		doc["outputs"].(map[string]any)["checkpointDir"] = "/lustre/checkpoints/ray-a4-gpu-spot-grpo"
 		delete(doc["outputs"].(map[string]any), "experiment")
 		for _, r := range doc["resources"].([]any) {
@@ -236,26 +217,26 @@ func TestCompareAgainstAPlanBeforeExperiments(t *testing.T) {
 			}
 		}
 	})
-	_, out, _ := runMain(t, "--stack", "b200-spot", "--compare", before)
+	_, out, _ := plantest.Main(t, "--stack", "b200-spot", "--compare", before)
 	assert.Contains(t, out, "; ray-a4-gpu-spot-grpo's checkpoints stay in /lustre/checkpoints/ray-a4-gpu-spot-grpo.\n")
-	_, out, _ = runMain(t, "--stack", "b200-spot", "--compare", before, "--config", "job.name=ray-a4-gpu-spot-grpo")
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "job.name=ray-a4-gpu-spot-grpo")
 	assert.Contains(t, out, "\nExperiment ray-a4-gpu-spot-grpo: the same one; a replaced RayJob resumes from its newest checkpoint in /lustre/checkpoints/ray-a4-gpu-spot-grpo.\n")
 }
 
 // verl saves one shard per GPU: a named experiment moved to another GPU count cannot load its
 // checkpoints, and --compare says so (the default name changes with the count instead).
 func TestCompareWarnsWhenVerlCannotLoadItsShards(t *testing.T) {
-	before := earlierPlanFile(t, "h200-reserved", nil, "job.name=sweep")
-	_, out, _ := runMain(t, "--stack", "h200-reserved", "--compare", before, "--config", "job.name=sweep", "--config", "gpu.nodes=4")
+	before := plantest.PlanFile(t, "h200-reserved", nil, "job.name=sweep")
+	_, out, _ := plantest.Main(t, "--stack", "h200-reserved", "--compare", before, "--config", "job.name=sweep", "--config", "gpu.nodes=4")
 	assert.Contains(t, out, "\nExperiment sweep: the same one, but verl's checkpoints in /data/checkpoints/sweep are 16 shards, one per GPU, and the run now has 32 GPUs: verl cannot load them and the next attempt fails.")
 	assert.True(t, strings.HasSuffix(out, "A running run stops, and its retries fail: verl cannot load the experiment's checkpoints on the new GPU count.\n"), out)
-	_, out, _ = runMain(t, "--stack", "h200-reserved", "--compare", earlierPlanFile(t, "h200-reserved", nil), "--config", "gpu.nodes=4")
+	_, out, _ = plantest.Main(t, "--stack", "h200-reserved", "--compare", plantest.PlanFile(t, "h200-reserved", nil), "--config", "gpu.nodes=4")
 	assert.Contains(t, out, ": a new one (", "the default follows verl's GPU count")
 }
 
 // The --compare text docs/operations.md shows (Experiments) is what the command prints.
 func TestOperationsShowsTheExperimentComparison(t *testing.T) {
-	_, out, _ := runMain(t, "--stack", "smoke", "--compare", earlierPlanFile(t, "smoke", nil), "--config", "job.klCoef=0.01", "--config", "job.name=smoke-kl-0-01")
+	_, out, _ := plantest.Main(t, "--stack", "smoke", "--compare", plantest.PlanFile(t, "smoke", nil), "--config", "job.klCoef=0.01", "--config", "job.name=smoke-kl-0-01")
 	_, body, ok := strings.Cut(out, "\n")
 	require.True(t, ok)
 	doc, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "docs", "operations.md"))
@@ -267,16 +248,16 @@ func TestOperationsShowsTheExperimentComparison(t *testing.T) {
 // run taken into the queue under its own name resumes; a new experiment starts from step 0;
 // one removed keeps its checkpoints.
 func TestCompareSaysWhatAnUpdateDoesToEachQueuedExperiment(t *testing.T) {
-	single := earlierPlanFile(t, "smoke", nil)
+	single := plantest.PlanFile(t, "smoke", nil)
 	run := plantest.Resolve(t, "smoke").Run.RayJob.Name
-	code, out, errOut := runMain(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs."+run+".maxSteps=4", "--config", "jobs.kl.klCoef=0.01", "--compare", single)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs."+run+".maxSteps=4", "--config", "jobs.kl.klCoef=0.01", "--compare", single)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "Experiment "+run+" (queue): the stack's run until now, with its checkpoints in /data/checkpoints/"+run+": it goes in the queue and resumes from its newest.")
 	assert.Contains(t, out, "Experiment kl (queue): a new one; it starts from step 0 in /data/checkpoints/kl when the queue admits it.")
 
-	queued := earlierPlanFile(t, "smoke", nil, "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4")
-	code, out, errOut = runMain(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--compare", queued)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	queued := plantest.PlanFile(t, "smoke", nil, "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4")
+	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--compare", queued)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "Experiment a (queue): the same one;")
 	assert.Contains(t, out, "Experiment b: leaves the queue; its RayJob is deleted (a running one stops), its checkpoints stay in /data/checkpoints/b.")
 	assert.NotContains(t, out, "new one")

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cmd"
 	"gke-rl/internal/cost"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 )
 
@@ -20,8 +20,8 @@ import (
 func TestCLITreeShowsTheCosts(t *testing.T) {
 	for _, stack := range plantest.Stacks {
 		t.Run(stack, func(t *testing.T) {
-			code, out, errOut := runMain(t, "--stack", stack)
-			require.Equal(t, plan.ExitOK, code, errOut)
+			code, out, errOut := plantest.Main(t, "--stack", stack)
+			require.Equal(t, cmd.ExitOK, code, errOut)
 			_, costs, found := strings.Cut(out, "Costs in USD at list prices, before discounts and taxes (prices of 2026-07-30: ")
 			require.True(t, found, "no costs section")
 			assert.Regexp(t, `\n  per hour while training  unknown: GPU nodes(, [A-Za-z ]+)* have no price \(plan --prices FILE adds them\); the rest: \$\d+\.\d\d\n`, costs, "the unknown items first: the known part is not the cost")
@@ -46,8 +46,8 @@ func TestSmokeStackCosts(t *testing.T) {
 }
 
 func TestCLIJSONCarriesTheCosts(t *testing.T) {
-	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--json")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--json")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	var doc struct {
 		Costs struct {
 			Currency        string `json:"currency"`
@@ -90,8 +90,8 @@ func TestCLIPricesFileAddsPrices(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(`{"date": "2026-11-30", "source": "my billing console", "prices": [
 		{"sku": "a4-highgpu-8g/spot", "region": "us-east1", "usd": 10},
 		{"sku": "gke-cluster", "region": "us-east1", "usd": 0.1}]}`), 0o600))
-	code, out, errOut := runMain(t, "--stack", "smoke", "--prices", file)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--prices", file)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "(prices of 2026-11-30: my billing console; prices of 2026-07-30: ")
 	assert.Contains(t, out, "GKE cluster fee  1 cluster")
 	assert.Regexp(t, `\n  per hour while training  \$10\.92\n`, out, "every item priced: a total, not a bound")
@@ -105,8 +105,8 @@ func TestCLIPricesFileAddsPrices(t *testing.T) {
 		{"sku": "a4-highgpu-8g-spot", "region": "us-east1", "usd": 10},
 		{"sku": "a4-highgpu-8g/spot", "region": "us-central1", "usd": 10},
 		{"sku": "tpu-v5p", "region": "us-east1", "usd": 4}]}`), 0o600))
-	code, _, errOut = runMain(t, "--stack", "smoke", "--prices", typo)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, _, errOut = plantest.Main(t, "--stack", "smoke", "--prices", typo)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "warning: --prices "+typo+`: a4-highgpu-8g-spot in us-east1 prices no line of this stack's bill, and is ignored; did you mean "a4-highgpu-8g/spot" in us-east1?`)
 	assert.Contains(t, errOut, "warning: --prices "+typo+`: a4-highgpu-8g/spot in us-central1 prices no line of this stack's bill, and is ignored; did you mean "a4-highgpu-8g/spot" in us-east1?`)
 	assert.Contains(t, errOut, "warning: --prices "+typo+`: tpu-v5p in us-east1 prices no line of this stack's bill, and is ignored`+"\n")
@@ -115,14 +115,14 @@ func TestCLIPricesFileAddsPrices(t *testing.T) {
 	dear := filepath.Join(t.TempDir(), "dear.json")
 	require.NoError(t, os.WriteFile(dear, []byte(`{"date": "2026-11-30", "source": "my billing console", "prices": [
 		{"sku": "a4-highgpu-8g/spot", "region": "us-east1", "usd": 28930}]}`), 0o600))
-	code, _, errOut = runMain(t, "--stack", "smoke", "--prices", dear)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, _, errOut = plantest.Main(t, "--stack", "smoke", "--prices", dear)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "warning: --prices "+dear+": a4-highgpu-8g/spot in us-east1 (GPU nodes) at $28930 per hour is above any list price of its kind ($200): a typo, or a price of another unit?")
 
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"date": "yesterday", "source": "x", "prices": []}`), 0o600))
-	code, out, errOut = runMain(t, "--stack", "smoke", "--prices", bad)
-	assert.Equal(t, plan.ExitUsage, code)
+	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--prices", bad)
+	assert.Equal(t, cmd.ExitUsage, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, `error: --prices: `+bad+`: date "yesterday": want the day the prices were read, as YYYY-MM-DD`)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"gke-rl/infra/offline"
 	"gke-rl/internal/cost"
 )
 
@@ -17,20 +18,20 @@ type DestroyPlan struct {
 	Stack string
 	// Protected are the resources with `protect`: a plain `pulumi destroy` refuses to start
 	// while any is in the stack, and `pulumi destroy --exclude-protected` keeps them.
-	Protected []*Resource
+	Protected []*offline.Resource
 	// Steps are the resources deleted, in waves: each waits until the waves before it are gone
 	// (a resource goes before the resources it depends on).
-	Steps [][]*Resource
+	Steps [][]*offline.Resource
 	// WithCluster are the in-cluster objects removed from the state with the cluster: Pulumi
 	// makes no call to an API server that is going away (deletedWith).
-	WithCluster []*Resource
+	WithCluster []*offline.Resource
 	// Stays are the resources left in the cloud.
 	Stays []Kept
 }
 
 // Kept is a resource that `pulumi destroy` leaves in the cloud.
 type Kept struct {
-	Resource *Resource
+	Resource *offline.Resource
 	// Why: protected, a dependency of a protected resource, retained on delete, abandoned.
 	Why string
 	// Remove is how to remove it when its data is no longer needed.
@@ -51,15 +52,15 @@ func (k Kept) Monthly() *cost.Amount {
 
 // Destroy computes the destroy plan of a planned stack, as `pulumi destroy --exclude-protected`
 // runs it (which is what a plain `pulumi destroy` does when nothing is protected).
-func Destroy(r *Result) *DestroyPlan {
+func Destroy(r *offline.Result) *DestroyPlan {
 	d := &DestroyPlan{Stack: r.Stack}
-	resources := map[string]*Resource{}
+	resources := map[string]*offline.Resource{}
 	for _, res := range r.Resources {
 		if res.Custom && !strings.HasPrefix(res.Type, "pulumi:providers:") {
 			resources[res.URN] = res
 		}
 	}
-	deps := func(res *Resource) []string { return res.Dependencies }
+	deps := func(res *offline.Resource) []string { return res.Dependencies }
 
 	// --exclude-protected keeps a protected resource and everything it depends on: none of those
 	// can go while it stays (pulumi/pulumi #8359, #20120).
@@ -85,7 +86,7 @@ func Destroy(r *Result) *DestroyPlan {
 		}
 	}
 
-	remaining := map[string]*Resource{}
+	remaining := map[string]*offline.Resource{}
 	for urn, res := range resources {
 		if _, ok := kept[urn]; ok {
 			continue
@@ -108,7 +109,7 @@ func Destroy(r *Result) *DestroyPlan {
 				needed[dep] = true
 			}
 		}
-		var wave []*Resource
+		var wave []*offline.Resource
 		for urn, res := range remaining {
 			if !needed[urn] {
 				wave = append(wave, res)
@@ -147,7 +148,7 @@ var billItems = map[string]string{
 }
 
 // billLine is a kept resource's line of the plan's priced bill.
-func billLine(r *Result, res *Resource) *cost.Costed {
+func billLine(r *offline.Result, res *offline.Resource) *cost.Costed {
 	item, ok := billItems[res.Type]
 	if !ok {
 		return nil
@@ -173,7 +174,7 @@ func (d *DestroyPlan) StaysMonthly() cost.Total {
 
 // cleanedUpBy is the command whose delete step removes what an abandoned resource leaves behind:
 // a command with a delete script that depends on it.
-func cleanedUpBy(r *Result, abandoned *Resource) *Resource {
+func cleanedUpBy(r *offline.Result, abandoned *offline.Resource) *offline.Resource {
 	for _, res := range r.Resources {
 		if res.Type != "command:local:Command" || !slices.Contains(res.Dependencies, abandoned.URN) {
 			continue
@@ -185,7 +186,7 @@ func cleanedUpBy(r *Result, abandoned *Resource) *Resource {
 	return nil
 }
 
-func deletionPolicy(res *Resource) string {
+func deletionPolicy(res *offline.Resource) string {
 	v, _ := res.Input("deletionPolicy")
 	s, _ := v.(string)
 	return s
@@ -193,7 +194,7 @@ func deletionPolicy(res *Resource) string {
 
 // removal is how to remove a kept resource, by type; each command is in backticks, as the
 // README shows commands, and the Lustre export is the stack's own checkpointExport output.
-func removal(r *Result, res *Resource, why string) string {
+func removal(r *offline.Result, res *offline.Resource, why string) string {
 	str := func(path string) string {
 		v, _ := res.Input(path)
 		s, _ := v.(string)
@@ -216,8 +217,8 @@ func removal(r *Result, res *Resource, why string) string {
 	return ""
 }
 
-func sortByURN(rs []*Resource) {
-	slices.SortFunc(rs, func(a, b *Resource) int { return strings.Compare(a.URN, b.URN) })
+func sortByURN(rs []*offline.Resource) {
+	slices.SortFunc(rs, func(a, b *offline.Resource) int { return strings.Compare(a.URN, b.URN) })
 }
 
 // WriteDestroy prints a destroy plan.
@@ -263,7 +264,7 @@ func WriteDestroy(out io.Writer, d *DestroyPlan) error {
 	return w.err
 }
 
-func destroyNote(res *Resource) string {
+func destroyNote(res *offline.Resource) string {
 	switch {
 	case deletionPolicy(res) == "ABANDON":
 		return "  (abandoned: only removed from the state; the command that depends on it removed it)"
@@ -301,7 +302,7 @@ type keptJSON struct {
 
 // WriteDestroyJSON prints a destroy plan as JSON, resources by URN.
 func WriteDestroyJSON(w io.Writer, d *DestroyPlan) error {
-	urns := func(rs []*Resource) []string {
+	urns := func(rs []*offline.Resource) []string {
 		out := []string{}
 		for _, r := range rs {
 			out = append(out, r.URN)

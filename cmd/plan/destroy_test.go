@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/internal/cost"
+	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
+	"gke-rl/infra/offline"
+	"gke-rl/internal/cost"
 	"gke-rl/test/plantest"
 )
 
@@ -34,7 +36,7 @@ func stays(d *plan.DestroyPlan) map[string]string {
 	return out
 }
 
-func instanceGiB(t *testing.T, res *plan.Result) int {
+func instanceGiB(t *testing.T, res *offline.Result) int {
 	t.Helper()
 	v := plantest.Input(t, res.Find("gcp:lustre/instance:Instance", "storage-lustre"), "capacityGib")
 	n, err := strconv.Atoi(fmt.Sprint(v))
@@ -51,7 +53,7 @@ func keptOf(d *plan.DestroyPlan, typ string) plan.Kept {
 	return plan.Kept{}
 }
 
-func resourceOf(d *plan.DestroyPlan, typ string) *plan.Resource {
+func resourceOf(d *plan.DestroyPlan, typ string) *offline.Resource {
 	for _, wave := range d.Steps {
 		for _, r := range wave {
 			if r.Type == typ {
@@ -157,13 +159,13 @@ func TestDestroyPlan(t *testing.T) {
 }
 
 func TestCLIDestroy(t *testing.T) {
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--destroy")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--destroy")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "`pulumi destroy` stops before deleting anything while 1 protected resource(s)")
 	assert.Contains(t, out, "pulumi state unprotect")
 
-	code, out, errOut = runMain(t, "--stack", "b200-spot", "--destroy", "--json")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut = plantest.Main(t, "--stack", "b200-spot", "--destroy", "--json")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, `"protected": [`)
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/kinds"
 	"gke-rl/internal/lifecycle"
 )
@@ -37,9 +38,9 @@ var frameworkWord = regexp.MustCompile(`(?:^| )FRAMEWORK=(\S+)`)
 // CompareExperiment reads the experiments of an earlier plan and this one from their stack
 // outputs (checkpointDir, which every version's plan has; gpuNodes and gpuType) and this plan's
 // RayJob. It is nil when this plan runs nothing.
-func CompareExperiment(before *EarlierPlan, after *Result) *ExperimentShift {
+func CompareExperiment(before *EarlierPlan, after *offline.Result) *ExperimentShift {
 	dir, _ := after.Outputs["checkpointDir"].(string)
-	var job *Resource
+	var job *offline.Resource
 	for _, r := range after.OfType(lifecycle.RayJobType) {
 		job = r
 	}
@@ -118,7 +119,7 @@ func (s *ExperimentShift) jobEffect(newStorage bool) string {
 // `experiments` output), against the earlier plan's experiments or its single run: which are
 // the same (their checkpoints in the same directory), which are new, which leave. Nil when
 // neither plan has jobs.
-func CompareQueue(before *EarlierPlan, after *Result) []string {
+func CompareQueue(before *EarlierPlan, after *offline.Result) []string {
 	was, is := experimentDirs(before.Outputs), experimentDirs(after.Outputs)
 	single, _ := before.Outputs["checkpointDir"].(string)
 	if len(was) == 0 && len(is) == 0 {

@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
+	"gke-rl/infra/offline"
 	"gke-rl/test/plantest"
 )
 
@@ -38,7 +40,7 @@ func TestGoldenPlans(t *testing.T) {
 func TestGoldenManifests(t *testing.T) {
 	for _, stack := range plantest.Stacks {
 		t.Run(stack, func(t *testing.T) {
-			out, err := plan.ManifestsYAML(plantest.Plan(t, stack))
+			out, err := offline.ManifestsYAML(plantest.Plan(t, stack))
 			require.NoError(t, err)
 			plantest.Golden(t, stack+".manifests.yaml", out)
 		})
@@ -52,29 +54,22 @@ func TestPlanIsDeterministic(t *testing.T) {
 	assert.Equal(t, first.String(), second.String())
 }
 
-func runMain(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	code := plan.Main(args, plantest.RepoRoot(), &stdout, &stderr)
-	return code, stdout.String(), stderr.String()
-}
-
 // -s names the stack as pulumi's own flag does; a stack without a file is refused naming the
 // stacks there are.
 func TestCLIStackFlag(t *testing.T) {
-	code, out, errOut := runMain(t, "-s", "smoke")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "-s", "smoke")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "resources to create")
-	code, _, errOut = runMain(t, "--stack", "prod")
-	assert.Equal(t, plan.ExitUsage, code)
+	code, _, errOut = plantest.Main(t, "--stack", "prod")
+	assert.Equal(t, cmd.ExitUsage, code)
 	assert.Equal(t, "error: stack prod: no file "+filepath.Join(plantest.RepoRoot(), "Pulumi.prod.yaml")+"; the stacks here: b200-spot, h200-reserved, smoke\n", errOut)
 }
 
 // --help answers on stdout with status 0; each flag shows its own name, not a word of its text.
 func TestCLIHelp(t *testing.T) {
 	for _, arg := range []string{"--help", "-h"} {
-		code, out, errOut := runMain(t, arg)
-		assert.Equal(t, plan.ExitOK, code, arg)
+		code, out, errOut := plantest.Main(t, arg)
+		assert.Equal(t, cmd.ExitOK, code, arg)
 		assert.Empty(t, errOut, arg)
 		assert.Contains(t, out, "usage: go run . plan --stack NAME")
 		assert.Contains(t, out, "  -destroy\n    \tprint what pulumi destroy would do")
@@ -83,14 +78,14 @@ func TestCLIHelp(t *testing.T) {
 			assert.Contains(t, out, "\n  "+flag+"\n", arg)
 		}
 	}
-	code, _, errOut := runMain(t)
-	assert.Equal(t, plan.ExitUsage, code, "no stack is a usage error")
+	code, _, errOut := plantest.Main(t)
+	assert.Equal(t, cmd.ExitUsage, code, "no stack is a usage error")
 	assert.Contains(t, errOut, "usage:")
 }
 
 func TestCLITreeEndsWithCount(t *testing.T) {
-	code, out, errOut := runMain(t, "--stack", "b200-spot")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	assert.Regexp(t, `^\d+ resources to create`, lines[len(lines)-1])
 	assert.Contains(t, out, "gcp:compute/network:Network networks-rdma")
@@ -99,8 +94,8 @@ func TestCLITreeEndsWithCount(t *testing.T) {
 // The tree shows the stack outputs, as `pulumi up` would set them: the commands a user runs
 // next and the checkpoint estimate, before the closing count.
 func TestCLITreeShowsTheOutputs(t *testing.T) {
-	code, out, errOut := runMain(t, "--stack", "h200-reserved")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	_, outputs, found := strings.Cut(out, "Outputs (`pulumi stack output <name>` after `pulumi up`):\n")
 	require.True(t, found)
 	assert.Contains(t, outputs, "\n  kubeconfigCommand      gcloud container clusters get-credentials verl-h200 --location us-south1 --project your-project-id --dns-endpoint\n")
@@ -111,23 +106,23 @@ func TestCLITreeShowsTheOutputs(t *testing.T) {
 
 func TestCLIPrintsWarningsOnStderrAndStillPlans(t *testing.T) {
 	yours := []string{"--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=35.235.240.0/20"}
-	code, out, errOut := runMain(t, append([]string{"--stack", "b200-spot", "--config", "storage.checkpointBudgetSeconds=60"}, yours...)...)
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, append([]string{"--stack", "b200-spot", "--config", "storage.checkpointBudgetSeconds=60"}, yours...)...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Regexp(t, `resources to create`, out)
 	assert.Contains(t, errOut, "\nwarning: storage.checkpointBudgetSeconds: ")
 	assert.Contains(t, errOut, "over the 60 s budget")
 
 	// Within the default budget and with no placeholder left, only the default image's tag pin
 	// is named (the program ships no digest of it).
-	_, _, quiet := runMain(t, append([]string{"--stack", "b200-spot"}, yours...)...)
+	_, _, quiet := plantest.Main(t, append([]string{"--stack", "b200-spot"}, yours...)...)
 	assert.Equal(t, []string{`warning: ray.image: "nvcr.io/nvidia/nemo-rl:v0.5.0" (nemo-rl's default, which the program ships by tag) is pinned by tag only, and a tag can be moved to other content; pin its digest: ` +
 		"`pulumi config set --path ray.image 'nvcr.io/nvidia/nemo-rl:v0.5.0@sha256:<digest>'` (`docker buildx imagetools inspect nvcr.io/nvidia/nemo-rl:v0.5.0` shows it)"},
 		strings.Split(strings.TrimSpace(quiet), "\n"))
 }
 
 func TestCLIInvalidConfigPrintsOnlyErrors(t *testing.T) {
-	code, out, errOut := runMain(t, "--stack", "b200-spot", "--config", "gpu.type=a100", "--config", "gpu.nodes=0")
-	assert.Equal(t, plan.ExitInvalidConfig, code)
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--config", "gpu.type=a100", "--config", "gpu.nodes=0")
+	assert.Equal(t, cmd.ExitInvalidConfig, code)
 	assert.Empty(t, out, "no resource output on invalid config")
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	require.Len(t, lines, 2, errOut)
@@ -146,16 +141,16 @@ func TestCLIUsageErrors(t *testing.T) {
 		"malformed value": {"--stack", "b200-spot", "--config", "gpu.nodes"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			code, out, _ := runMain(t, args...)
-			assert.Equal(t, plan.ExitUsage, code)
+			code, out, _ := plantest.Main(t, args...)
+			assert.Equal(t, cmd.ExitUsage, code)
 			assert.Empty(t, out)
 		})
 	}
 }
 
 func TestCLIJSONShape(t *testing.T) {
-	code, out, errOut := runMain(t, "--stack", "h200-reserved", "--json")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--json")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	var doc struct {
 		Stack     string                       `json:"stack"`
 		Resources []map[string]json.RawMessage `json:"resources"`
@@ -179,11 +174,11 @@ func TestCLIJSONShape(t *testing.T) {
 
 func TestLookupWalksMapsAndLists(t *testing.T) {
 	obj := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "a:1"}}}}
-	v, ok := plan.Lookup(obj, "spec.containers.0.image")
+	v, ok := offline.Lookup(obj, "spec.containers.0.image")
 	assert.True(t, ok)
 	assert.Equal(t, "a:1", v)
 	for _, missing := range []string{"spec.containers.1.image", "spec.containers.x", "spec.volumes", "spec.containers.0.image.tag"} {
-		_, ok := plan.Lookup(obj, missing)
+		_, ok := offline.Lookup(obj, missing)
 		assert.False(t, ok, missing)
 	}
 }
@@ -203,16 +198,16 @@ func TestTokensNeverPassThroughThePlan(t *testing.T) {
 	const sentinel = "hf_SENTINEL_do_not_print_4242"
 	for _, stack := range plantest.Stacks {
 		t.Run(stack, func(t *testing.T) {
-			code, out, errOut := runMain(t, "--stack", stack, "--config", "hfToken="+sentinel, "--config", "wandbApiKey="+sentinel)
-			assert.Equal(t, plan.ExitInvalidConfig, code)
+			code, out, errOut := plantest.Main(t, "--stack", stack, "--config", "hfToken="+sentinel, "--config", "wandbApiKey="+sentinel)
+			assert.Equal(t, cmd.ExitInvalidConfig, code)
 			assert.NotContains(t, out+errOut, sentinel)
 			assert.Contains(t, errOut, "error: hfToken: tokens no longer pass through Pulumi")
 			assert.Contains(t, errOut, "revoke this token and issue a new one", "the old one stays in git history and state versions")
 			assert.Contains(t, errOut, "rotate the passphrase")
 
 			dir := t.TempDir()
-			code, _, errOut = runMain(t, "--stack", stack, "--config", "tokens.huggingFace=true", "--config", "tokens.wandb=true", "--manifests", dir)
-			require.Equal(t, plan.ExitOK, code, errOut)
+			code, _, errOut = plantest.Main(t, "--stack", stack, "--config", "tokens.huggingFace=true", "--config", "tokens.wandb=true", "--manifests", dir)
+			require.Equal(t, cmd.ExitOK, code, errOut)
 			files, err := os.ReadDir(dir)
 			require.NoError(t, err)
 			var classes int
@@ -229,7 +224,7 @@ func TestTokensNeverPassThroughThePlan(t *testing.T) {
 
 func TestConfigErrorListsProblems(t *testing.T) {
 	_, err := plantest.TryPlan("b200-spot", "gpu.type=a100")
-	var cfgErr *plan.ConfigError
+	var cfgErr *offline.ConfigError
 	require.True(t, errors.As(err, &cfgErr))
 	assert.True(t, cfgErr.Problems.Has("gpu.type"))
 }
@@ -237,8 +232,8 @@ func TestConfigErrorListsProblems(t *testing.T) {
 func TestCLIOutputFailureIsNotAConfigError(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "not-a-directory")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	code, _, errOut := runMain(t, "--stack", "b200-spot", "--manifests", filepath.Join(file, "out"))
-	assert.Equal(t, plan.ExitOutput, code)
+	code, _, errOut := plantest.Main(t, "--stack", "b200-spot", "--manifests", filepath.Join(file, "out"))
+	assert.Equal(t, cmd.ExitOutput, code)
 	assert.Contains(t, errOut, "not a problem with your configuration")
 }
 
@@ -256,7 +251,7 @@ func TestJSONPlanRefersToManifests(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
 	files := map[string]bool{}
-	for _, m := range plan.Manifests(res) {
+	for _, m := range offline.Manifests(res) {
 		files[m.File] = true
 	}
 	var refs int
@@ -276,14 +271,14 @@ func TestJSONPlanRefersToManifests(t *testing.T) {
 // The plan of a shipped stack works on a fresh clone and names each placeholder with the
 // command that sets it; a stack of the user's own values names none.
 func TestPlanFlagsThePlaceholders(t *testing.T) {
-	code, _, errOut := runMain(t, "--stack", "h200-reserved")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, _, errOut := plantest.Main(t, "--stack", "h200-reserved")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, errOut, "placeholder: gcp:project: \"your-project-id\" is the shipped placeholder; set your project: pulumi config set gcp:project <project-id>")
 	assert.Contains(t, errOut, "placeholder: cluster.authorizedNetworks[0]: 203.0.113.7/32 is the shipped placeholder")
 	assert.Contains(t, errOut, "placeholder: gpu.reservation: \"your-h200-reservation\" is the shipped placeholder")
 	assert.Contains(t, errOut, "`pulumi preview` and `pulumi up` refuse a stack with placeholders")
 
-	code, _, errOut = runMain(t, "--stack", "b200-spot", "--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=35.235.240.0/20")
-	require.Equal(t, plan.ExitOK, code, errOut)
+	code, _, errOut = plantest.Main(t, "--stack", "b200-spot", "--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=35.235.240.0/20")
+	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.NotContains(t, errOut, "placeholder:")
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/cost"
 	"gke-rl/workloads/queue"
 )
@@ -12,7 +13,7 @@ import (
 // writeQueue prints the queue of a stack with `jobs`: its quota, which experiments run as soon
 // as the stack is applied and which wait, and what each running one costs an hour on the GPU
 // nodes (the rest of the stack's hour is in the costs below).
-func writeQueue(w io.Writer, r *Result) {
+func writeQueue(w io.Writer, r *offline.Result) {
 	run := r.Blueprint.Run
 	if run.Queue == nil {
 		return

@@ -5,30 +5,22 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
-
+	"gke-rl/infra/offline"
 	"gke-rl/internal/recorder"
-	"sigs.k8s.io/yaml"
 )
-
-// Redacted replaces the data of Kubernetes Secrets in rendered manifests.
-const Redacted = "[redacted]"
 
 // jsonResource is one resource in `plan --json`.
 type jsonResource struct {
-	URN          string         `json:"urn"`
-	Type         string         `json:"type"`
-	Name         string         `json:"name"`
-	Parent       string         `json:"parent"`
-	Dependencies []string       `json:"dependencies"`
-	Inputs       map[string]any `json:"inputs"`
-	Options      Options        `json:"options"`
+	URN          string          `json:"urn"`
+	Type         string          `json:"type"`
+	Name         string          `json:"name"`
+	Parent       string          `json:"parent"`
+	Dependencies []string        `json:"dependencies"`
+	Inputs       map[string]any  `json:"inputs"`
+	Options      offline.Options `json:"options"`
 }
 
 // manifestRef stands for a Kubernetes object's inputs in the JSON plan: the object itself is in
@@ -38,14 +30,14 @@ type manifestRef struct {
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
 	File      string `json:"file"`
-	// Digests fingerprint the object's fields (Digests), so that `plan --compare` tells which
+	// offline.Digests fingerprint the object's fields (offline.Digests), so that `plan --compare` tells which
 	// of them a newer plan changes without the manifests.
 	Digests map[string]string `json:"digests"`
 }
 
 // WriteJSON prints the plan as `{"stack", "resources", "outputs", "costs"}`. A Kubernetes object's
 // inputs are a reference to its manifest.
-func WriteJSON(w io.Writer, r *Result) error {
+func WriteJSON(w io.Writer, r *offline.Result) error {
 	doc := struct {
 		Stack     string         `json:"stack"`
 		Resources []jsonResource `json:"resources"`
@@ -62,12 +54,12 @@ func WriteJSON(w io.Writer, r *Result) error {
 			deps = []string{}
 		}
 		inputs := recorder.PlainMap(res.Inputs)
-		if m, ok := ManifestOf(res); ok {
+		if m, ok := offline.ManifestOf(res); ok {
 			meta, _ := m.Object["metadata"].(map[string]any)
 			ns, _ := meta["namespace"].(string)
 			name, _ := meta["name"].(string)
 			kind, _ := m.Object["kind"].(string)
-			inputs = map[string]any{"manifest": manifestRef{Kind: kind, Namespace: ns, Name: name, File: m.File, Digests: Digests(m.Object)}}
+			inputs = map[string]any{"manifest": manifestRef{Kind: kind, Namespace: ns, Name: name, File: m.File, Digests: offline.Digests(m.Object)}}
 		}
 		doc.Resources = append(doc.Resources, jsonResource{
 			URN: res.URN, Type: res.Type, Name: res.Name, Parent: res.Parent,
@@ -102,10 +94,10 @@ func (e *errWriter) Write(p []byte) (int, error) {
 }
 
 // WriteTree prints the plan as an indented tree of resources and a closing count.
-func WriteTree(out io.Writer, r *Result) error {
+func WriteTree(out io.Writer, r *offline.Result) error {
 	w := &errWriter{w: out}
-	children := map[string][]*Resource{}
-	var roots []*Resource
+	children := map[string][]*offline.Resource{}
+	var roots []*offline.Resource
 	known := map[string]bool{}
 	for _, res := range r.Resources {
 		known[res.URN] = true
@@ -118,8 +110,8 @@ func WriteTree(out io.Writer, r *Result) error {
 		}
 	}
 	fmt.Fprintf(w, "Plan for stack %s/%s (offline; placeholders stand for values the cloud computes)\n", r.Project, r.Stack)
-	var walk func(list []*Resource, indent string)
-	walk = func(list []*Resource, indent string) {
+	var walk func(list []*offline.Resource, indent string)
+	walk = func(list []*offline.Resource, indent string) {
 		for i, res := range list {
 			branch, next := "├─ ", "│  "
 			if i == len(list)-1 {
@@ -181,11 +173,11 @@ func outputText(v any) string {
 	return fmt.Sprint(v)
 }
 
-func summary(res *Resource) string {
+func summary(res *offline.Resource) string {
 	inputs := recorder.PlainMap(res.Inputs)
 	var parts []string
 	for _, key := range summaryKeys {
-		v, ok := Lookup(inputs, key)
+		v, ok := offline.Lookup(inputs, key)
 		if !ok || v == nil {
 			continue
 		}
@@ -231,119 +223,4 @@ func compact(v any) string {
 		b, _ := json.Marshal(t)
 		return string(b)
 	}
-}
-
-// Manifest is one Kubernetes object as it would be sent to the API server.
-type Manifest struct {
-	// File is the manifest's file name: `<kind>-<namespace>-<name>.yaml`.
-	File   string
-	Object map[string]any
-}
-
-// Manifests returns every Kubernetes object of the plan, Secret data redacted, sorted by file.
-func Manifests(r *Result) []Manifest {
-	var out []Manifest
-	for _, res := range r.Resources {
-		if m, ok := ManifestOf(res); ok {
-			out = append(out, m)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
-	return out
-}
-
-// ManifestOf is the Kubernetes object a resource applies; ok is false for other resources.
-func ManifestOf(res *Resource) (Manifest, bool) {
-	if !res.Custom || !strings.HasPrefix(res.Type, "kubernetes:") {
-		return Manifest{}, false
-	}
-	obj := recorder.PlainMap(res.Inputs)
-	if obj["kind"] == "Secret" {
-		for _, field := range []string{"data", "stringData"} {
-			if keys := secretKeys(res.Inputs[resource.PropertyKey(field)]); keys != nil {
-				obj[field] = keys
-			}
-		}
-	}
-	kind, _ := obj["kind"].(string)
-	name, namespace := res.Name, ""
-	if meta, ok := obj["metadata"].(map[string]any); ok {
-		if n, ok := meta["name"].(string); ok {
-			name = n
-		}
-		namespace, _ = meta["namespace"].(string)
-	}
-	file := strings.ToLower(strings.Join(nonEmpty(kind, namespace, name), "-")) + ".yaml"
-	return Manifest{File: file, Object: obj}, true
-}
-
-// secretKeys shows a Secret's data as its keys, each value Redacted: a reader sees which tokens
-// the Secret carries, never what they are. The map may itself be a secret as a whole.
-func secretKeys(v resource.PropertyValue) map[string]any {
-	for v.IsSecret() || v.IsOutput() {
-		if v.IsSecret() {
-			v = v.SecretValue().Element
-		} else {
-			v = v.OutputValue().Element
-		}
-	}
-	if !v.IsObject() {
-		return nil
-	}
-	out := map[string]any{}
-	for k := range v.ObjectValue() {
-		out[string(k)] = Redacted
-	}
-	return out
-}
-
-// WriteManifests writes every Kubernetes object to dir, one YAML file each, and returns the
-// file names.
-func WriteManifests(dir string, r *Result) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	var files []string
-	for _, m := range Manifests(r) {
-		b, err := yaml.Marshal(m.Object)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.File, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, m.File), b, 0o644); err != nil {
-			return nil, err
-		}
-		files = append(files, m.File)
-	}
-	return files, nil
-}
-
-func nonEmpty(parts ...string) []string {
-	var out []string
-	for _, p := range parts {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// LookupInput returns a resource input by dotted path, secrets hidden, and whether it is set.
-func LookupInput(res *Resource, path string) (any, bool) { return res.Input(path) }
-
-// Lookup walks plain data (a rendered manifest, resource inputs) by a dotted path.
-func Lookup(v any, path string) (any, bool) { return recorder.Lookup(v, path) }
-
-// ManifestsYAML renders every Kubernetes object of the plan as one multi-document YAML stream,
-// each document headed by its file name: the golden form of a stack's manifests.
-func ManifestsYAML(r *Result) ([]byte, error) {
-	var out []byte
-	for _, m := range Manifests(r) {
-		b, err := yaml.Marshal(m.Object)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", m.File, err)
-		}
-		out = append(out, []byte("---\n# "+m.File+"\n")...)
-		out = append(out, b...)
-	}
-	return out, nil
 }

@@ -14,29 +14,10 @@ import (
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/googleapi"
 
+	"gke-rl/cmd"
 	"gke-rl/internal/kinds"
 	"gke-rl/internal/offers"
 )
-
-// Status is a check's outcome.
-type Status string
-
-// The outcomes: a skipped check could not be asked, because one it depends on failed or it does
-// not apply to the stack.
-const (
-	OK      Status = "ok"
-	Failed  Status = "FAIL"
-	Skipped Status = "skip"
-)
-
-// Finding is one check's answer; Fix, with a failure, is the command or console address that
-// mends it.
-type Finding struct {
-	Check  string `json:"check"`
-	Status Status `json:"status"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-}
 
 // The checks, in the order they run.
 const (
@@ -58,23 +39,23 @@ const (
 // that cannot be read skips the rest; a disabled Compute Engine API skips the Compute checks. The
 // error says that Google's APIs could not be asked at all (no credentials, no network): the
 // first call got no answer from an API.
-func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
+func Run(ctx context.Context, c *Clients, n Needs) ([]cmd.Finding, error) {
 	project, err := checkProject(ctx, c, n)
 	if err != nil {
 		return nil, err
 	}
-	if project.Status != OK {
-		findings := []Finding{project}
+	if project.Status != cmd.OK {
+		findings := []cmd.Finding{project}
 		for _, name := range slices.Concat([]string{CheckAPIs, CheckMachineType}, quotaChecks, []string{CheckReservation, CheckLustre, CheckPermissions}) {
-			findings = append(findings, Finding{Check: name, Status: Skipped, Detail: "the project could not be read"})
+			findings = append(findings, cmd.Finding{Name: name, Status: cmd.Skipped, Detail: "the project could not be read"})
 		}
 		return findings, nil
 	}
 	apis, disabled := checkAPIs(ctx, c, n)
-	findings := []Finding{project, apis}
+	findings := []cmd.Finding{project, apis}
 	if slices.Contains(disabled, "compute.googleapis.com") {
 		for _, name := range slices.Concat([]string{CheckMachineType}, quotaChecks, []string{CheckReservation}) {
-			findings = append(findings, Finding{Check: name, Status: Skipped, Detail: "the Compute Engine API is not enabled"})
+			findings = append(findings, cmd.Finding{Name: name, Status: cmd.Skipped, Detail: "the Compute Engine API is not enabled"})
 		}
 	} else {
 		findings = append(findings, checkMachineType(ctx, c, n))
@@ -82,7 +63,7 @@ func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
 		findings = append(findings, checkReservation(ctx, c, n))
 	}
 	if slices.Contains(disabled, "lustre.googleapis.com") {
-		findings = append(findings, Finding{Check: CheckLustre, Status: Skipped, Detail: "the Managed Lustre API is not enabled"})
+		findings = append(findings, cmd.Finding{Name: CheckLustre, Status: cmd.Skipped, Detail: "the Managed Lustre API is not enabled"})
 	} else {
 		findings = append(findings, checkLustre(ctx, c, n))
 	}
@@ -94,32 +75,32 @@ func Run(ctx context.Context, c *Clients, n Needs) ([]Finding, error) {
 }
 
 // Passed is whether no check failed.
-func Passed(findings []Finding) bool {
-	return !slices.ContainsFunc(findings, func(f Finding) bool { return f.Status == Failed })
+func Passed(findings []cmd.Finding) bool {
+	return !slices.ContainsFunc(findings, func(f cmd.Finding) bool { return f.Status == cmd.Failed })
 }
 
-func checkProject(ctx context.Context, c *Clients, n Needs) (Finding, error) {
-	f := Finding{Check: CheckProject}
+func checkProject(ctx context.Context, c *Clients, n Needs) (cmd.Finding, error) {
+	f := cmd.Finding{Name: CheckProject}
 	p, err := c.ResourceManager.Projects.Get(n.Project).Context(ctx).Do()
 	var gerr *googleapi.Error
 	switch {
 	case err != nil && !errors.As(err, &gerr):
 		return f, err
 	case err != nil:
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s cannot be read with your credentials: %s", n.Project, apiMessage(err))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s cannot be read with your credentials: %s", n.Project, apiMessage(err))
 		f.Fix = fmt.Sprintf("check the project ID (gcp:project) and your access: `gcloud projects describe %s`; preflight reads with Application Default Credentials: `gcloud auth application-default login`", n.Project)
 	case p.LifecycleState != "ACTIVE":
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s is %s, not ACTIVE", n.Project, p.LifecycleState)
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s is %s, not ACTIVE", n.Project, p.LifecycleState)
 		f.Fix = fmt.Sprintf("a project pending deletion can be restored within 30 days: `gcloud projects undelete %s`", n.Project)
 	default:
-		f.Status, f.Detail = OK, fmt.Sprintf("%s (number %d) is ACTIVE", n.Project, p.ProjectNumber)
+		f.Status, f.Detail = cmd.OK, fmt.Sprintf("%s (number %d) is ACTIVE", n.Project, p.ProjectNumber)
 	}
 	return f, nil
 }
 
 // checkAPIs returns the finding and the services that are not enabled.
-func checkAPIs(ctx context.Context, c *Clients, n Needs) (Finding, []string) {
-	f := Finding{Check: CheckAPIs}
+func checkAPIs(ctx context.Context, c *Clients, n Needs) (cmd.Finding, []string) {
+	f := cmd.Finding{Name: CheckAPIs}
 	parent := "projects/" + n.Project
 	names := make([]string, len(n.APIs))
 	for i, api := range n.APIs {
@@ -127,7 +108,7 @@ func checkAPIs(ctx context.Context, c *Clients, n Needs) (Finding, []string) {
 	}
 	resp, err := c.ServiceUsage.Services.BatchGet(parent).Names(names...).Context(ctx).Do()
 	if err != nil {
-		f.Status, f.Detail = Failed, "the enabled services cannot be read: "+apiMessage(err)
+		f.Status, f.Detail = cmd.Failed, "the enabled services cannot be read: "+apiMessage(err)
 		f.Fix = grantFix(n.Project, "serviceusage.services.get", "roles/serviceusage.serviceUsageViewer")
 		return f, nil
 	}
@@ -139,19 +120,19 @@ func checkAPIs(ctx context.Context, c *Clients, n Needs) (Finding, []string) {
 	}
 	disabled := notIn(n.APIs, enabled)
 	if len(disabled) > 0 {
-		f.Status, f.Detail = Failed, fmt.Sprintf("%d of the %d services up uses are not enabled: %s", len(disabled), len(n.APIs), strings.Join(disabled, ", "))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%d of the %d services up uses are not enabled: %s", len(disabled), len(n.APIs), strings.Join(disabled, ", "))
 		f.Fix = fmt.Sprintf("`gcloud services enable %s --project %s`", strings.Join(disabled, " "), n.Project)
 		return f, disabled
 	}
-	f.Status, f.Detail = OK, fmt.Sprintf("the %d services up uses are enabled", len(n.APIs))
+	f.Status, f.Detail = cmd.OK, fmt.Sprintf("the %d services up uses are enabled", len(n.APIs))
 	return f, nil
 }
 
 // checkMachineType asks the zone for the GPU nodes' machine type and, in Standard mode, the CPU
 // pool's (cluster.cpuMachineType, which a user may have mistyped: the pool would fail only after
 // the cluster's 10 to 25 minutes).
-func checkMachineType(ctx context.Context, c *Clients, n Needs) Finding {
-	f := Finding{Check: CheckMachineType}
+func checkMachineType(ctx context.Context, c *Clients, n Needs) cmd.Finding {
+	f := cmd.Finding{Name: CheckMachineType}
 	var offered []string
 	for _, m := range []struct{ name, role, key string }{{n.MachineType, "the GPU nodes", "gpu.type"}, {n.CPUMachineType, "the CPU pool", "cluster.cpuMachineType"}} {
 		if m.name == "" {
@@ -160,27 +141,27 @@ func checkMachineType(ctx context.Context, c *Clients, n Needs) Finding {
 		mt, err := c.machineType(ctx, n.Project, n.Zone, m.name)
 		switch {
 		case isNotFound(err):
-			f.Status, f.Detail = Failed, fmt.Sprintf("%s does not offer %s (%s, %s) to %s", n.Zone, m.name, m.role, m.key, n.Project)
+			f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s does not offer %s (%s, %s) to %s", n.Zone, m.name, m.role, m.key, n.Project)
 			f.Fix = fmt.Sprintf("`gcloud compute machine-types list --filter=name=%s --project %s --format='value(zone)'` lists the zones that do", m.name, n.Project)
 			if o, ok := offers.Lookup(m.name); ok {
 				f.Fix += fmt.Sprintf(" (in %s: %s)", offers.ZonesRecorded, strings.Join(o.Zones, ", "))
 			}
 			return f
 		case err != nil:
-			f.Status, f.Detail = Failed, fmt.Sprintf("%s in %s cannot be read: %s", m.name, n.Zone, apiMessage(err))
+			f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s in %s cannot be read: %s", m.name, n.Zone, apiMessage(err))
 			f.Fix = grantFix(n.Project, "compute.machineTypes.get", "roles/compute.viewer")
 			return f
 		}
 		offered = append(offered, fmt.Sprintf("%s for %s (%d vCPUs, %d GiB, %s)", mt.Name, m.role, mt.GuestCpus, mt.MemoryMb/1024, accelerators(mt.Accelerators)))
 	}
-	f.Status, f.Detail = OK, fmt.Sprintf("%s offers %s", n.Zone, strings.Join(offered, " and "))
+	f.Status, f.Detail = cmd.OK, fmt.Sprintf("%s offers %s", n.Zone, strings.Join(offered, " and "))
 	return f
 }
 
-func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
-	f := Finding{Check: CheckReservation}
+func checkReservation(ctx context.Context, c *Clients, n Needs) cmd.Finding {
+	f := cmd.Finding{Name: CheckReservation}
 	if n.Provisioning != kinds.Reservation {
-		f.Status, f.Detail = Skipped, fmt.Sprintf("gpu.provisioning is %s", n.Provisioning)
+		f.Status, f.Detail = cmd.Skipped, fmt.Sprintf("gpu.provisioning is %s", n.Provisioning)
 		return f
 	}
 	// A shared reservation is read in the project that owns it: the consumer project cannot list
@@ -193,10 +174,10 @@ func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
 	r, err := c.Compute.Reservations.Get(owner, n.Zone, n.Reservation).Context(ctx).Do()
 	switch {
 	case isNotFound(err):
-		f.Status, f.Detail, f.Fix = Failed, fmt.Sprintf("%s has no reservation %q in %s", owner, n.Reservation, n.Zone), listFix
+		f.Status, f.Detail, f.Fix = cmd.Failed, fmt.Sprintf("%s has no reservation %q in %s", owner, n.Reservation, n.Zone), listFix
 		return f
 	case err != nil:
-		f.Status, f.Detail = Failed, fmt.Sprintf("reservation %q of %s in %s cannot be read: %s", n.Reservation, owner, n.Zone, apiMessage(err))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("reservation %q of %s in %s cannot be read: %s", n.Reservation, owner, n.Zone, apiMessage(err))
 		f.Fix = grantFix(owner, "compute.reservations.get", "roles/compute.viewer")
 		return f
 	}
@@ -226,11 +207,11 @@ func checkReservation(ctx context.Context, c *Clients, n Needs) Finding {
 		have = fmt.Sprintf("reservation %q of %s in %s: %d × %s, %d in use", n.Reservation, owner, n.Zone, count, orNone(machine), inUse)
 	}
 	if len(problems) > 0 {
-		f.Status, f.Detail = Failed, have+"; "+strings.Join(problems, "; ")
+		f.Status, f.Detail = cmd.Failed, have+"; "+strings.Join(problems, "; ")
 		f.Fix = "use a reservation that fits (" + listFix + "), or lower gpu.nodes"
 		return f
 	}
-	f.Status, f.Detail = OK, have
+	f.Status, f.Detail = cmd.OK, have
 	return f
 }
 
@@ -277,13 +258,13 @@ func isProjectNumber(s string) bool {
 // (Resource Manager's TestIamPermissionsRequest: "at most 100").
 const testIamPermissionsMax = 100
 
-func checkPermissions(ctx context.Context, c *Clients, n Needs) Finding {
-	f := Finding{Check: CheckPermissions}
+func checkPermissions(ctx context.Context, c *Clients, n Needs) cmd.Finding {
+	f := cmd.Finding{Name: CheckPermissions}
 	granted := map[string]bool{}
 	for batch := range slices.Chunk(n.Permissions, testIamPermissionsMax) {
 		resp, err := c.ResourceManager.Projects.TestIamPermissions(n.Project, &crm.TestIamPermissionsRequest{Permissions: batch}).Context(ctx).Do()
 		if err != nil {
-			f.Status, f.Detail = Failed, "your permissions cannot be tested: "+apiMessage(err)
+			f.Status, f.Detail = cmd.Failed, "your permissions cannot be tested: "+apiMessage(err)
 			f.Fix = fmt.Sprintf("run preflight again; your roles in the project: %s", iamConsole(n.Project))
 			return f
 		}
@@ -293,11 +274,11 @@ func checkPermissions(ctx context.Context, c *Clients, n Needs) Finding {
 	}
 	missing := notIn(n.Permissions, granted)
 	if len(missing) > 0 {
-		f.Status, f.Detail = Failed, fmt.Sprintf("you lack %d of the %d permissions up uses: %s", len(missing), len(n.Permissions), strings.Join(missing, ", "))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("you lack %d of the %d permissions up uses: %s", len(missing), len(n.Permissions), strings.Join(missing, ", "))
 		f.Fix = fmt.Sprintf("grant the deployer the roles the README's Prerequisites list (what each is for: docs/ci.md) at %s", iamConsole(n.Project))
 		return f
 	}
-	f.Status, f.Detail = OK, fmt.Sprintf("you hold the %d permissions up uses", len(n.Permissions))
+	f.Status, f.Detail = cmd.OK, fmt.Sprintf("you hold the %d permissions up uses", len(n.Permissions))
 	return f
 }
 

@@ -2,7 +2,6 @@ package preflight
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,20 +12,14 @@ import (
 
 	"google.golang.org/api/option"
 
+	"gke-rl/cmd"
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/cost"
-	"gke-rl/cmd/plan"
 )
 
-// Exit statuses of `preflight`.
-const (
-	ExitOK = 0
-	// ExitFailed: a check failed, or the stack's configuration is refused.
-	ExitFailed = 1
-	ExitUsage  = 2
-	// ExitCannotAsk: no credentials, or Google's APIs could not be reached; nothing was checked.
-	ExitCannotAsk = 3
-)
+// report prints the findings under "check", in columns as wide as "skip" and "machine type".
+var report = cmd.Report{NameKey: "check", StatusWidth: 4, NameWidth: 12}
 
 // timeout bounds the whole preflight: each check is one or two reads.
 const timeout = 2 * time.Minute
@@ -51,7 +44,7 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 func run(args []string, dir string, stdout, stderr io.Writer, clientsFor ClientsFor) int {
 	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var sa plan.StackArgs
+	var sa cmd.StackArgs
 	sa.Register(fs)
 	asJSON := fs.Bool("json", false, "print the findings as JSON")
 	pricesOut := fs.String("prices-out", "", "also read today's list prices of the stack's machines from the Cloud Billing Catalog into the price file `FILE`, for plan --prices")
@@ -66,15 +59,15 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	if code, done := sa.Parse(fs, args, stdout); done {
 		return code
 	}
-	sc, err := plan.LoadStackConfig(dir, sa.Name, sa.Overrides)
+	sc, err := offline.LoadStackConfig(dir, sa.Name, sa.Overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
-		return ExitUsage
+		return cmd.ExitUsage
 	}
-	result, err := plan.Run(sc, sa.Name)
+	result, err := offline.Run(sc, sa.Name)
 	if err != nil {
-		plan.ReportRunError(stderr, err)
-		return ExitFailed
+		cmd.ReportRunError(stderr, err)
+		return cmd.ExitCheckFailed
 	}
 	// A placeholder project or reservation would be asked about, and fail for the wrong reason;
 	// the others (the workstation's address) are for preview and up to refuse.
@@ -87,12 +80,12 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	}
 	if asked > 0 {
 		fmt.Fprintln(stderr, "error: replace the project's and the reservation's placeholders first: preflight asks about them")
-		return ExitFailed
+		return cmd.ExitCheckFailed
 	}
 	needs, err := NeedsOf(result)
 	if err != nil {
 		fmt.Fprintf(stderr, "internal error (please report it): %v\n", err)
-		return ExitFailed
+		return cmd.ExitCheckFailed
 	}
 
 	// A model whose size the plan could not tell is planned again at the size the Hub tells.
@@ -111,33 +104,31 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	findings, err := ask(ctx, clientsFor, needs, prices)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: cannot ask Google's APIs: %v\npreflight reads with Application Default Credentials: `gcloud auth application-default login`\n", err)
-		return ExitCannotAsk
+		return cmd.ExitCannotAsk
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(findings); err != nil {
-			return ExitCannotAsk
+		if err := report.WriteJSON(stdout, findings); err != nil {
+			return cmd.ExitCannotAsk
 		}
 	} else {
 		Write(stdout, sa.Name, needs, findings)
 	}
 	if !Passed(findings) {
-		return ExitFailed
+		return cmd.ExitCheckFailed
 	}
-	return ExitOK
+	return cmd.ExitOK
 }
 
 // fitWith plans a stack again with job.modelSize set, and returns the plan's refusals as
 // "key: message" lines, none when it plans.
 func fitWith(dir, stack string, overrides []string) func(modelSize string) []string {
 	return func(modelSize string) []string {
-		resized, err := plan.LoadStackConfig(dir, stack, append(slices.Clone(overrides), "job.modelSize="+modelSize))
+		resized, err := offline.LoadStackConfig(dir, stack, append(slices.Clone(overrides), "job.modelSize="+modelSize))
 		if err != nil {
 			return []string{err.Error()}
 		}
-		_, err = plan.Run(resized, stack)
-		var cfgErr *plan.ConfigError
+		_, err = offline.Run(resized, stack)
+		var cfgErr *offline.ConfigError
 		switch {
 		case errors.As(err, &cfgErr):
 			var out []string
@@ -164,7 +155,7 @@ var today = func() string { return time.Now().UTC().Format(time.DateOnly) }
 
 // ask builds the clients and runs the checks, and the prices step when asked; an error means
 // Google's APIs could not be asked.
-func ask(ctx context.Context, clientsFor ClientsFor, n Needs, prices *pricesRequest) ([]Finding, error) {
+func ask(ctx context.Context, clientsFor ClientsFor, n Needs, prices *pricesRequest) ([]cmd.Finding, error) {
 	clients, err := clientsFor(ctx, n.Project)
 	if err != nil {
 		return nil, err
@@ -177,20 +168,17 @@ func ask(ctx context.Context, clientsFor ClientsFor, n Needs, prices *pricesRequ
 }
 
 // Write prints the findings as a table, each failure followed by its fix.
-func Write(w io.Writer, stack string, n Needs, findings []Finding) {
+func Write(w io.Writer, stack string, n Needs, findings []cmd.Finding) {
 	fmt.Fprintf(w, "preflight of stack %s: project %s, zone %s, %d × %s (%s); read-only\n", stack, n.Project, n.Zone, n.Nodes, n.MachineType, n.Provisioning)
+	report.WriteTable(w, findings)
 	failed, checks := 0, 0
 	for _, f := range findings {
-		fmt.Fprintf(w, "  %-4s  %-12s  %s\n", f.Status, f.Check, f.Detail)
-		if f.Fix != "" {
-			fmt.Fprintf(w, "  %-4s  %-12s  fix: %s\n", "", "", f.Fix)
-		}
 		// The prices step says nothing of whether up would work: its failure is its own line.
-		if f.Check == CheckPrices {
+		if f.Name == CheckPrices {
 			continue
 		}
 		checks++
-		if f.Status == Failed {
+		if f.Status == cmd.Failed {
 			failed++
 		}
 	}
@@ -200,7 +188,7 @@ func Write(w io.Writer, stack string, n Needs, findings []Finding) {
 		fmt.Fprintln(w, "every check passed: the project is ready for pulumi up (capacity itself is known only when the nodes start)")
 	}
 	for _, f := range findings {
-		if f.Check == CheckPrices && f.Status == Failed {
+		if f.Name == CheckPrices && f.Status == cmd.Failed {
 			fmt.Fprintln(w, "the price file was not written: see the prices line")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cmd"
 	"gke-rl/test/clitest"
 	"gke-rl/test/plantest"
 )
@@ -63,8 +64,8 @@ func TestFixCommandsParse(t *testing.T) {
 	}
 	google := clitest.NewGoogle(t, clitest.NotFound())
 	kubeconfig := clitest.NewKube(t).KubeconfigFile(t)
-	for _, cmd := range cmds {
-		t.Run(cmd.Text, func(t *testing.T) { clitest.Parses(t, google, kubeconfig, cmd) })
+	for _, dc := range cmds {
+		t.Run(dc.Text, func(t *testing.T) { clitest.Parses(t, google, kubeconfig, dc) })
 	}
 }
 
@@ -72,14 +73,14 @@ func TestFixCommandsParse(t *testing.T) {
 // of a shipped stack (my-<stack>, with the project set) against a project that is ready.
 func TestDocumentedPreflightCommandsRun(t *testing.T) {
 	ran := 0
-	for _, cmd := range plantest.DocumentedCommands(t, "preflight") {
-		args := cmd.Args
+	for _, dc := range plantest.DocumentedCommands(t, "preflight") {
+		args := dc.Args
 		i := slices.Index(args, "--stack")
-		require.True(t, i >= 0 && i+1 < len(args), "%s: names a stack", cmd.Source)
+		require.True(t, i >= 0 && i+1 < len(args), "%s: names a stack", dc.Source)
 		if args[i+1] == "NAME" || args[i+1] == "stack" { // the placeholders NAME and <stack>
 			continue
 		}
-		t.Run(cmd.Source, func(t *testing.T) {
+		t.Run(dc.Source, func(t *testing.T) {
 			args := append(args, yours...)
 			if i := slices.Index(args, "--prices-out"); i >= 0 && i+1 < len(args) {
 				// The recorded catalog pages price us-central1 only; the file goes to a
@@ -89,7 +90,7 @@ func TestDocumentedPreflightCommandsRun(t *testing.T) {
 				defer func() { assert.FileExists(t, args[i+1]) }()
 			}
 			code, out, _ := preflight(t, ready, args...)
-			assert.Equal(t, ExitOK, code, out)
+			assert.Equal(t, cmd.ExitOK, code, out)
 		})
 		ran++
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"gke-rl/cmd"
 	"gke-rl/infra"
 )
 
@@ -131,11 +132,11 @@ func (h *Hub) repoInfo(ctx context.Context, kind, repo, revision string, fields 
 
 // checkHub asks the Hub about the model and the datasets the run downloads, or each
 // experiment's of a stack with jobs, each finding then naming its experiment.
-func checkHub(ctx context.Context, h *Hub, n Needs) []Finding {
+func checkHub(ctx context.Context, h *Hub, n Needs) []cmd.Finding {
 	if len(n.Experiments) == 0 {
 		return checkRunHub(ctx, h, n, n.Hub)
 	}
-	var findings []Finding
+	var findings []cmd.Finding
 	for _, x := range n.Experiments {
 		for _, f := range checkRunHub(ctx, h, n, x.Hub) {
 			f.Detail = "experiment " + x.Name + ": " + f.Detail
@@ -146,12 +147,12 @@ func checkHub(ctx context.Context, h *Hub, n Needs) []Finding {
 }
 
 // checkRunHub asks the Hub about one run's downloads, d.
-func checkRunHub(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) []Finding {
+func checkRunHub(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) []cmd.Finding {
 	if d.Model == "" {
 		return nil
 	}
 	model, access := checkHubModel(ctx, h, n, d)
-	findings := []Finding{model}
+	findings := []cmd.Finding{model}
 	if access != nil {
 		findings = append(findings, *access)
 	}
@@ -161,8 +162,8 @@ func checkRunHub(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) []F
 	return findings
 }
 
-func checkHubModel(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) (Finding, *Finding) {
-	f := Finding{Check: CheckHubModel}
+func checkHubModel(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) (cmd.Finding, *cmd.Finding) {
+	f := cmd.Finding{Name: CheckHubModel}
 	rev := d.Revisions[d.Model]
 	info, err := h.repoInfo(ctx, "models", d.Model, rev, "sha", "gated", "private", "config", "safetensors")
 	if err != nil {
@@ -172,25 +173,25 @@ func checkHubModel(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) (
 	var parts []string
 	parts = append(parts, d.Model+" "+revisionText(rev, info.SHA))
 	if info.Config == nil || len(info.Config.Architectures) == 0 {
-		f.Status = Failed
+		f.Status = cmd.Failed
 		f.Detail = d.Model + " has no architectures in its config.json: not a model transformers, vLLM and the frameworks can load"
 		f.Fix = "set job.model to a causal language model's repository (its config.json names e.g. Qwen2ForCausalLM)"
 		return f, nil
 	}
 	parts = append(parts, strings.Join(info.Config.Architectures, ", "))
-	f.Status = OK
+	f.Status = cmd.OK
 	if info.Safetensors != nil && info.Safetensors.Total > 0 {
 		params := info.Safetensors.Total
 		parts = append(parts, formatCount(params)+" parameters (its safetensors)")
 		planned := d.ModelBillions * 1e9
 		switch {
 		case planned > 0 && math.Abs(planned-params)/params > sizeTolerance:
-			f.Status = Failed
+			f.Status = cmd.Failed
 			parts = append(parts, fmt.Sprintf("the plan sized the run for %s (%s)", formatCount(planned), d.SizeKey))
 			f.Fix = fmt.Sprintf("pulumi config set --path job.modelSize %s", formatCount(params))
 		case planned == 0 && n.FitWith != nil && len(n.Experiments) == 0:
 			if problems := n.FitWith(formatCount(params)); len(problems) > 0 {
-				f.Status = Failed
+				f.Status = cmd.Failed
 				parts = append(parts, "at that size the plan refuses the run: "+strings.Join(problems, "; "))
 				f.Fix = fmt.Sprintf("pulumi config set --path job.modelSize %s, then change what the plan names", formatCount(params))
 			} else {
@@ -198,7 +199,7 @@ func checkHubModel(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) (
 			}
 		}
 	}
-	var access *Finding
+	var access *cmd.Finding
 	if g := info.gated(); g != "" {
 		parts = append(parts, "gated ("+g+")")
 		a := checkHubAccess(ctx, h, d)
@@ -217,17 +218,17 @@ const sizeTolerance = 0.15
 // checkHubAccess asks whether the token's account may download a gated model: the run needs
 // tokens.huggingFace, and preflight needs the same token (HF_TOKEN) to ask the Hub's
 // auth-check (huggingface_hub's HfApi.auth_check reads /api/models/<id>/auth-check).
-func checkHubAccess(ctx context.Context, h *Hub, d infra.HubDownloads) Finding {
-	f := Finding{Check: CheckHubAccess}
+func checkHubAccess(ctx context.Context, h *Hub, d infra.HubDownloads) cmd.Finding {
+	f := cmd.Finding{Name: CheckHubAccess}
 	page := HubEndpoint + "/" + d.Model
 	switch {
 	case !d.Token:
-		f.Status = Failed
+		f.Status = cmd.Failed
 		f.Detail = d.Model + " is gated and the run reads no Hugging Face token: the data preparation's download would be refused"
 		f.Fix = fmt.Sprintf("request access at %s, then `pulumi config set --path tokens.huggingFace true` and add the token (docs/configuration.md, Tokens)", page)
 		return f
 	case h.Token == "":
-		f.Status = Skipped
+		f.Status = cmd.Skipped
 		f.Detail = d.Model + " is gated: whether your token's account is granted is not known without it; export HF_TOKEN (the token the run reads) and run preflight again"
 		return f
 	}
@@ -235,25 +236,25 @@ func checkHubAccess(ctx context.Context, h *Hub, d infra.HubDownloads) Finding {
 	var he *hubError
 	switch {
 	case err == nil:
-		f.Status, f.Detail = OK, "your token's account is granted "+d.Model
+		f.Status, f.Detail = cmd.OK, "your token's account is granted "+d.Model
 	case errors.As(err, &he):
-		f.Status = Failed
+		f.Status = cmd.Failed
 		f.Detail = fmt.Sprintf("the Hub refuses %s to your token: %s", d.Model, he.Error())
 		f.Fix = "request access at " + page + " (a manual grant waits for the authors' review), with the account of the token the run reads"
 	default:
-		f.Status, f.Detail = Skipped, "could not ask the Hub: "+err.Error()
+		f.Status, f.Detail = cmd.Skipped, "could not ask the Hub: "+err.Error()
 	}
 	return f
 }
 
-func checkHubDataset(ctx context.Context, h *Hub, repo, rev string) Finding {
-	f := Finding{Check: CheckHubDataset}
+func checkHubDataset(ctx context.Context, h *Hub, repo, rev string) cmd.Finding {
+	f := cmd.Finding{Name: CheckHubDataset}
 	info, err := h.repoInfo(ctx, "datasets", repo, rev, "sha", "gated", "private")
 	if err != nil {
 		f.Status, f.Detail, f.Fix = refused(err, "job.dataset", repo, "datasets", rev, false)
 		return f
 	}
-	f.Status, f.Detail = OK, repo+" "+revisionText(rev, info.SHA)
+	f.Status, f.Detail = cmd.OK, repo+" "+revisionText(rev, info.SHA)
 	if g := info.gated(); g != "" {
 		f.Detail += "; gated (" + g + "): the download needs a token granted access"
 	}
@@ -263,10 +264,10 @@ func checkHubDataset(ctx context.Context, h *Hub, repo, rev string) Finding {
 // refused turns the Hub's refusal of a repository into a finding: a repository that does not
 // exist (to an anonymous read, a private or gated one looks the same: 401), or a revision it
 // does not have.
-func refused(err error, key, repo, kind, rev string, token bool) (Status, string, string) {
+func refused(err error, key, repo, kind, rev string, token bool) (cmd.Status, string, string) {
 	var he *hubError
 	if !errors.As(err, &he) {
-		return Skipped, "could not ask the Hub: " + err.Error(), ""
+		return cmd.Skipped, "could not ask the Hub: " + err.Error(), ""
 	}
 	page := HubEndpoint + "/" + repo
 	if kind == "datasets" {
@@ -274,16 +275,16 @@ func refused(err error, key, repo, kind, rev string, token bool) (Status, string
 	}
 	switch {
 	case he.Code == "RevisionNotFound":
-		return Failed, fmt.Sprintf("%s has no revision %q (%s)", repo, rev, he.Error()),
+		return cmd.Failed, fmt.Sprintf("%s has no revision %q (%s)", repo, rev, he.Error()),
 			fmt.Sprintf("pin a commit of %s/commits/main: pulumi config set --path 'job.revisions[\"%s\"]' <commit>", page, repo)
 	case he.Code == "RepoNotFound" || he.Status == http.StatusUnauthorized || he.Status == http.StatusNotFound:
 		fix := fmt.Sprintf("check %s's spelling (%s should open)", key, page)
 		if !token {
 			fix += "; a private repository needs tokens.huggingFace and HF_TOKEN exported for preflight"
 		}
-		return Failed, fmt.Sprintf("%s is not a repository the Hub shows (%s)", repo, he.Error()), fix
+		return cmd.Failed, fmt.Sprintf("%s is not a repository the Hub shows (%s)", repo, he.Error()), fix
 	}
-	return Failed, fmt.Sprintf("the Hub refuses %s: %s", repo, he.Error()), ""
+	return cmd.Failed, fmt.Sprintf("the Hub refuses %s: %s", repo, he.Error()), ""
 }
 
 // revisionText says what revision the run downloads and which commit that is today.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cmd"
 	"gke-rl/test/plantest"
 )
 
@@ -63,7 +64,7 @@ func withHub(p project, hub map[string]string, token string) project {
 
 func TestTheHubHasWhatSmokeDownloads(t *testing.T) {
 	code, out, _ := preflight(t, withHub(ready, smokeHub(), ""), append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Equal(t, "ok    hub model     Qwen/Qwen2.5-0.5B-Instruct at commit 7ae557604adf (pinned); Qwen2ForCausalLM; 494M parameters (its safetensors); not gated", finding(t, out, CheckHubModel))
 	assert.Equal(t, "ok    hub dataset   openai/gsm8k at commit 740312add88f (pinned)", finding(t, out, CheckHubDataset))
 	assert.Equal(t, -1, findingLine(out, CheckHubAccess), "no grant to check for a model that is not gated")
@@ -75,7 +76,7 @@ func TestAMisspeltModelFailsNamingTheKey(t *testing.T) {
 	hub := smokeHub()
 	hub["/api/models/Qwen/Qwen2.5-0.5B-Instrukt/revision/main"] = "model-not-found-anonymous.http"
 	code, out, _ := preflight(t, withHub(ready, hub, ""), append([]string{"--stack", "smoke", "--config", "job.model=Qwen/Qwen2.5-0.5B-Instrukt"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Equal(t, "FAIL  hub model     Qwen/Qwen2.5-0.5B-Instrukt is not a repository the Hub shows (401 Invalid username or password.)", finding(t, out, CheckHubModel))
 	assert.Equal(t, "fix: check job.model's spelling (https://huggingface.co/Qwen/Qwen2.5-0.5B-Instrukt should open); a private repository needs tokens.huggingFace and HF_TOKEN exported for preflight", fixOf(t, out, CheckHubModel))
 }
@@ -85,7 +86,7 @@ func TestAPinTheRepositoryLacksFails(t *testing.T) {
 	hub := smokeHub()
 	hub["/api/models/Qwen/Qwen2.5-0.5B-Instruct/revision/"+rev] = "revision-not-found.http"
 	code, out, _ := preflight(t, withHub(ready, hub, ""), append([]string{"--stack", "smoke", "--config", `job.revisions["Qwen/Qwen2.5-0.5B-Instruct"]=` + rev}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckHubModel), `Qwen/Qwen2.5-0.5B-Instruct has no revision "`+rev+`" (404 Not Found)`)
 	assert.Contains(t, fixOf(t, out, CheckHubModel), "https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/commits/main")
 }
@@ -128,7 +129,7 @@ func TestEachExperimentsDownloadsAreAskedAbout(t *testing.T) {
 	hub["/api/models/Qwen/Qwen2.5-0.5B-Instrukt/revision/main"] = "model-not-found-anonymous.http"
 	code, out, _ := preflight(t, withHub(ready, hub, ""), append([]string{"--stack", "smoke", "--config", "jobs.good.maxSteps=4",
 		"--config", "jobs.typo.model=Qwen/Qwen2.5-0.5B-Instrukt", "--config", "jobs.typo.modelSize=500M"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, out, "ok    hub model     experiment good: Qwen/Qwen2.5-0.5B-Instruct at commit 7ae557604adf (pinned)")
 	assert.Contains(t, out, "FAIL  hub model     experiment typo: Qwen/Qwen2.5-0.5B-Instrukt is not a repository the Hub shows")
 	assert.Contains(t, out, "ok    hub dataset   experiment typo: openai/gsm8k at commit 740312add88f (pinned)")

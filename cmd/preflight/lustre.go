@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"gke-rl/cmd"
+
 	"google.golang.org/api/googleapi"
 )
 
@@ -70,16 +72,16 @@ func listLustre(ctx context.Context, client *http.Client, project string) ([]lus
 // checkLustre asks what creating the stack's instance meets: the project's limit of instances,
 // and the instance of the same name an earlier `pulumi destroy` may have kept, which up creates
 // again only by taking it over (storage.adopt).
-func checkLustre(ctx context.Context, c *Clients, n Needs) Finding {
-	f := Finding{Check: CheckLustre}
+func checkLustre(ctx context.Context, c *Clients, n Needs) cmd.Finding {
+	f := cmd.Finding{Name: CheckLustre}
 	l := n.Lustre
 	if l == nil {
-		f.Status, f.Detail = Skipped, "storage.type is not lustre"
+		f.Status, f.Detail = cmd.Skipped, "storage.type is not lustre"
 		return f
 	}
 	instances, err := listLustre(ctx, c.HTTP, n.Project)
 	if err != nil {
-		f.Status, f.Detail = Failed, "the project's Managed Lustre instances cannot be read: "+apiMessage(err)
+		f.Status, f.Detail = cmd.Failed, "the project's Managed Lustre instances cannot be read: "+apiMessage(err)
 		f.Fix = grantFix(n.Project, "lustre.instances.list", "roles/lustre.viewer")
 		return f
 	}
@@ -95,18 +97,18 @@ func checkLustre(ctx context.Context, c *Clients, n Needs) Finding {
 	list := fmt.Sprintf("`gcloud lustre instances list --project %s --location=-`", n.Project)
 	switch {
 	case own == nil && l.Adopt:
-		f.Status, f.Detail = Failed, fmt.Sprintf("storage.adopt is on, and there is no instance %s to take over", l.Name)
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("storage.adopt is on, and there is no instance %s to take over", l.Name)
 		f.Fix = fmt.Sprintf("turn it off to create the instance (`pulumi config set --path storage.adopt false`), or name the stack's kept instance: %s lists them", list)
 	case own == nil && len(others) >= LustreInstancesPerProject:
-		f.Status, f.Detail = Failed, fmt.Sprintf("the project has %d Managed Lustre instances (%s), the most a project may have, and up creates one more", len(others), strings.Join(others, ", "))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("the project has %d Managed Lustre instances (%s), the most a project may have, and up creates one more", len(others), strings.Join(others, ", "))
 		f.Fix = fmt.Sprintf("delete one you no longer need (%s; `gcloud lustre instances delete NAME --location ZONE --project %s`): the limit cannot be raised", list, n.Project)
 	case own != nil && !l.Adopt:
-		f.Status = OK
+		f.Status = cmd.OK
 		f.Detail = fmt.Sprintf("%s exists (%s, %s GiB): this stack's, if it is deployed; if an earlier destroy kept it, up fails to create it again unless storage.adopt is on", l.Name, own.State, own.CapacityGib)
 	case own != nil:
-		f.Status, f.Detail = OK, fmt.Sprintf("%s exists (%s, %s GiB) and storage.adopt takes it over", l.Name, own.State, own.CapacityGib)
+		f.Status, f.Detail = cmd.OK, fmt.Sprintf("%s exists (%s, %s GiB) and storage.adopt takes it over", l.Name, own.State, own.CapacityGib)
 	default:
-		f.Status, f.Detail = OK, fmt.Sprintf("the project has %d other Managed Lustre instances of the %d it may have", len(others), LustreInstancesPerProject)
+		f.Status, f.Detail = cmd.OK, fmt.Sprintf("the project has %d other Managed Lustre instances of the %d it may have", len(others), LustreInstancesPerProject)
 	}
 	return f
 }

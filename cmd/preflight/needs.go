@@ -8,8 +8,8 @@ import (
 
 	"gke-rl/cluster"
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/kinds"
-	"gke-rl/cmd/plan"
 )
 
 // Needs is what `pulumi up` of one stack asks of the project: derived from the stack's plan, so
@@ -70,7 +70,7 @@ type ExperimentDownloads struct {
 
 // NeedsOf derives the needs from a stack's plan. It fails on a resource type the tables below do
 // not know, which a test keeps from happening for every variant of the shipped stacks.
-func NeedsOf(r *plan.Result) (Needs, error) {
+func NeedsOf(r *offline.Result) (Needs, error) {
 	bp := r.Blueprint
 	pool := bp.Cluster.GPUPool
 	n := Needs{

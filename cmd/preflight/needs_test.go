@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/kinds"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 )
 
@@ -29,10 +29,10 @@ var variants = [][]string{
 	{"jobs.first.priority=1", "jobs.second.priority=2"},
 }
 
-func plans(t *testing.T) map[string]*plan.Result {
+func plans(t *testing.T) map[string]*offline.Result {
 	t.Helper()
-	out := map[string]*plan.Result{}
-	for _, stack := range plan.StacksIn(plantest.RepoRoot()) {
+	out := map[string]*offline.Result{}
+	for _, stack := range offline.StacksIn(plantest.RepoRoot()) {
 		for _, v := range variants {
 			out[stack+" "+strings.Join(v, " ")] = plantest.Plan(t, stack, v...)
 		}

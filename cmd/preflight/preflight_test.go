@@ -18,6 +18,7 @@ import (
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 
+	"gke-rl/cmd"
 	"gke-rl/test/clitest"
 	"gke-rl/test/plantest"
 )
@@ -201,7 +202,7 @@ func findingLine(out, check string) int {
 
 func TestSmokeReadyPassesEveryCheckReadOnly(t *testing.T) {
 	code, out, calls := preflight(t, ready, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Contains(t, finding(t, out, CheckProject), "acme-rl (number 123456789012) is ACTIVE")
 	assert.Contains(t, finding(t, out, CheckAPIs), "the 9 services up uses are enabled")
 	assert.Contains(t, finding(t, out, CheckMachineType), "us-east1-b offers a4-highgpu-8g for the GPU nodes (224 vCPUs, 3968 GiB, 8 × nvidia-b200) and n2-standard-16 for the CPU pool (16 vCPUs, 64 GiB, no GPU)")
@@ -229,19 +230,19 @@ func TestSmokeReadyPassesEveryCheckReadOnly(t *testing.T) {
 
 func TestJSONIsTheFindings(t *testing.T) {
 	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--json"}, yours...)...)
-	require.Equal(t, ExitOK, code, out)
-	var findings []Finding
+	require.Equal(t, cmd.ExitOK, code, out)
+	var findings []cmd.Finding
 	require.NoError(t, json.Unmarshal([]byte(out), &findings), out)
 	require.Len(t, findings, 11)
-	assert.Equal(t, Finding{Check: CheckReservation, Status: Skipped, Detail: "gpu.provisioning is spot"}, findings[8])
-	assert.Equal(t, Finding{Check: CheckLustre, Status: Skipped, Detail: "storage.type is not lustre"}, findings[9])
+	assert.Equal(t, cmd.Finding{Name: CheckReservation, Status: cmd.Skipped, Detail: "gpu.provisioning is spot"}, findings[8])
+	assert.Equal(t, cmd.Finding{Name: CheckLustre, Status: cmd.Skipped, Detail: "storage.type is not lustre"}, findings[9])
 }
 
 func TestUnreadableProjectSkipsTheRest(t *testing.T) {
 	p := ready
 	p.projectGet = "googleapis/preflight/cloudresourcemanager-error-403.json"
 	code, out, calls := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckProject), "FAIL  project       acme-rl cannot be read with your credentials: The caller does not have permission (HTTP 403)")
 	assert.Contains(t, fixOf(t, out, CheckProject), "`gcloud projects describe acme-rl`")
 	assert.Contains(t, finding(t, out, CheckQuota), "skip  gpu quota     the project could not be read")
@@ -252,7 +253,7 @@ func TestDisabledAPIsAreNamedWithTheCommandThatEnablesThem(t *testing.T) {
 	p := ready
 	p.services = "googleapis/preflight/serviceusage-batchget-smoke-new-project.json"
 	code, out, calls := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckAPIs), "5 of the 9 services up uses are not enabled: artifactregistry.googleapis.com, compute.googleapis.com, container.googleapis.com, containerfilesystem.googleapis.com, iam.googleapis.com")
 	assert.Contains(t, fixOf(t, out, CheckAPIs), "`gcloud services enable artifactregistry.googleapis.com compute.googleapis.com container.googleapis.com containerfilesystem.googleapis.com iam.googleapis.com --project acme-rl`")
 	// Without Compute Engine its checks are not asked (they would only fail the same way).
@@ -267,7 +268,7 @@ func TestZoneThatDoesNotOfferTheMachineTypeToTheProject(t *testing.T) {
 	p := ready
 	p.machineTypes = map[string]string{"n2-standard-16": ready.machineTypes["n2-standard-16"]}
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckMachineType), "FAIL  machine type  us-east1-b does not offer a4-highgpu-8g (the GPU nodes, gpu.type) to acme-rl")
 	assert.Contains(t, fixOf(t, out, CheckMachineType), "`gcloud compute machine-types list --filter=name=a4-highgpu-8g --project acme-rl --format='value(zone)'` lists the zones that do")
 }
@@ -276,11 +277,11 @@ func TestZoneThatDoesNotOfferTheMachineTypeToTheProject(t *testing.T) {
 // Autopilot, without a CPU pool, does not ask for it.
 func TestCPUMachineTypeIsAskedInStandardMode(t *testing.T) {
 	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:cluster.cpuMachineType=n2-standard-17"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckMachineType), "us-east1-b does not offer n2-standard-17 (the CPU pool, cluster.cpuMachineType) to acme-rl")
 
 	code, out, calls := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:cluster.mode=autopilot"}, yours...)...)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	for _, c := range calls {
 		assert.NotContains(t, c.Path, "n2-standard", "Autopilot has no CPU pool to ask about")
 	}
@@ -290,7 +291,7 @@ func TestNoGPUQuotaInTheRegion(t *testing.T) {
 	p := ready
 	p.region = "googleapis/preflight/compute-region-us-east1-no-b200.json"
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckQuota), "FAIL  gpu quota     us-east1 has no PREEMPTIBLE_NVIDIA_B200_GPUS quota: the project holds none of it, and the run needs 8 (1 nodes × 8 GPUs)")
 	assert.Contains(t, fixOf(t, out, CheckQuota), "request PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1 at https://console.cloud.google.com/iam-admin/quotas?project=acme-rl")
 }
@@ -301,7 +302,7 @@ func TestAReadYouMayNotMakeNamesTheRole(t *testing.T) {
 	p := ready
 	p.region = "googleapis/preflight/compute-error-403-regions.json"
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckQuota), "FAIL  gpu quota     the quotas of us-east1 cannot be read: Required 'compute.regions.get' permission for 'projects/acme-rl/regions/us-east1' (HTTP 403)")
 	assert.Equal(t, "fix: reading it takes compute.regions.get: have roles/compute.viewer (or another role that holds it) granted at https://console.cloud.google.com/iam-admin/iam?project=acme-rl", fixOf(t, out, CheckQuota))
 	assert.Contains(t, finding(t, out, CheckMachineType), "ok    machine type")
@@ -325,18 +326,18 @@ func TestQuotaInUseLeavesTooFewGPUs(t *testing.T) {
 	p.region = "googleapis/preflight/compute-region-us-east1-b200-in-use.json"
 	// b200-spot's 8 nodes while smoke's one node runs: 56 of 64 free.
 	code, out, _ := preflight(t, p, append([]string{"--stack", "b200-spot"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckQuota), "PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1: limit 64, in use 8, 56 free; the run needs 64 (8 nodes × 8 GPUs)")
 	// The same quota passes smoke, which needs 8.
 	code, out, _ = preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 }
 
 // The run's nodes decide pass or fail; what the autoscaler may add beyond them is said, not
 // failed.
 func TestQuotaNamesWhatTheAutoscalerCouldNotAdd(t *testing.T) {
 	code, out, _ := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.maxNodes=9"}, yours...)...)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Contains(t, finding(t, out, CheckQuota), "64 free; the run needs 8 (the autoscaler's gpu.maxNodes=9 would need 72)")
 	_, out, _ = preflight(t, ready, append([]string{"--stack", "smoke"}, yours...)...)
 	assert.NotContains(t, finding(t, out, CheckQuota), "autoscaler")
@@ -352,7 +353,7 @@ func TestOnDemandDrawsOnTheGPUsOwnQuota(t *testing.T) {
 	}
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.type=h200", "--config", "gcp:region=us-south1",
 		"--config", "gke-rl:zone=us-south1-b", "--config", "gke-rl:gpu.provisioning=on-demand"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckQuota), "us-south1 has no NVIDIA_H200_GPUS quota")
 }
 
@@ -377,7 +378,7 @@ func reservedProject(reservation string) project {
 
 func TestReservationThatFits(t *testing.T) {
 	code, out, calls := preflight(t, reservedProject("googleapis/preflight/compute-reservation-a3-ultragpu-8g.json"), append(reserved, yours...)...)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Contains(t, finding(t, out, CheckReservation), `ok    reservation   reservation "example-reservation" in europe-west4-b: 2 × a3-ultragpu-8g, 0 in use`)
 	for _, check := range []string{CheckQuota, CheckGlobalGPUs, CheckLocalSSD} {
 		assert.Contains(t, finding(t, out, check), "a reservation's capacity comes with its own quota")
@@ -389,7 +390,7 @@ func TestReservationThatFits(t *testing.T) {
 
 func TestReservationOfAnotherMachineTypeAndTooFewFree(t *testing.T) {
 	code, out, _ := preflight(t, reservedProject("googleapis/preflight/compute-reservation-a4x-highgpu-4g.json"), append(reserved, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	line := finding(t, out, CheckReservation)
 	assert.Contains(t, line, "it holds a4x-highgpu-4g, and gpu.type needs a3-ultragpu-8g")
 	assert.Contains(t, line, "1 of its 36 machines are free (35 in use), and gpu.nodes is 2")
@@ -397,7 +398,7 @@ func TestReservationOfAnotherMachineTypeAndTooFewFree(t *testing.T) {
 
 func TestMissingReservationNamesTheCommandThatFindsIt(t *testing.T) {
 	code, out, _ := preflight(t, reservedProject(""), append(reserved, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckReservation), `acme-rl has no reservation "example-reservation" in europe-west4-b`)
 	assert.Contains(t, fixOf(t, out, CheckReservation), "`gcloud compute reservations list --project acme-rl --filter=name=example-reservation`")
 }
@@ -410,7 +411,7 @@ func TestSharedReservationIsReadInItsOwnersProject(t *testing.T) {
 	p := reservedProject("")
 	p.sharedReservation = "googleapis/preflight/compute-reservation-a3-ultragpu-8g-shared.json"
 	code, out, calls := preflight(t, p, append(shared, yours...)...)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Contains(t, finding(t, out, CheckReservation), `ok    reservation   reservation "example-reservation" of owner-rl in europe-west4-b: 2 × a3-ultragpu-8g, 0 in use`)
 	var asked []string
 	for _, c := range calls {
@@ -423,12 +424,12 @@ func TestSharedReservationIsReadInItsOwnersProject(t *testing.T) {
 	// The owner's reservation that is not shared (LOCAL) is refused, naming its share settings.
 	p.sharedReservation = "googleapis/preflight/compute-reservation-a3-ultragpu-8g.json"
 	code, out, _ = preflight(t, p, append(shared, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckReservation), "owner-rl does not share it with acme-rl (shareSettings: LOCAL)")
 
 	p.sharedReservation = ""
 	code, out, _ = preflight(t, p, append(shared, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckReservation), `owner-rl has no reservation "example-reservation" in europe-west4-b`)
 	assert.Contains(t, fixOf(t, out, CheckReservation), "`gcloud compute reservations list --project owner-rl --filter=name=example-reservation`")
 }
@@ -451,27 +452,27 @@ func TestMissingPermissionsAreNamed(t *testing.T) {
 	// roles/iam.serviceAccountUser.
 	p.denied = []string{"container.clusters.create", "iam.serviceAccounts.actAs"}
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckPermissions), "you lack 2 of the 29 permissions up uses: container.clusters.create, iam.serviceAccounts.actAs")
 	assert.Contains(t, fixOf(t, out, CheckPermissions), "README's Prerequisites")
 }
 
 func TestPlaceholdersAreRefusedBeforeAnyCall(t *testing.T) {
 	code, out, calls := preflight(t, ready, "--stack", "smoke")
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, out, "placeholder: gcp:project:")
 	assert.Contains(t, out, "error: replace the project's and the reservation's placeholders first")
 	assert.Empty(t, calls)
 
 	// The workstation's address is not asked about: its placeholder is named, not refused.
 	code, out, _ = preflight(t, ready, "--stack", "smoke", "--config", "gcp:project=acme-rl")
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Contains(t, out, "placeholder: cluster.authorizedNetworks[0]:")
 }
 
 func TestRefusedConfigurationIsNotAsked(t *testing.T) {
 	code, out, calls := preflight(t, ready, append([]string{"--stack", "smoke", "--config", "gke-rl:gpu.nodes=0"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, out, "error: gpu.nodes:")
 	assert.Empty(t, calls)
 }
@@ -485,20 +486,20 @@ func TestWithoutCredentialsNothingIsAsked(t *testing.T) {
 	t.Setenv("NO_GCE_CHECK", "true") // not on GCE: cloud.google.com/go/auth's detection skips the metadata server
 	var stdout, stderr bytes.Buffer
 	code := Main(append([]string{"--stack", "smoke"}, yours...), plantest.RepoRoot(), &stdout, &stderr)
-	if code != ExitCannotAsk {
-		t.Fatalf("exit %d, want %d (cannot ask):\n%s%s", code, ExitCannotAsk, stdout.String(), stderr.String())
+	if code != cmd.ExitCannotAsk {
+		t.Fatalf("exit %d, want %d (cannot ask):\n%s%s", code, cmd.ExitCannotAsk, stdout.String(), stderr.String())
 	}
 	assert.Contains(t, stderr.String(), "`gcloud auth application-default login`")
 }
 
 func TestUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	assert.Equal(t, ExitUsage, run(nil, plantest.RepoRoot(), &stdout, &stderr, nil))
+	assert.Equal(t, cmd.ExitUsage, run(nil, plantest.RepoRoot(), &stdout, &stderr, nil))
 	assert.Contains(t, stderr.String(), "usage: go run . preflight --stack NAME")
 	stdout.Reset()
-	assert.Equal(t, ExitOK, run([]string{"--help"}, plantest.RepoRoot(), &stdout, &stderr, nil))
+	assert.Equal(t, cmd.ExitOK, run([]string{"--help"}, plantest.RepoRoot(), &stdout, &stderr, nil))
 	assert.Contains(t, stdout.String(), "read-only")
-	assert.Equal(t, ExitUsage, run([]string{"--stack", "nosuch"}, plantest.RepoRoot(), &stdout, &stderr, nil))
+	assert.Equal(t, cmd.ExitUsage, run([]string{"--stack", "nosuch"}, plantest.RepoRoot(), &stdout, &stderr, nil))
 }
 
 // Every quota `up` draws on besides the region's GPUs, at its boundary on the smoke stack (one
@@ -523,13 +524,13 @@ func TestEveryQuotaAtItsBoundary(t *testing.T) {
 			p := ready
 			p.limits = map[string]float64{tc.metric: tc.enough}
 			code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-			assert.Equal(t, ExitOK, code, out)
+			assert.Equal(t, cmd.ExitOK, code, out)
 			assert.Contains(t, finding(t, out, tc.check), "ok    "+tc.check)
 			assert.Contains(t, finding(t, out, tc.check), tc.pass)
 
 			p.limits = map[string]float64{tc.metric: tc.enough - 1}
 			code, out, _ = preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-			assert.Equal(t, ExitFailed, code, out)
+			assert.Equal(t, cmd.ExitCheckFailed, code, out)
 			assert.Contains(t, finding(t, out, tc.check), "FAIL  "+tc.check)
 			assert.Contains(t, finding(t, out, tc.check), fmt.Sprintf("%d free; the run needs %d (", tc.need-1, tc.need))
 			assert.Contains(t, fixOf(t, out, tc.check), "request "+tc.metric+" in ")
@@ -543,7 +544,7 @@ func TestNewProjectHasNoGPUsInAnyRegion(t *testing.T) {
 	p := ready
 	p.computeProject = "googleapis/preflight/compute-project-acme-rl-new.json"
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckQuota), "ok    gpu quota")
 	assert.Contains(t, finding(t, out, CheckGlobalGPUs), "FAIL  global gpus   GPUS_ALL_REGIONS in all regions: limit 0, in use 0, 0 free; the run needs 8 (1 nodes × 8 GPUs)")
 	assert.Contains(t, fixOf(t, out, CheckGlobalGPUs), "request GPUS_ALL_REGIONS in all regions at https://console.cloud.google.com/iam-admin/quotas?project=acme-rl")
@@ -556,7 +557,7 @@ func TestSpotLocalSSDWithoutPreemptibleQuotaDrawsOnTheStandardOne(t *testing.T) 
 	p := ready
 	p.limits = map[string]float64{"PREEMPTIBLE_LOCAL_SSD_GB": 0}
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckLocalSSD), "FAIL  local ssd     LOCAL_SSD_TOTAL_GB in us-east1: limit 10000, in use 0, 10000 free; the run needs 12000 (1 nodes × 12000 GB)")
 }
 
@@ -566,7 +567,7 @@ func TestAnotherStacksNodeHoldsLocalSSDQuota(t *testing.T) {
 	p := ready
 	p.region = "googleapis/preflight/compute-region-us-east1-b200-in-use.json"
 	code, out, _ := preflight(t, p, append([]string{"--stack", "b200-spot", "--config", "gcp:region=us-east1", "--config", "gke-rl:zone=us-east1-b"}, yours...)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckLocalSSD), "PREEMPTIBLE_LOCAL_SSD_GB in us-east1: limit 96000, in use 12000, 84000 free; the run needs 96000 (8 nodes × 12000 GB)")
 }
 

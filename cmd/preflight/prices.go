@@ -10,6 +10,7 @@ import (
 
 	"al.essio.dev/pkg/shellescape"
 
+	"gke-rl/cmd"
 	"gke-rl/internal/cost"
 	"gke-rl/internal/cost/billing"
 	"gke-rl/internal/kinds"
@@ -60,13 +61,13 @@ func machinesToPrice(ctx context.Context, c *Clients, n Needs, bill cost.Bill) (
 // checkPrices reads the catalog, prices the stack's machines and writes them to path as a
 // price file that `plan --prices` reads. It names what it could not price, and the bill's other
 // lines that neither the file nor the shipped table prices.
-func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path, today string, planArgs []string) Finding {
-	f := Finding{Check: CheckPrices}
+func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path, today string, planArgs []string) cmd.Finding {
+	f := cmd.Finding{Name: CheckPrices}
 	ctx, cancel := context.WithTimeout(ctx, pricesTimeout)
 	defer cancel()
 	skus, err := billing.List(ctx, c.Billing)
 	if err != nil {
-		f.Status, f.Detail = Failed, "the Cloud Billing Catalog cannot be read: "+apiMessage(err)
+		f.Status, f.Detail = cmd.Failed, "the Cloud Billing Catalog cannot be read: "+apiMessage(err)
 		f.Fix = fmt.Sprintf("the catalog is read through the Cloud Billing API of the project: `gcloud services enable cloudbilling.googleapis.com --project %s`, then run preflight again", n.Project)
 		return f
 	}
@@ -75,7 +76,7 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 	file := cost.File{Source: cost.Source{Date: today, Name: CatalogSource}, Prices: prices}
 	table, err := file.Table()
 	if err != nil {
-		f.Status, f.Detail = Failed, "internal error (please report it): the prices read make no price file: "+err.Error()
+		f.Status, f.Detail = cmd.Failed, "internal error (please report it): the prices read make no price file: "+err.Error()
 		return f
 	}
 
@@ -99,7 +100,7 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 		}
 	}
 	if len(prices) == 0 {
-		f.Status, f.Detail = Failed, fmt.Sprintf("no line of the bill could be priced from %d SKUs, %s not written: %s", len(skus), path, strings.Join(still, "; "))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("no line of the bill could be priced from %d SKUs, %s not written: %s", len(skus), path, strings.Join(still, "; "))
 		return f
 	}
 	data, err := json.MarshalIndent(file, "", "  ")
@@ -107,14 +108,14 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 		err = os.WriteFile(path, append(data, '\n'), 0o644)
 	}
 	if err != nil {
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s cannot be written: %v", path, err)
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s cannot be written: %v", path, err)
 		return f
 	}
 	parts := make([]string, len(prices))
 	for i, p := range prices {
 		parts[i] = fmt.Sprintf("%s %s/%s", p.SKU, cost.Dollars(p.USD), cost.PerHour)
 	}
-	f.Status = OK
+	f.Status = cmd.OK
 	f.Detail = fmt.Sprintf("wrote %s with the list prices of %s, from %d SKUs", path, strings.Join(parts, ", "), len(skus))
 	if len(still) > 0 {
 		f.Detail += "; without a price: " + strings.Join(still, "; ")

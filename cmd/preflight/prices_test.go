@@ -11,9 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/test/clitest"
-	"gke-rl/internal/cost"
+	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
+	"gke-rl/internal/cost"
+	"gke-rl/test/clitest"
 	"gke-rl/test/plantest"
 )
 
@@ -29,7 +30,7 @@ func TestPricesOutFeedsPlan(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "prices.json")
 	args := append(append([]string{"--stack", "smoke"}, yours...), inIowa...)
 	code, out, calls := preflight(t, ready, append(args, "--prices-out", file)...)
-	require.Equal(t, ExitOK, code, out)
+	require.Equal(t, cmd.ExitOK, code, out)
 
 	line := finding(t, out, CheckPrices)
 	assert.Contains(t, line, "wrote "+file+" with the list prices of a4-highgpu-8g/spot in us-central1 $39.63/hour, n2-standard-16 in us-central1 $0.78/hour, from 22 SKUs")
@@ -80,7 +81,7 @@ func TestPricesOutFeedsPlan(t *testing.T) {
 func TestPricesOutWithoutAPrice(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "prices.json")
 	code, out, _ := preflight(t, ready, append(append([]string{"--stack", "smoke"}, yours...), "--prices-out", file)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	line := finding(t, out, CheckPrices)
 	assert.Contains(t, line, "FAIL  prices        no line of the bill could be priced from 22 SKUs, "+file+" not written")
 	assert.Contains(t, line, `a4-highgpu-8g/spot in us-east1 (the catalog has no SKU "Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in …" for us-east1)`)
@@ -117,7 +118,7 @@ func TestPricesOutWithTheBillingAPIOff(t *testing.T) {
 	p.skus = nil
 	file := filepath.Join(t.TempDir(), "prices.json")
 	code, out, _ := preflight(t, p, append(append(append([]string{"--stack", "smoke"}, yours...), inIowa...), "--prices-out", file)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckPrices), "the Cloud Billing Catalog cannot be read: Cloud Billing API has not been used in project 123456789012 before or it is disabled.")
 	assert.Equal(t, "fix: the catalog is read through the Cloud Billing API of the project: `gcloud services enable cloudbilling.googleapis.com --project acme-rl`, then run preflight again", fixOf(t, out, CheckPrices))
 	assert.NoFileExists(t, file)
@@ -130,7 +131,7 @@ func TestPricesOutReasons(t *testing.T) {
 	iowa := append(append([]string{"--stack", "smoke"}, yours...), inIowa...)
 
 	code, out, _ := preflight(t, ready, append(iowa, "--config", "gke-rl:cluster.mode=autopilot", "--prices-out", file)...)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckPrices), "a4-highgpu-8g/spot/autopilot in us-central1 (Autopilot bills GPU pods under SKUs of its own, which this program does not know)")
 
 	noCPU := ready
@@ -141,6 +142,6 @@ func TestPricesOutReasons(t *testing.T) {
 
 	lustre := withLustre("googleapis/lustre-instances-list-empty.json")
 	code, out, _ = preflight(t, lustre, append(append(b200Spot, inIowa...), "--prices-out", file)...)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Contains(t, finding(t, out, CheckPrices), "without a price: lustre-500 in us-central1 (Lustre instance: neither the catalog's Compute Engine SKUs nor the shipped table)")
 }

@@ -8,6 +8,7 @@ import (
 
 	compute "google.golang.org/api/compute/v1"
 
+	"gke-rl/cmd"
 	"gke-rl/internal/kinds"
 )
 
@@ -18,11 +19,11 @@ var quotaChecks = []string{CheckQuota, CheckGlobalGPUs, CheckCPUQuota, CheckSSDQ
 // once (regions.get) and the project's all-regions quotas once (projects.get), each against what
 // the run's nodes take. The run's nodes decide pass or fail; what the autoscaler may add beyond
 // them is said, not failed.
-func checkQuotas(ctx context.Context, c *Clients, n Needs) []Finding {
-	findings := make([]Finding, 0, len(quotaChecks))
+func checkQuotas(ctx context.Context, c *Clients, n Needs) []cmd.Finding {
+	findings := make([]cmd.Finding, 0, len(quotaChecks))
 	region, regionErr := c.Compute.Regions.Get(n.Project, n.Region).Context(ctx).Do()
-	unreadable := func(check string) Finding {
-		return Finding{Check: check, Status: Failed,
+	unreadable := func(check string) cmd.Finding {
+		return cmd.Finding{Name: check, Status: cmd.Failed,
 			Detail: fmt.Sprintf("the quotas of %s cannot be read: %s", n.Region, apiMessage(regionErr)),
 			Fix:    grantFix(n.Project, "compute.regions.get", "roles/compute.viewer")}
 	}
@@ -50,7 +51,7 @@ func checkQuotas(ctx context.Context, c *Clients, n Needs) []Finding {
 	// The vCPUs of the CPU pool, on its machine family's quota.
 	switch {
 	case n.CPUMachineType == "":
-		findings = append(findings, Finding{Check: CheckCPUQuota, Status: Skipped, Detail: "Autopilot has no CPU pool: its nodes are GKE's"})
+		findings = append(findings, cmd.Finding{Name: CheckCPUQuota, Status: cmd.Skipped, Detail: "Autopilot has no CPU pool: its nodes are GKE's"})
 	case regionErr != nil:
 		findings = append(findings, unreadable(CheckCPUQuota))
 	default:
@@ -60,7 +61,7 @@ func checkQuotas(ctx context.Context, c *Clients, n Needs) []Finding {
 	// The CPU pool's boot disks, pd-balanced (GKE's default disk type), on the SSD quota.
 	switch {
 	case n.CPUMachineType == "":
-		findings = append(findings, Finding{Check: CheckSSDQuota, Status: Skipped, Detail: "Autopilot has no CPU pool: its nodes are GKE's"})
+		findings = append(findings, cmd.Finding{Name: CheckSSDQuota, Status: cmd.Skipped, Detail: "Autopilot has no CPU pool: its nodes are GKE's"})
 	case regionErr != nil:
 		findings = append(findings, unreadable(CheckSSDQuota))
 	default:
@@ -71,7 +72,7 @@ func checkQuotas(ctx context.Context, c *Clients, n Needs) []Finding {
 	// The GPU nodes' local SSDs, which hold their ephemeral storage.
 	switch {
 	case n.LocalSSDGB == 0:
-		findings = append(findings, Finding{Check: CheckLocalSSD, Status: Skipped, Detail: "the GPU nodes have no local SSD"})
+		findings = append(findings, cmd.Finding{Name: CheckLocalSSD, Status: cmd.Skipped, Detail: "the GPU nodes have no local SSD"})
 	case reserved:
 		findings = append(findings, reservedSkip(CheckLocalSSD))
 	case regionErr != nil:
@@ -96,8 +97,8 @@ const (
 
 // reservedSkip is a quota check that a reservation makes moot: its machines (GPUs, local SSDs)
 // were counted against the quota when it was made.
-func reservedSkip(check string) Finding {
-	return Finding{Check: check, Status: Skipped, Detail: "a reservation's capacity comes with its own quota"}
+func reservedSkip(check string) cmd.Finding {
+	return cmd.Finding{Name: check, Status: cmd.Skipped, Detail: "a reservation's capacity comes with its own quota"}
 }
 
 // localSSDMetric is the local SSD quota the GPU nodes draw on. Spot and flex-start VMs draw on
@@ -125,24 +126,24 @@ func CPUFamilyMetric(quotas []*compute.Quota, machineType string) string {
 	return generalCPUsMetric
 }
 
-func checkCPUQuota(ctx context.Context, c *Clients, n Needs, quotas quotaList) Finding {
+func checkCPUQuota(ctx context.Context, c *Clients, n Needs, quotas quotaList) cmd.Finding {
 	mt, err := c.machineType(ctx, n.Project, n.Zone, n.CPUMachineType)
 	if err != nil {
 		// The machine type check has said why; this one cannot count without it.
-		return Finding{Check: CheckCPUQuota, Status: Skipped, Detail: fmt.Sprintf("%s's vCPUs are unknown: it could not be read", n.CPUMachineType)}
+		return cmd.Finding{Name: CheckCPUQuota, Status: cmd.Skipped, Detail: fmt.Sprintf("%s's vCPUs are unknown: it could not be read", n.CPUMachineType)}
 	}
 	cpus := int(mt.GuestCpus)
 	return quotas.against(n, CheckCPUQuota, CPUFamilyMetric(quotas, n.CPUMachineType), n.Region,
 		demand{need: n.CPUNodes * cpus, most: n.CPUMaxNodes * cpus, what: fmt.Sprintf("%d CPU node × %d vCPUs of %s", n.CPUNodes, cpus, n.CPUMachineType), bound: cpuBound(n)})
 }
 
-func checkGlobalGPUs(ctx context.Context, c *Clients, n Needs, reserved bool, gpus int) Finding {
+func checkGlobalGPUs(ctx context.Context, c *Clients, n Needs, reserved bool, gpus int) cmd.Finding {
 	if reserved {
 		return reservedSkip(CheckGlobalGPUs)
 	}
 	p, err := c.Compute.Projects.Get(n.Project).Context(ctx).Do()
 	if err != nil {
-		return Finding{Check: CheckGlobalGPUs, Status: Failed,
+		return cmd.Finding{Name: CheckGlobalGPUs, Status: cmd.Failed,
 			Detail: fmt.Sprintf("the project's quotas cannot be read: %s", apiMessage(err)),
 			Fix:    grantFix(n.Project, "compute.projects.get", "roles/compute.viewer")}
 	}
@@ -177,23 +178,23 @@ func (l quotaList) find(metric string) *compute.Quota {
 
 // against compares one quota with the demand: exactly enough free passes, one short fails. A
 // metric the answer does not list is a quota the project holds none of.
-func (l quotaList) against(n Needs, check, metric, where string, d demand) Finding {
-	f := Finding{Check: check}
+func (l quotaList) against(n Needs, check, metric, where string, d demand) cmd.Finding {
+	f := cmd.Finding{Name: check}
 	fix := fmt.Sprintf("request %s in %s at https://console.cloud.google.com/iam-admin/quotas?project=%s (filter on the metric); then run preflight again", metric, where, n.Project)
 	q := l.find(metric)
 	if q == nil {
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s has no %s quota: the project holds none of it, and the run needs %d (%s)", where, metric, d.need, d.what)
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s has no %s quota: the project holds none of it, and the run needs %d (%s)", where, metric, d.need, d.what)
 		f.Fix = fix
 		return f
 	}
 	free := int(q.Limit - q.Usage)
 	have := fmt.Sprintf("%s in %s: limit %g, in use %g, %d free", metric, where, q.Limit, q.Usage, free)
 	if free < d.need {
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s; the run needs %d (%s)", have, d.need, d.what)
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s; the run needs %d (%s)", have, d.need, d.what)
 		f.Fix = fix
 		return f
 	}
-	f.Status, f.Detail = OK, fmt.Sprintf("%s; the run needs %d", have, d.need)
+	f.Status, f.Detail = cmd.OK, fmt.Sprintf("%s; the run needs %d", have, d.need)
 	if d.most > free {
 		f.Detail += fmt.Sprintf(" (%s would need %d)", d.bound, d.most)
 	}

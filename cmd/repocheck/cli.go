@@ -2,7 +2,6 @@ package repocheck
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,16 +9,13 @@ import (
 	"os"
 	"regexp"
 	"time"
+
+	"gke-rl/cmd"
 )
 
-// Exit statuses: ExitOK with no setting failed (some may be unknown), ExitFailed with one,
-// ExitUsage for bad arguments, ExitUnreachable when the API could not be asked.
-const (
-	ExitOK          = 0
-	ExitFailed      = 1
-	ExitUsage       = 2
-	ExitUnreachable = 3
-)
+// report prints the findings under "setting", in columns as wide as "unknown" and "workflow
+// approvals".
+var report = cmd.Report{NameKey: "setting", StatusWidth: 7, NameWidth: 18}
 
 // DefaultBase is GitHub's API; GITHUB_API_URL (which GitHub Actions sets) names another.
 const DefaultBase = "https://api.github.com"
@@ -55,41 +51,26 @@ func run(args []string, stdout, stderr io.Writer, c *Client) int {
 			"lists, the %s environment's reviewers and branches, and whether workflows may approve pull requests.\n", Environment)
 	}
 	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+		return cmd.ExitUsage
 	}
 	if !repoPattern.MatchString(*repo) {
 		fmt.Fprintf(stderr, "error: --repo: %q is not OWNER/NAME\n", *repo)
-		return ExitUsage
+		return cmd.ExitUsage
 	}
 	findings, err := Check(context.Background(), c, *repo)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: cannot ask GitHub's API at %s: %v\n", c.Base, err)
-		return ExitUnreachable
+		return cmd.ExitCannotAsk
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(findings); err != nil {
-			return ExitFailed
+		if err := report.WriteJSON(stdout, findings); err != nil {
+			return cmd.ExitCheckFailed
 		}
 	} else {
 		fmt.Fprintf(stdout, "repo-check of %s; read-only\n", *repo)
-		for _, f := range findings {
-			fmt.Fprintf(stdout, "  %-7s  %-18s  %s\n", f.Status, f.Setting, f.Detail)
-			if f.Fix != "" {
-				fmt.Fprintf(stdout, "  %-7s  %-18s  fix: %s\n", "", "", f.Fix)
-			}
-		}
+		report.WriteTable(stdout, findings)
 	}
-	failed, unknown := 0, 0
-	for _, f := range findings {
-		switch f.Status {
-		case Failed:
-			failed++
-		case Unknown:
-			unknown++
-		}
-	}
+	failed, unknown := cmd.Count(findings, cmd.Failed), cmd.Count(findings, cmd.Unknown)
 	if !*asJSON {
 		switch {
 		case failed > 0:
@@ -101,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer, c *Client) int {
 		}
 	}
 	if failed > 0 {
-		return ExitFailed
+		return cmd.ExitCheckFailed
 	}
-	return ExitOK
+	return cmd.ExitOK
 }

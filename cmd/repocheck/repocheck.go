@@ -14,26 +14,9 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"gke-rl/cmd"
 )
-
-// Status is a check's outcome: ok, FAIL, or unknown (the API did not show the setting to this
-// token, which a person then checks in the repository's settings).
-type Status string
-
-// The outcomes.
-const (
-	OK      Status = "ok"
-	Failed  Status = "FAIL"
-	Unknown Status = "unknown"
-)
-
-// Finding is one setting's answer; Fix, unless it passed, is where to mend it.
-type Finding struct {
-	Setting string `json:"setting"`
-	Status  Status `json:"status"`
-	Detail  string `json:"detail"`
-	Fix     string `json:"fix,omitempty"`
-}
 
 // The settings, in docs/ci.md's order, and the deploy environment's name (.github/workflows/
 // deploy.yml).
@@ -118,7 +101,7 @@ type environment struct {
 
 // Check asks for every setting of repo (OWNER/NAME). The error says that the API could not be
 // asked at all (no network, a bad address); a setting the token may not read is a finding.
-func Check(ctx context.Context, c *Client, repo string) ([]Finding, error) {
+func Check(ctx context.Context, c *Client, repo string) ([]cmd.Finding, error) {
 	settings := "https://github.com/" + repo + "/settings"
 	p := "/repos/" + repo
 
@@ -127,7 +110,7 @@ func Check(ctx context.Context, c *Client, repo string) ([]Finding, error) {
 	if err != nil && !errors.Is(err, errNotShown) {
 		return nil, err
 	}
-	findings := []Finding{checkMain(rules, err, settings+"/rules")}
+	findings := []cmd.Finding{checkMain(rules, err, settings+"/rules")}
 	findings = append(findings, checkBypass(ctx, c, p, rules, err, settings+"/rules"))
 
 	var env environment
@@ -145,14 +128,14 @@ func Check(ctx context.Context, c *Client, repo string) ([]Finding, error) {
 	if permErr != nil && !errors.Is(permErr, errNotShown) {
 		return nil, permErr
 	}
-	f := Finding{Setting: SettingApproval, Fix: settings + "/actions: Workflow permissions, \"Allow GitHub Actions to create and approve pull requests\" off"}
+	f := cmd.Finding{Name: SettingApproval, Fix: settings + "/actions: Workflow permissions, \"Allow GitHub Actions to create and approve pull requests\" off"}
 	switch {
 	case permErr != nil || perms.CanApprove == nil:
-		f.Status, f.Detail = Unknown, "the API does not show it to this token: "+describe(permErr)
+		f.Status, f.Detail = cmd.Unknown, "the API does not show it to this token: "+describe(permErr)
 	case *perms.CanApprove:
-		f.Status, f.Detail = Failed, "GitHub Actions may approve pull requests: a writer's workflow can approve its own pull request into main"
+		f.Status, f.Detail = cmd.Failed, "GitHub Actions may approve pull requests: a writer's workflow can approve its own pull request into main"
 	default:
-		f.Status, f.Detail, f.Fix = OK, "GitHub Actions may not approve pull requests", ""
+		f.Status, f.Detail, f.Fix = cmd.OK, "GitHub Actions may not approve pull requests", ""
 	}
 	return append(findings, f), nil
 }
@@ -166,10 +149,10 @@ func describe(err error) string {
 
 // checkMain wants main's effective rules to require a pull request with an approval, and to
 // refuse force pushes and deletion.
-func checkMain(rules []rule, err error, fix string) Finding {
-	f := Finding{Setting: SettingMain, Fix: fix + ": a branch ruleset on main: require a pull request with 1 approval, block force pushes, restrict deletions"}
+func checkMain(rules []rule, err error, fix string) cmd.Finding {
+	f := cmd.Finding{Name: SettingMain, Fix: fix + ": a branch ruleset on main: require a pull request with 1 approval, block force pushes, restrict deletions"}
 	if err != nil {
-		f.Status, f.Detail = Unknown, "main's rules are not shown to this token: "+describe(err)
+		f.Status, f.Detail = cmd.Unknown, "main's rules are not shown to this token: "+describe(err)
 		return f
 	}
 	has := map[string]bool{}
@@ -198,10 +181,10 @@ func checkMain(rules []rule, err error, fix string) Finding {
 	}
 	slices.Sort(types)
 	if len(missing) > 0 {
-		f.Status, f.Detail = Failed, fmt.Sprintf("main's rules (%s) lack %s", orNone(types), strings.Join(missing, ", "))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("main's rules (%s) lack %s", orNone(types), strings.Join(missing, ", "))
 		return f
 	}
-	f.Status, f.Detail, f.Fix = OK, fmt.Sprintf("main takes changes through pull requests with %d approval(s), and refuses force pushes and deletion", approvals), ""
+	f.Status, f.Detail, f.Fix = cmd.OK, fmt.Sprintf("main takes changes through pull requests with %d approval(s), and refuses force pushes and deletion", approvals), ""
 	return f
 }
 
@@ -226,10 +209,10 @@ func orNone(xs []string) string {
 
 // checkBypass reads each ruleset that protects main: none may list a bypass actor, the
 // administrators included.
-func checkBypass(ctx context.Context, c *Client, p string, rules []rule, rulesErr error, fix string) Finding {
-	f := Finding{Setting: SettingBypass, Fix: fix + ": empty each ruleset's bypass list"}
+func checkBypass(ctx context.Context, c *Client, p string, rules []rule, rulesErr error, fix string) cmd.Finding {
+	f := cmd.Finding{Name: SettingBypass, Fix: fix + ": empty each ruleset's bypass list"}
 	if rulesErr != nil {
-		f.Status, f.Detail = Unknown, "main's rules are not shown to this token: "+describe(rulesErr)
+		f.Status, f.Detail = cmd.Unknown, "main's rules are not shown to this token: "+describe(rulesErr)
 		return f
 	}
 	var ids []int
@@ -239,18 +222,18 @@ func checkBypass(ctx context.Context, c *Client, p string, rules []rule, rulesEr
 		}
 	}
 	if len(ids) == 0 {
-		f.Status, f.Detail = Failed, "no ruleset protects main"
+		f.Status, f.Detail = cmd.Failed, "no ruleset protects main"
 		return f
 	}
 	var bypassed, read []string
 	for _, id := range ids {
 		var rs ruleset
 		if err := c.get(ctx, fmt.Sprintf("%s/rulesets/%d", p, id), &rs); err != nil {
-			f.Status, f.Detail = Unknown, fmt.Sprintf("ruleset %d is not shown to this token: %s", id, describe(err))
+			f.Status, f.Detail = cmd.Unknown, fmt.Sprintf("ruleset %d is not shown to this token: %s", id, describe(err))
 			return f
 		}
 		if rs.BypassActors == nil {
-			f.Status, f.Detail = Unknown, fmt.Sprintf("ruleset %q's bypass list is not shown to this token: %s", rs.Name, describe(nil))
+			f.Status, f.Detail = cmd.Unknown, fmt.Sprintf("ruleset %q's bypass list is not shown to this token: %s", rs.Name, describe(nil))
 			return f
 		}
 		read = append(read, fmt.Sprintf("%q", rs.Name))
@@ -259,19 +242,19 @@ func checkBypass(ctx context.Context, c *Client, p string, rules []rule, rulesEr
 		}
 	}
 	if len(bypassed) > 0 {
-		f.Status, f.Detail = Failed, "main's rules can be bypassed: "+strings.Join(bypassed, ", ")
+		f.Status, f.Detail = cmd.Failed, "main's rules can be bypassed: "+strings.Join(bypassed, ", ")
 		return f
 	}
-	f.Status, f.Detail, f.Fix = OK, "no one bypasses "+strings.Join(read, ", "), ""
+	f.Status, f.Detail, f.Fix = cmd.OK, "no one bypasses "+strings.Join(read, ", "), ""
 	return f
 }
 
 // checkEnvironment wants the deploy environment to require a reviewer who is not the person who
 // started the deployment, with no administrator bypass.
-func checkEnvironment(env environment, err error, fix string) Finding {
-	f := Finding{Setting: SettingEnvironment, Fix: fix + ": " + Environment + ": required reviewers, \"Prevent self-review\" on, \"Allow administrators to bypass configured protection rules\" off"}
+func checkEnvironment(env environment, err error, fix string) cmd.Finding {
+	f := cmd.Finding{Name: SettingEnvironment, Fix: fix + ": " + Environment + ": required reviewers, \"Prevent self-review\" on, \"Allow administrators to bypass configured protection rules\" off"}
 	if err != nil {
-		f.Status, f.Detail = Failed, fmt.Sprintf("the environment %s is not shown: %s (the deploy workflow creates it unprotected if it does not exist)", Environment, describe(err))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("the environment %s is not shown: %s (the deploy workflow creates it unprotected if it does not exist)", Environment, describe(err))
 		return f
 	}
 	var problems []string
@@ -291,29 +274,29 @@ func checkEnvironment(env environment, err error, fix string) Finding {
 		problems = append(problems, "administrators may bypass its rules (can_admins_bypass)")
 	}
 	if len(problems) > 0 {
-		f.Status, f.Detail = Failed, Environment+": "+strings.Join(problems, "; ")
+		f.Status, f.Detail = cmd.Failed, Environment+": "+strings.Join(problems, "; ")
 		return f
 	}
 	if env.CanAdminsBypass == nil {
-		f.Status, f.Detail = Unknown, fmt.Sprintf("%s requires %d reviewer(s) and prevents self-review; whether administrators may bypass it is not shown (check it in the settings)", Environment, reviewers)
+		f.Status, f.Detail = cmd.Unknown, fmt.Sprintf("%s requires %d reviewer(s) and prevents self-review; whether administrators may bypass it is not shown (check it in the settings)", Environment, reviewers)
 		return f
 	}
-	f.Status, f.Detail, f.Fix = OK, fmt.Sprintf("%s requires %d reviewer(s), prevents self-review, and administrators may not bypass it", Environment, reviewers), ""
+	f.Status, f.Detail, f.Fix = cmd.OK, fmt.Sprintf("%s requires %d reviewer(s), prevents self-review, and administrators may not bypass it", Environment, reviewers), ""
 	return f
 }
 
 // checkBranches wants the deploy environment to take deployments from main only.
-func checkBranches(ctx context.Context, c *Client, p string, env environment, envErr error, fix string) Finding {
-	f := Finding{Setting: SettingBranches, Fix: fix + ": " + Environment + ": Deployment branches and tags, \"Selected branches and tags\" with main alone"}
+func checkBranches(ctx context.Context, c *Client, p string, env environment, envErr error, fix string) cmd.Finding {
+	f := cmd.Finding{Name: SettingBranches, Fix: fix + ": " + Environment + ": Deployment branches and tags, \"Selected branches and tags\" with main alone"}
 	switch {
 	case envErr != nil:
-		f.Status, f.Detail = Unknown, "the environment is not shown"
+		f.Status, f.Detail = cmd.Unknown, "the environment is not shown"
 		return f
 	case env.DeploymentBranchPolicy == nil:
-		f.Status, f.Detail = Failed, "every branch may deploy (deployment_branch_policy is null)"
+		f.Status, f.Detail = cmd.Failed, "every branch may deploy (deployment_branch_policy is null)"
 		return f
 	case env.DeploymentBranchPolicy.ProtectedBranches:
-		f.Status, f.Detail = Failed, "every protected branch may deploy, not main alone"
+		f.Status, f.Detail = cmd.Failed, "every protected branch may deploy, not main alone"
 		return f
 	}
 	var policies struct {
@@ -323,7 +306,7 @@ func checkBranches(ctx context.Context, c *Client, p string, env environment, en
 		} `json:"branch_policies"`
 	}
 	if err := c.get(ctx, p+"/environments/"+url.PathEscape(Environment)+"/deployment-branch-policies", &policies); err != nil {
-		f.Status, f.Detail = Unknown, "its branch policies are not shown: "+describe(err)
+		f.Status, f.Detail = cmd.Unknown, "its branch policies are not shown: "+describe(err)
 		return f
 	}
 	var names []string
@@ -335,9 +318,9 @@ func checkBranches(ctx context.Context, c *Client, p string, env environment, en
 		names = append(names, printable(name))
 	}
 	if len(names) != 1 || names[0] != branch {
-		f.Status, f.Detail = Failed, fmt.Sprintf("%s takes deployments from %s, not main alone", Environment, orNone(names))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s takes deployments from %s, not main alone", Environment, orNone(names))
 		return f
 	}
-	f.Status, f.Detail, f.Fix = OK, Environment+" takes deployments from main alone", ""
+	f.Status, f.Detail, f.Fix = cmd.OK, Environment+" takes deployments from main alone", ""
 	return f
 }

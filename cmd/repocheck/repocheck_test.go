@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"gke-rl/cmd"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -82,7 +84,7 @@ func line(t *testing.T, out, setting string) string {
 
 func TestAProtectedRepositoryPasses(t *testing.T) {
 	code, out, auth := check(t, protected)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Contains(t, line(t, out, SettingMain), "ok       main protected      main takes changes through pull requests with 1 approval(s), and refuses force pushes and deletion")
 	assert.Contains(t, line(t, out, SettingBypass), `no one bypasses "protect-fork-rails"`)
 	assert.Contains(t, line(t, out, SettingEnvironment), "production requires 2 reviewer(s), prevents self-review, and administrators may not bypass it")
@@ -100,14 +102,14 @@ func TestMainProtectedAgainstDeletionOnlyFails(t *testing.T) {
 	r := protected.with("/repos/acme/gke-rl/rules/branches/main", "rules-branches-main-jcode.json").
 		with("/repos/acme/gke-rl/rulesets/18509013", "ruleset-jcode-protect-fork-rails.json")
 	code, out, _ := check(t, r)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, line(t, out, SettingMain), "FAIL     main protected      main's rules (deletion) lack changes through pull requests, no force push")
 	assert.Contains(t, out, "fix: https://github.com/acme/gke-rl/settings/rules: a branch ruleset on main")
 }
 
 func TestAnAdministratorBypassFails(t *testing.T) {
 	code, out, _ := check(t, protected.with("/repos/acme/gke-rl/rulesets/18509013", "ruleset-admin-bypass.json"))
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, line(t, out, SettingBypass), "main's rules can be bypassed: protect-fork-rails RepositoryRole (always)")
 }
 
@@ -118,14 +120,14 @@ func TestTheDocumentedEnvironmentFails(t *testing.T) {
 	r := protected.with("/repos/acme/gke-rl/environments/production", "environment-docs-example.json").
 		with("/repos/acme/gke-rl/environments/production/deployment-branch-policies", "branch-policies-docs-example.json")
 	code, out, _ := check(t, r)
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, line(t, out, SettingEnvironment), "production: the person who started a deployment may approve it (prevent_self_review is off)")
 	assert.Contains(t, line(t, out, SettingBranches), "production takes deployments from release/*, main, not main alone")
 }
 
 func TestAMissingEnvironmentFails(t *testing.T) {
 	code, out, _ := check(t, protected.with("/repos/acme/gke-rl/environments/production", ""))
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, line(t, out, SettingEnvironment), "the environment production is not shown: not shown (HTTP 404)")
 	assert.Contains(t, line(t, out, SettingBranches), "unknown")
 }
@@ -133,7 +135,7 @@ func TestAMissingEnvironmentFails(t *testing.T) {
 // GitHub's documented example of the Actions setting: workflows may approve pull requests.
 func TestWorkflowsThatMayApproveFail(t *testing.T) {
 	code, out, _ := check(t, protected.with("/repos/acme/gke-rl/actions/permissions/workflow", "workflow-permissions-docs-example.json"))
-	assert.Equal(t, ExitFailed, code, out)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, line(t, out, SettingApproval), "FAIL     workflow approvals  GitHub Actions may approve pull requests")
 	assert.Contains(t, out, `"Allow GitHub Actions to create and approve pull requests" off`)
 }
@@ -143,7 +145,7 @@ func TestWorkflowsThatMayApproveFail(t *testing.T) {
 func TestSettingsNotShownAreNamed(t *testing.T) {
 	r := protected.with("/repos/acme/gke-rl/actions/permissions/workflow", "").with("/repos/acme/gke-rl/rulesets/18509013", "")
 	code, out, _ := check(t, r)
-	assert.Equal(t, ExitOK, code, out)
+	assert.Equal(t, cmd.ExitOK, code, out)
 	assert.Contains(t, line(t, out, SettingApproval), "unknown")
 	assert.Contains(t, line(t, out, SettingBypass), "ruleset 18509013 is not shown to this token")
 	assert.Contains(t, out, "no setting fails; 2 not shown to this token")
@@ -151,18 +153,18 @@ func TestSettingsNotShownAreNamed(t *testing.T) {
 
 func TestJSONIsTheFindings(t *testing.T) {
 	code, out, _ := check(t, protected, "--json")
-	require.Equal(t, ExitOK, code, out)
-	var findings []Finding
+	require.Equal(t, cmd.ExitOK, code, out)
+	var findings []cmd.Finding
 	require.NoError(t, json.Unmarshal([]byte(out), &findings), out)
 	assert.Len(t, findings, 5)
 }
 
 func TestUsage(t *testing.T) {
 	var out bytes.Buffer
-	assert.Equal(t, ExitUsage, run([]string{"--repo", "not a repo"}, &out, &out, &Client{}))
+	assert.Equal(t, cmd.ExitUsage, run([]string{"--repo", "not a repo"}, &out, &out, &Client{}))
 	assert.Contains(t, out.String(), `error: --repo: "not a repo" is not OWNER/NAME`)
 	out.Reset()
-	assert.Equal(t, ExitUnreachable, run([]string{"--repo", repo}, &out, &out, &Client{Base: "http://127.0.0.1:1", HTTP: http.DefaultClient}))
+	assert.Equal(t, cmd.ExitCannotAsk, run([]string{"--repo", repo}, &out, &out, &Client{Base: "http://127.0.0.1:1", HTTP: http.DefaultClient}))
 	assert.Contains(t, out.String(), "error: cannot ask GitHub's API at http://127.0.0.1:1")
 }
 

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"gke-rl/infra/offline"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
-
-	"gke-rl/cmd/plan"
 )
 
 // Machine is what a Compute Engine machine type brings to a node: vCPUs, memory and GPUs
@@ -67,7 +67,7 @@ type Pool struct {
 
 // PoolOf is the simulated pool of a planned node pool, with the labels GKE adds to its nodes:
 // the pool's name, the accelerator, spot, the machine type and the zone.
-func PoolOf(res *plan.Resource, zone string) (Pool, error) {
+func PoolOf(res *offline.Resource, zone string) (Pool, error) {
 	in := func(path string) any { v, _ := res.Input(path); return v }
 	p := Pool{Name: fmt.Sprint(in("name")), Machine: fmt.Sprint(in("nodeConfig.machineType")), Labels: map[string]string{}}
 	if _, ok := Machines[p.Machine]; !ok {

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"gke-rl/cluster"
+	"gke-rl/infra/offline"
 	"gke-rl/test/kubetest"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 )
 
@@ -213,8 +213,8 @@ func managedObjects(t *testing.T, variants ...[]string) []stackObject {
 
 // appendManaged appends the objects of res whose kinds the preview identity manages, skipping
 // those seen already.
-func appendManaged(out []stackObject, seen, managed map[string]bool, stack string, res *plan.Result) []stackObject {
-	for _, m := range plan.Manifests(res) {
+func appendManaged(out []stackObject, seen, managed map[string]bool, stack string, res *offline.Result) []stackObject {
+	for _, m := range offline.Manifests(res) {
 		o := stackObject{stack: stack, object: m.Object}
 		group, _, _ := strings.Cut(m.Object["apiVersion"].(string), "/")
 		if !strings.Contains(m.Object["apiVersion"].(string), "/") {

@@ -19,16 +19,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"gke-rl/infra/offline"
+	"gke-rl/monitoring"
 	"gke-rl/test/clitest"
 	"gke-rl/test/kubetest"
-	"gke-rl/monitoring"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 )
 
 // queued is the smoke stack with experiments in `jobs` on a GPU pool of one node: the queue's
 // quota is one experiment at a time.
-func queued(t *testing.T, experiments ...string) *plan.Result {
+func queued(t *testing.T, experiments ...string) *offline.Result {
 	t.Helper()
 	return plantest.Plan(t, "smoke", append([]string{"gpu.maxNodes=1"}, experiments...)...)
 }
@@ -119,7 +119,7 @@ func (c testCluster) finish(t *testing.T, ns string, job *rayv1.RayJob) {
 
 // onlyNew is the later plan's resources that the earlier one lacks: what `pulumi up` creates
 // when an experiment is added (the others are unchanged, so not applied again).
-func onlyNew(before, after *plan.Result) *plan.Result {
+func onlyNew(before, after *offline.Result) *offline.Result {
 	had := map[string]bool{}
 	for _, r := range before.Resources {
 		had[r.URN] = true

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"gke-rl/infra/offline"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-
-	"gke-rl/cmd/plan"
 )
 
 // Walk applies a planned stack to the control plane as `pulumi up` would: each resource starts
@@ -26,7 +26,7 @@ import (
 type Walk struct {
 	CP    *ControlPlane
 	Nodes *Nodes
-	Plan  *plan.Result
+	Plan  *offline.Result
 	// PoolDelay is how long a node pool's creation takes (10 to 30 minutes on GKE for GPU
 	// pools of reserved capacity).
 	PoolDelay time.Duration
@@ -47,7 +47,7 @@ func (w *Walk) Run(t testing.TB) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := w.CP.As(t, Admin)
-	byURN := map[string]*plan.Resource{}
+	byURN := map[string]*offline.Resource{}
 	done := map[string]chan struct{}{}
 	for _, r := range w.Plan.Resources {
 		byURN[r.URN] = r
@@ -57,7 +57,7 @@ func (w *Walk) Run(t testing.TB) error {
 	var wg sync.WaitGroup
 	for _, r := range w.Plan.Resources {
 		wg.Add(1)
-		go func(r *plan.Resource) {
+		go func(r *offline.Resource) {
 			defer wg.Done()
 			for _, dep := range r.Dependencies {
 				if ch, ok := done[dep]; ok {
@@ -119,7 +119,7 @@ func (w *Walk) DoneAt(t testing.TB, typ, name string) time.Time {
 	return w.Done[r.URN]
 }
 
-func (w *Walk) create(ctx context.Context, admin *Session, r *plan.Resource) error {
+func (w *Walk) create(ctx context.Context, admin *Session, r *offline.Resource) error {
 	switch {
 	case r.Type == "gcp:container/nodePool:NodePool":
 		select {
@@ -133,7 +133,7 @@ func (w *Walk) create(ctx context.Context, admin *Session, r *plan.Resource) err
 		}
 		return w.Nodes.CreatePool(ctx, p)
 	case r.Custom && strings.HasPrefix(r.Type, "kubernetes:") && !strings.HasPrefix(r.Type, "kubernetes:index:"):
-		m, ok := plan.ManifestOf(r)
+		m, ok := offline.ManifestOf(r)
 		if !ok {
 			return nil
 		}

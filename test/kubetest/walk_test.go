@@ -19,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/gpunode"
-	"gke-rl/test/kubetest"
-	"gke-rl/cmd/plan"
-	"gke-rl/test/plantest"
 	"gke-rl/ray"
+	"gke-rl/test/kubetest"
+	"gke-rl/test/plantest"
 )
 
 // poolDelay stands for a node pool's creation: long enough that a Job created before the pool
@@ -47,7 +47,7 @@ func newCluster(t *testing.T) testCluster {
 }
 
 // up walks a planned stack onto the cluster as `pulumi up` would.
-func (c testCluster) up(t *testing.T, res *plan.Result) *kubetest.Walk {
+func (c testCluster) up(t *testing.T, res *offline.Result) *kubetest.Walk {
 	t.Helper()
 	w := &kubetest.Walk{CP: c.cp, Nodes: c.nodes, Plan: res, PoolDelay: poolDelay}
 	require.NoError(t, w.Run(t), "pulumi up of %s", res.Stack)

@@ -3,6 +3,8 @@
 package plantest
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,10 +14,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cmd/plan"
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/test/clitest"
 	"gke-rl/test/golden"
-	"gke-rl/cmd/plan"
 )
 
 // PlanTime is the clock of every planned test stack, so that the plans, their warnings and the
@@ -31,7 +34,7 @@ var Stacks = []string{"b200-spot", "h200-reserved", "smoke"}
 func RepoRoot() string { return golden.RepoRoot() }
 
 // Plan plans a shipped stack with overrides and fails the test on any error.
-func Plan(t testing.TB, stack string, overrides ...string) *plan.Result {
+func Plan(t testing.TB, stack string, overrides ...string) *offline.Result {
 	t.Helper()
 	res, err := TryPlan(stack, overrides...)
 	require.NoError(t, err, "planning %s with %v", stack, overrides)
@@ -39,12 +42,12 @@ func Plan(t testing.TB, stack string, overrides ...string) *plan.Result {
 }
 
 // TryPlan plans a shipped stack with overrides and returns the error.
-func TryPlan(stack string, overrides ...string) (*plan.Result, error) {
-	sc, err := plan.LoadStackConfig(RepoRoot(), stack, overrides)
+func TryPlan(stack string, overrides ...string) (*offline.Result, error) {
+	sc, err := offline.LoadStackConfig(RepoRoot(), stack, overrides)
 	if err != nil {
 		return nil, err
 	}
-	return plan.Run(sc, stack)
+	return offline.Run(sc, stack)
 }
 
 // Resolve resolves a shipped stack with overrides, registering nothing, and fails the test on
@@ -58,21 +61,21 @@ func Resolve(t testing.TB, stack string, overrides ...string) *infra.Blueprint {
 
 // TryResolve resolves a shipped stack with overrides and returns the error.
 func TryResolve(stack string, overrides ...string) (*infra.Blueprint, error) {
-	sc, err := plan.LoadStackConfig(RepoRoot(), stack, overrides)
+	sc, err := offline.LoadStackConfig(RepoRoot(), stack, overrides)
 	if err != nil {
 		return nil, err
 	}
-	return plan.Resolve(sc, stack)
+	return offline.Resolve(sc, stack)
 }
 
 // Golden compares got with testdata/<name>, or rewrites it under -update.
 func Golden(t testing.TB, name string, got []byte) { golden.Compare(t, name, got) }
 
 // Input reads a plain input of a resource by dotted path (`nodeConfig.machineType`).
-func Input(t testing.TB, res *plan.Resource, path string) any {
+func Input(t testing.TB, res *offline.Resource, path string) any {
 	t.Helper()
 	require.NotNil(t, res)
-	v, ok := plan.LookupInput(res, path)
+	v, ok := offline.LookupInput(res, path)
 	require.True(t, ok, "%s %s has no input %s", res.Type, res.Name, path)
 	return v
 }
@@ -136,4 +139,32 @@ func DocumentedCommands(t testing.TB, command string) []DocumentedCommand {
 		}
 	}
 	return out
+}
+
+// Main runs `go run . plan ARGS...` in the repository and returns its exit status, stdout and
+// stderr.
+func Main(t testing.TB, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := plan.Main(args, RepoRoot(), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// PlanFile writes the JSON plan of a shipped stack with overrides to a file, as an earlier
+// version of the program would have (the --compare input), and lets edit change the decoded
+// document first.
+func PlanFile(t testing.TB, stack string, edit func(doc map[string]any), overrides ...string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, plan.WriteJSON(&buf, Plan(t, stack, overrides...)))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	if edit != nil {
+		edit(doc)
+	}
+	data, err := json.Marshal(doc)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "before.json")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	return file
 }

@@ -1,12 +1,13 @@
-package plan_test
+package repo_test
 
 import (
-	"gke-rl/test/plantest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"gke-rl/test/plantest"
 
 	"github.com/stretchr/testify/assert"
 )

@@ -1,4 +1,4 @@
-package plan_test
+package repo_test
 
 import (
 	"os"
@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cmd"
 	"gke-rl/infra"
 	"gke-rl/internal/cost"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 )
 
@@ -69,16 +69,16 @@ func TestDocumentedPlanCommandsRun(t *testing.T) {
 	ran := 0
 	// my-<stack> is the user's copy of a shipped stack file (the README's first steps copy it, so
 	// that the shipped files stay untouched): DocumentedCommands plans it as the shipped one.
-	for _, cmd := range plantest.DocumentedCommands(t, "plan") {
-		args := cmd.Args
+	for _, dc := range plantest.DocumentedCommands(t, "plan") {
+		args := dc.Args
 		if len(args) == 0 {
 			continue
 		}
 		if i := slices.Index(args, "--stack"); i >= 0 && i+1 < len(args) && !slices.Contains(plantest.Stacks, args[i+1]) {
-			assert.Contains(t, []string{"new", "stack"}, args[i+1], "%s: only the placeholders <new> and <stack> name a stack that is not shipped", cmd.Source)
+			assert.Contains(t, []string{"new", "stack"}, args[i+1], "%s: only the placeholders <new> and <stack> name a stack that is not shipped", dc.Source)
 			continue
 		}
-		t.Run(cmd.Source, func(t *testing.T) {
+		t.Run(dc.Source, func(t *testing.T) {
 			for i := 0; i+1 < len(args); i++ {
 				switch args[i] {
 				case "--manifests":
@@ -86,16 +86,16 @@ func TestDocumentedPlanCommandsRun(t *testing.T) {
 				case "--prices":
 					args[i+1] = documentedPriceFile(t)
 				case "--compare":
-					args[i+1] = earlierPlanFile(t, args[slices.Index(args, "--stack")+1], nil)
+					args[i+1] = plantest.PlanFile(t, args[slices.Index(args, "--stack")+1], nil)
 				}
 			}
-			code, _, errOut := runMain(t, args...)
-			if want := shownErrors(cmd.Doc.Text, cmd.Source); want != "" {
-				assert.Equal(t, plan.ExitInvalidConfig, code)
+			code, _, errOut := plantest.Main(t, args...)
+			if want := shownErrors(dc.Doc.Text, dc.Source); want != "" {
+				assert.Equal(t, cmd.ExitInvalidConfig, code)
 				assert.Equal(t, want, errOut, "the errors the document shows are the ones printed")
 				return
 			}
-			assert.Equal(t, plan.ExitOK, code, errOut)
+			assert.Equal(t, cmd.ExitOK, code, errOut)
 		})
 		ran++
 	}

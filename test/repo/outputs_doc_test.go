@@ -1,4 +1,4 @@
-package plan_test
+package repo_test
 
 import (
 	"regexp"

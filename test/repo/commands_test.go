@@ -1,4 +1,4 @@
-package plan_test
+package repo_test
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/test/clitest"
 	"gke-rl/cmd/plan"
+	"gke-rl/test/clitest"
 	"gke-rl/test/plantest"
 )
 

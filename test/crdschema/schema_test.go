@@ -1,4 +1,4 @@
-package plan_test
+package crdschema_test
 
 import (
 	"strings"
@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/infra/offline"
 	"gke-rl/test/crdschema"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/plantest"
 	"gke-rl/workloads/queue"
 )
@@ -44,7 +44,7 @@ func TestCustomResourcesMatchUpstreamCRDSchemas(t *testing.T) {
 		stack := strings.Fields(name)[0]
 		t.Run(name, func(t *testing.T) {
 			res := plantest.Plan(t, stack, overrides...)
-			for _, m := range plan.Manifests(res) {
+			for _, m := range offline.Manifests(res) {
 				apiVersion, _ := m.Object["apiVersion"].(string)
 				kind, _ := m.Object["kind"].(string)
 				group, _, _ := strings.Cut(apiVersion, "/")
@@ -65,7 +65,7 @@ func TestSchemaCheckCatchesUnknownAndWrongFields(t *testing.T) {
 	schemas := upstreamSchemas(t)
 	res := plantest.Plan(t, "h200-reserved")
 	var rc map[string]any
-	for _, m := range plan.Manifests(res) {
+	for _, m := range offline.Manifests(res) {
 		if m.Object["kind"] == "RayCluster" {
 			rc = m.Object
 		}

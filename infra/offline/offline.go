@@ -1,7 +1,9 @@
-// Package plan is the offline planner: it runs the real program against an in-process
-// recording engine (internal/recorder, on the Pulumi SDK's mock monitor) and prints what
-// `pulumi up` would create, without a cloud account. The same engine backs the tests.
-package plan
+// Package offline runs the program on a stack file without a cloud: it loads the stack's
+// configuration with the Pulumi SDK's own workspace loaders and runs infra.Program against an
+// in-process recording engine (internal/recorder, on the SDK's mock monitor). `go run . plan`
+// prints what it recorded, `preflight` derives what to ask the project from it, and the tests
+// (the golden plans, the control plane harness) read the same recording.
+package offline
 
 import (
 	"errors"

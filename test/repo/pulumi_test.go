@@ -1,4 +1,4 @@
-package plan_test
+package repo_test
 
 import (
 	"bytes"
@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gke-rl/test/clitest"
+	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
+	"gke-rl/test/clitest"
 	"gke-rl/test/plantest"
 )
 
@@ -75,9 +76,9 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 	// The README copies a shipped stack file to a stack of the user's own before configuring it:
 	// its cp commands run here, with the real cp.
 	copied := 0
-	for _, cmd := range documentedCommandsOf(t, "cp") {
-		if len(cmd.Args) == 3 && strings.HasPrefix(cmd.Args[1], "Pulumi.") && strings.HasPrefix(cmd.Args[2], "Pulumi.my-") {
-			r := clitest.RunIn(t, work, env, "cp", cmd.Args[1:]...)
+	for _, dc := range documentedCommandsOf(t, "cp") {
+		if len(dc.Args) == 3 && strings.HasPrefix(dc.Args[1], "Pulumi.") && strings.HasPrefix(dc.Args[2], "Pulumi.my-") {
+			r := clitest.RunIn(t, work, env, "cp", dc.Args[1:]...)
 			require.Zero(t, r.Code, r.Stderr)
 			copied++
 		}
@@ -89,8 +90,8 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 	cmds := documentedCommandsOf(t, "pulumi")
 	seen := map[string]bool{}
 	ran, parsed := 0, 0
-	for _, cmd := range cmds {
-		args := slices.Clone(cmd.Args[1:])
+	for _, dc := range cmds {
+		args := slices.Clone(dc.Args[1:])
 		for i, a := range args {
 			args[i] = strings.ReplaceAll(a, "x/32", workstationIP+"/32")
 		}
@@ -101,7 +102,7 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 		seen[key] = true
 		if runsOffline(args) {
 			code, out := run(args...)
-			assert.Zero(t, code, "%s: pulumi %s\n%s", cmd.Source, strings.Join(args, " "), out)
+			assert.Zero(t, code, "%s: pulumi %s\n%s", dc.Source, strings.Join(args, " "), out)
 			ran++
 			continue
 		}
@@ -112,7 +113,7 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 			first = len(args)
 		}
 		code, out := run(slices.Concat(args[:first], []string{"--help"}, args[first:])...)
-		assert.Zero(t, code, "%s: pulumi %s is refused by the CLI\n%s", cmd.Source, strings.Join(args, " "), out)
+		assert.Zero(t, code, "%s: pulumi %s is refused by the CLI\n%s", dc.Source, strings.Join(args, " "), out)
 		parsed++
 	}
 	t.Logf("%d pulumi command lines run, %d parsed", ran, parsed)
@@ -128,10 +129,10 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 	for _, stack := range plantest.Stacks {
 		var stdout, stderr bytes.Buffer
 		code := plan.Main([]string{"--stack", stack}, work, &stdout, &stderr)
-		assert.Equal(t, plan.ExitOK, code, "%s after the documented config commands:\n%s", stack, stderr.String())
+		assert.Equal(t, cmd.ExitOK, code, "%s after the documented config commands:\n%s", stack, stderr.String())
 	}
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, plan.ExitOK, plan.Main([]string{"--stack", "my-smoke", "--json"}, work, &stdout, &stderr), stderr.String())
+	require.Equal(t, cmd.ExitOK, plan.Main([]string{"--stack", "my-smoke", "--json"}, work, &stdout, &stderr), stderr.String())
 	assert.NotContains(t, stderr.String(), "placeholder:", "the README's steps replace every placeholder of smoke")
 	assert.Contains(t, stdout.String(), workstationIP+"/32", "the authorized network the README sets reaches the cluster")
 	assert.Contains(t, stdout.String(), "gke-rl-smoke-hf-token", "tokens.huggingFace set by the README turns the token on")
