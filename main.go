@@ -23,9 +23,9 @@ func main() {
 	args := os.Args[1:]
 	switch {
 	case len(args) > 0 && args[0] == "plan":
-		os.Exit(plan.Main(args[1:], ".", os.Stdout, os.Stderr))
+		os.Exit(plan.Main(args[1:], cmd.ProcessEnv()))
 	case len(args) > 0 && args[0] == "preflight":
-		os.Exit(preflight.Main(args[1:], ".", os.Stdout, os.Stderr))
+		os.Exit(preflight.Main(args[1:], cmd.ProcessEnv()))
 	case len(args) > 0 && args[0] == "repo-check":
 		os.Exit(repocheck.Main(args[1:], os.Stdout, os.Stderr))
 	case os.Getenv(pulumi.EnvMonitor) != "":

@@ -8,7 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"gke-rl/infra/offline"
 )
@@ -92,4 +94,20 @@ func (a *StackArgs) Parse(fs *flag.FlagSet, args []string, stdout io.Writer) (co
 		return ExitUsage, true
 	}
 	return 0, false
+}
+
+// Env is what a command runs in: the directory holding Pulumi.yaml and the stack files, where it
+// prints, and its clock (the moment a plan is made at, which the warnings about dates compare
+// with; the date of a price file). main gives the process's own; tests give a fixed clock, so
+// that a plan does not change with the day the tests run on.
+type Env struct {
+	Dir            string
+	Stdout, Stderr io.Writer
+	Now            func() time.Time
+}
+
+// ProcessEnv is the environment of `go run . <command>`: the working directory, the process's
+// streams, the wall clock.
+func ProcessEnv() Env {
+	return Env{Dir: ".", Stdout: os.Stdout, Stderr: os.Stderr, Now: time.Now}
 }

@@ -1,6 +1,8 @@
 package infra
 
 import (
+	"strings"
+
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -160,4 +162,33 @@ type GatePlan struct {
 	// over RDMA (on a single node, between its GPUs over its NICs); Storage writes and reads the
 	// shared volume from a GPU node.
 	NCCL, Storage *batchv1.Job
+}
+
+// anyRayJob is the run's RayJob, or the first experiment's: they set the same fields.
+func (r RunPlan) anyRayJob() *rayv1.RayJob {
+	if r.RayJob != nil {
+		return r.RayJob
+	}
+	for _, x := range r.Experiments {
+		if x.RayJob != nil {
+			return x.RayJob
+		}
+	}
+	return nil
+}
+
+// RunningAtOnce is how many GPU nodes the experiments that run as soon as the stack is applied
+// take, and their names.
+func (r RunPlan) RunningAtOnce() (int, string) {
+	nodes, names := 0, []string{}
+	for _, x := range r.Experiments {
+		if x.Start == StartsAtOnce {
+			nodes += x.Nodes
+			names = append(names, x.Name)
+		}
+	}
+	if len(names) == 0 {
+		return 0, "none runs"
+	}
+	return nodes, strings.Join(names, ", ") + " at once"
 }

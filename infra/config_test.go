@@ -212,7 +212,7 @@ func planDir(t *testing.T, dir string) (*offline.Result, error) {
 	t.Helper()
 	sc, err := offline.LoadStackConfig(dir, "test", nil)
 	require.NoError(t, err)
-	return offline.Run(sc, "test")
+	return offline.Run(sc, "test", plantest.PlanTime)
 }
 
 func TestMinimalStackUsesDefaults(t *testing.T) {

@@ -167,19 +167,82 @@ func decodeStrings(raw json.RawMessage) ([]string, error) {
 	return nil, fmt.Errorf("is not a list of strings")
 }
 
-// quote renders a config value for an error message, short enough for one line.
-func quote(s string) string {
-	if len(s) > 80 {
-		s = s[:77] + "..."
+// decodeJobs decodes `jobs`, each entry over `job` (mergeJob), in name order.
+func decodeJobs(raw string, base rawJob, errs *Errors) []namedJobEntry {
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &entries); err != nil {
+		errs.Add(KeyJobs, "%s is not an object: set an experiment's keys with `pulumi config set --path jobs.<name>.<key> <value>`", quote(raw))
+		return nil
 	}
-	return strconv.Quote(s)
+	if len(entries) == 0 {
+		errs.Add(KeyJobs, "is empty; allowed: one entry per experiment (`pulumi config set --path jobs.<name>.model <model>`), or remove jobs (`pulumi config rm jobs`) to train job alone")
+		return nil
+	}
+	var out []namedJobEntry
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		key := KeyJobs + "." + name
+		e := namedJobEntry{name: name}
+		if string(entries[name]) == "null" {
+			entries[name] = json.RawMessage("{}")
+		}
+		decodeObject(key, string(entries[name]), &e.rawJobEntry, errs)
+		if e.Name != nil {
+			errs.Add(key+".name", "an experiment of jobs is named by its key (%s); remove the name (`pulumi config rm --path %s.name`)", quote(name), key)
+		}
+		e.own = map[string]bool{}
+		for _, k := range setKeys(reflect.ValueOf(e.rawJob)) {
+			e.own["job."+k] = true
+		}
+		mergeJob(&e.rawJob, base)
+		out = append(out, e)
+	}
+	return out
 }
 
-// rawText is a JSON value as the user typed it: a string without its JSON quotes.
-func rawText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+// mergeJob fills what an entry of `jobs` does not set from `job`: a key it sets wins, and its
+// revisions are added to job's (keyed by repository, a pin stays with its repository). job.name
+// is `job`'s own and is not taken.
+func mergeJob(entry *rawJob, base rawJob) {
+	base.Name = nil
+	revisions := maps.Clone(base.Revisions)
+	if revisions != nil || entry.Revisions != nil {
+		if revisions == nil {
+			revisions = map[string]string{}
+		}
+		maps.Copy(revisions, entry.Revisions)
 	}
-	return string(raw)
+	fillUnset(reflect.ValueOf(entry).Elem(), reflect.ValueOf(base))
+	entry.Revisions = revisions
+}
+
+// fillUnset sets every nil field of dst (pointers, slices, maps, and those of embedded structs)
+// to src's.
+func fillUnset(dst, src reflect.Value) {
+	for i := 0; i < dst.NumField(); i++ {
+		d, s := dst.Field(i), src.Field(i)
+		switch d.Kind() {
+		case reflect.Struct:
+			fillUnset(d, s)
+		case reflect.Pointer, reflect.Slice, reflect.Map:
+			if d.IsNil() {
+				d.Set(s)
+			}
+		}
+	}
+}
+
+// setKeys are the json keys of a raw config struct's fields that are set (not nil), those of
+// embedded structs included.
+func setKeys(v reflect.Value) []string {
+	var keys []string
+	for i := 0; i < v.NumField(); i++ {
+		f, field := v.Field(i), v.Type().Field(i)
+		switch {
+		case field.Anonymous && f.Kind() == reflect.Struct:
+			keys = append(keys, setKeys(f)...)
+		case (f.Kind() == reflect.Pointer || f.Kind() == reflect.Slice || f.Kind() == reflect.Map) && !f.IsNil():
+			keys = append(keys, strings.Split(field.Tag.Get("json"), ",")[0])
+		}
+	}
+	return keys
 }

@@ -1,6 +1,3 @@
-// Package infra is the composition root of gke-rl: it loads the stack configuration, resolves it
-// into a Blueprint (every derived value, checked, before anything is registered), holds the
-// hardware catalog, wires the component packages together and exports the stack outputs.
 package infra
 
 import (
@@ -8,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"path"
-	"slices"
 	"strings"
 
 	k8scorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -26,47 +22,6 @@ import (
 	"gke-rl/workloads"
 	"gke-rl/workloads/queue"
 )
-
-// Program is the Pulumi program: LoadConfig → Resolve → warnings → Deploy → exports. It reads
-// the names of the stack's config keys from the engine's environment, and refuses a stack that
-// still holds the shipped placeholders (PlaceholderError) before registering anything.
-func Program(ctx *pulumi.Context) error {
-	return program(ctx, EnvConfigKeys(), true)
-}
-
-// ProgramWithKeys is Program for a stack whose config keys are known otherwise, as the offline
-// planner knows them from the stack file. It plans a stack with placeholders, which its warnings
-// name: the plan of a fresh clone's shipped stacks needs no edit.
-func ProgramWithKeys(presentKeys []string) pulumi.RunFunc {
-	return func(ctx *pulumi.Context) error { return program(ctx, presentKeys, false) }
-}
-
-func program(ctx *pulumi.Context, presentKeys []string, refusePlaceholders bool) error {
-	cfg, err := LoadConfig(ctx, presentKeys)
-	if err != nil {
-		return err
-	}
-	bp, err := Resolve(cfg)
-	if err != nil {
-		return err
-	}
-	if len(bp.Placeholders) > 0 && refusePlaceholders {
-		return &PlaceholderError{Placeholders: bp.Placeholders}
-	}
-	for _, w := range bp.Warnings {
-		if err := ctx.Log.Warn(w.Error(), nil); err != nil {
-			return err
-		}
-	}
-	outputs, err := Deploy(ctx, bp)
-	if err != nil {
-		return err
-	}
-	for _, key := range slices.Sorted(maps.Keys(outputs)) {
-		ctx.Export(key, outputs[key])
-	}
-	return nil
-}
 
 // Deploy registers every component of a Blueprint and returns the stack outputs. It only wires
 // what exists after creation: every other value is in the Blueprint.

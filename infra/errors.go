@@ -1,7 +1,9 @@
 package infra
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -50,4 +52,21 @@ func (e Errors) Err() error {
 		return nil
 	}
 	return e
+}
+
+// quote renders a config value for an error message, short enough for one line.
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// rawText is a JSON value as the user typed it: a string without its JSON quotes.
+func rawText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
 }

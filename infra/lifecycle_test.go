@@ -12,7 +12,6 @@ import (
 
 	"gke-rl/cluster"
 	"gke-rl/gate"
-	"gke-rl/infra"
 	"gke-rl/infra/offline"
 	"gke-rl/internal/lifecycle"
 	"gke-rl/storage"
@@ -306,10 +305,10 @@ func TestTheJobOnALongLivedClusterIsReplacedWithIt(t *testing.T) {
 // A run's spec depends on the configuration only, never on the day `pulumi up` runs: a change
 // of it replaces the run (and restarts it from its newest checkpoint).
 func TestTheRunDoesNotDependOnTheDay(t *testing.T) {
-	specs := func() map[string]string {
+	specs := func(now time.Time) map[string]string {
 		out := map[string]string{}
 		for _, stack := range []string{"b200-spot", "h200-reserved"} {
-			for _, m := range offline.Manifests(plantest.Plan(t, stack)) {
+			for _, m := range offline.Manifests(plantest.PlanAt(t, now, stack)) {
 				if kind := m.Object["kind"]; kind == "RayJob" || kind == "RayCluster" {
 					out[stack+"/"+m.File] = fmt.Sprint(offline.Digests(m.Object))
 				}
@@ -317,10 +316,7 @@ func TestTheRunDoesNotDependOnTheDay(t *testing.T) {
 		}
 		return out
 	}
-	today := specs()
+	today := specs(plantest.PlanTime)
 	require.NotEmpty(t, today)
-	saved := infra.Now
-	defer func() { infra.Now = saved }()
-	infra.Now = func() time.Time { return plantest.PlanTime.AddDate(0, 7, 13) }
-	assert.Equal(t, today, specs())
+	assert.Equal(t, today, specs(plantest.PlanTime.AddDate(0, 7, 13)))
 }

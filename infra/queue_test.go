@@ -123,7 +123,7 @@ func TestBadExperimentsAreRefusedNamingTheirKey(t *testing.T) {
 
 // A stack without jobs plans as it did: no queue, one run (the golden plans hold its URNs).
 func TestAStackWithJobHasNoQueue(t *testing.T) {
-	for _, stack := range []string{"b200-spot", "h200-reserved", "smoke"} {
+	for _, stack := range plantest.Stacks {
 		bp := plantest.Resolve(t, stack)
 		assert.Nil(t, bp.Run.Queue, stack)
 		assert.Empty(t, bp.Run.Experiments, stack)

@@ -1,11 +1,13 @@
 package infra
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,6 +23,7 @@ import (
 	"gke-rl/ray"
 	"gke-rl/storage"
 	"gke-rl/workloads"
+	"gke-rl/workloads/queue"
 )
 
 // namespacePrefix starts every stack's workload namespace.
@@ -44,8 +47,10 @@ func WorkloadNamespace(clusterName string) string {
 
 // Resolve checks a loaded configuration and derives everything the program will create from it:
 // the Blueprint. It is pure (no Pulumi context, no resource, no invoke), so that a configuration
-// it rejects registers nothing, and it returns Errors listing every problem at once.
-func Resolve(c *Config) (*Blueprint, error) {
+// it rejects registers nothing, and it returns Errors listing every problem at once. now is the
+// moment the stack is planned at: the warnings about dates (the maintenance exclusion) compare
+// with it.
+func Resolve(c *Config, now time.Time) (*Blueprint, error) {
 	var errs Errors
 	if c.Queued() {
 		errs = perExperiment(c, validate)
@@ -109,10 +114,10 @@ func Resolve(c *Config) (*Blueprint, error) {
 	bp.Placeholders = placeholders(c)
 	if c.Queued() {
 		bp.Warnings = perExperiment(c, func(e *Config, warns *Errors) {
-			*warns = warnings(e, estimateCheckpoint(e), derivedDeadline(e))
+			*warns = warnings(e, estimateCheckpoint(e), derivedDeadline(e), now)
 		})
 	} else {
-		bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline)
+		bp.Warnings = warnings(c, bp.Checkpoint, bp.Deadline, now)
 	}
 	if c.Monitoring.Enabled {
 		bp.Monitoring = &monitoring.Args{
@@ -496,4 +501,109 @@ func runningAs(v kube.SharedVolume, account string) kube.SharedVolume {
 		v.ServiceAccountName = account
 	}
 	return v
+}
+
+// queueMode is the run mode of a queued experiment: its own Ray cluster, whatever the capacity.
+// Kueue queues a RayJob that brings its cluster; one on a long-lived cluster it leaves unmanaged
+// (sigs.k8s.io/kueue v0.17.0 pkg/controller/jobs/rayjob/rayjob_webhook.go, validateCreate), and
+// such a cluster would hold the GPUs the queue hands out.
+func queueMode(c *Config) kinds.RunMode {
+	if c.Queued() && c.Job.Enabled {
+		return kinds.OwnCluster
+	}
+	return kinds.RunModeOf(c.Job.Enabled, c.GPU.Provisioning)
+}
+
+// derivedDeadline is a run's derived deadline (`job`'s or an experiment's), nil when it sets its
+// own, trains nothing or its length is unknown.
+func derivedDeadline(e *Config) *RunDeadline {
+	if !e.Job.Enabled || e.explicit["job.activeDeadlineSeconds"] {
+		return nil
+	}
+	return deriveDeadline(e)
+}
+
+// prepJobName is the data preparation Job's name: the stack's, or each experiment's own in a
+// queued stack, whose experiments prepare different models and datasets.
+func prepJobName(c *Config, l workloads.Layout) string {
+	if c.Queued() {
+		return l.Run + "-data-prep"
+	}
+	return c.Cluster.Name + "-data-prep"
+}
+
+// resolveQueuedRun builds each experiment of `jobs` as resolveRun builds `job`'s run, queued
+// (queue.Queued), and the queue's objects, whose GPU quota is the GPU pool at gpu.maxNodes.
+func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
+	plan := RunPlan{
+		Mode: kinds.OwnCluster, Framework: c.Framework, Release: frameworkRelease(c),
+		Layout: workloads.Layout{Root: c.Storage.MountPath},
+	}
+	if c.Gate.Enabled {
+		plan.Gate = resolveGate(c, bp)
+	}
+	args := queue.Args{Name: bp.Namespace, Namespace: bp.Namespace, GPUs: c.GPU.MaxNodes * bp.Hardware.GPUsPerNode, Priorities: map[string]int{}}
+	var errs Errors
+	for _, j := range c.Jobs {
+		e := c.ForExperiment(j)
+		x := ExperimentPlan{Name: j.Name, Priority: j.Priority, Nodes: j.Nodes, GPUs: j.Nodes * bp.Hardware.GPUsPerNode,
+			Layout: workloads.Layout{Root: c.Storage.MountPath, Run: j.Name}}
+		if !j.Enabled {
+			x.Stopped, x.Start = true, NotStarted
+			plan.Experiments = append(plan.Experiments, x)
+			continue
+		}
+		// The gate runs once for the stack, before every experiment.
+		e.Gate.Enabled = false
+		ebp := *bp
+		ebp.Deadline = derivedDeadline(e)
+		run, err := resolveRun(e, &ebp)
+		if err != nil {
+			var fe Errors
+			if errors.As(err, &fe) {
+				for _, e := range fe {
+					errs = append(errs, experimentError(j, e))
+				}
+				continue
+			}
+			return RunPlan{}, err
+		}
+		x.RayJob = queue.Queued(run.RayJob, bp.Namespace, j.Priority)
+		if n := queue.PodSets(x.RayJob); n > queue.MaxPodSets {
+			errs.Add(KeyJobs+"."+j.Name, "the RayJob has %d pod sets, more than Kueue's %d (its head, worker groups and submitter each count); allowed: at most %d worker groups", n, queue.MaxPodSets, queue.MaxPodSets-2)
+		}
+		x.Prep, x.MemoryEstimate, x.Hub, x.Deadline = run.Prep, run.MemoryEstimate, run.Hub, ebp.Deadline
+		args.Jobs = append(args.Jobs, x.RayJob)
+		args.Priorities[x.RayJob.Name] = j.Priority
+		plan.Experiments = append(plan.Experiments, x)
+	}
+	if err := errs.Err(); err != nil {
+		return RunPlan{}, err
+	}
+	order(plan.Experiments, args.GPUs)
+	plan.Queue = &QueuePlan{Name: args.Name, Objects: queue.Objects(args), GPUs: args.GPUs, InstallEnv: queue.InstallEnv(bp.Namespace)}
+	return plan, nil
+}
+
+// order says which experiments run as soon as the stack is applied and which wait, as Kueue
+// admits them from an empty queue: highest priority first, then in creation order (Pulumi
+// creates them in name order), each that fits the GPUs left; BestEffortFIFO lets a smaller
+// one past a larger one that does not fit.
+func order(xs []ExperimentPlan, gpus int) {
+	idx := make([]int, 0, len(xs))
+	for i := range xs {
+		if !xs[i].Stopped {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return xs[b].Priority - xs[a].Priority })
+	free := gpus
+	for _, i := range idx {
+		if xs[i].GPUs <= free {
+			xs[i].Start = StartsAtOnce
+			free -= xs[i].GPUs
+		} else {
+			xs[i].Start = Waits
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"gke-rl/internal/naming"
 	"gke-rl/internal/offers"
 	"gke-rl/workloads"
+	"gke-rl/workloads/queue"
 )
 
 // Limits that validation enforces.
@@ -647,4 +648,92 @@ func validateMonitoring(c *Config, errs *Errors) {
 			errs.Add(key, "is set while monitoring.enabled is false; allowed: channels only with the alerts on")
 		}
 	}
+}
+
+// validateJobs checks `jobs` besides what each experiment's own configuration must pass
+// (Resolve checks those under jobs.<name>): the names, the priorities, and that each fits the
+// queue.
+func validateJobs(c *Config, spec GPUSpec, errs *Errors) {
+	if !c.Queued() {
+		return
+	}
+	if c.Job.Name != "" {
+		errs.Add("job.name", "%s names the one experiment of a stack without jobs; with jobs, each entry's key names its experiment: remove job.name (`pulumi config rm --path job.name`)", quote(c.Job.Name))
+	}
+	for _, j := range c.Jobs {
+		key := KeyJobs + "." + j.Name
+		if j.Priority < 0 || j.Priority > queue.MaxPriority {
+			errs.Add(key+".priority", "%d is out of range; allowed: 0 to %d (higher runs first)", j.Priority, queue.MaxPriority)
+		}
+		nodesKey := "gpu.nodes"
+		if j.own["jobs.nodes"] {
+			nodesKey = key + ".nodes"
+		}
+		// Fewer than one node is the experiment's own gpu.nodes problem (perExperiment).
+		if j.Nodes > c.GPU.MaxNodes {
+			errs.Add(nodesKey, "experiment %s takes %d nodes (%d GPUs), more than the queue's quota of %d (gpu.maxNodes %d × %d GPUs), so it would wait forever; allowed: 1 to %d, or a larger gpu.maxNodes",
+				j.Name, j.Nodes, j.Nodes*spec.GPUsPerNode, c.GPU.MaxNodes*spec.GPUsPerNode, c.GPU.MaxNodes, spec.GPUsPerNode, c.GPU.MaxNodes)
+		}
+	}
+}
+
+// experimentError is an experiment's problem under the key that sets it: `job.x` is
+// jobs.<name>.x when the entry sets it, and job.x when it inherits it from `job`; its message
+// names the experiment.
+func experimentError(j JobConfig, e FieldError) FieldError {
+	key := e.Key
+	if field, ok := strings.CutPrefix(key, "job."); ok && j.own["job."+topField(field)] {
+		key = KeyJobs + "." + j.Name + "." + field
+	}
+	if key == "job.name" {
+		// The entry's key is the experiment's name.
+		key = KeyJobs + "." + j.Name
+	}
+	if key == "gpu.nodes" && j.own["jobs.nodes"] {
+		key = KeyJobs + "." + j.Name + ".nodes"
+	}
+	return FieldError{Key: key, Message: "experiment " + j.Name + ": " + e.Message}
+}
+
+// topField is a key path's first field: `args` of `args[2]`, `revisions` of `revisions["x"]`.
+func topField(field string) string {
+	if i := strings.IndexAny(field, ".["); i >= 0 {
+		return field[:i]
+	}
+	return field
+}
+
+// perExperiment runs check on the stack's configuration and on each experiment's, and returns
+// the stack's problems (any key but job's) once, and each experiment's own (job's keys, and
+// gpu.nodes, which is its node count) under the keys that set them (experimentError).
+func perExperiment(c *Config, check func(*Config, *Errors)) Errors {
+	var out Errors
+	var stack Errors
+	check(c, &stack)
+	for _, fe := range stack {
+		if !experimentKey(fe.Key) {
+			out = append(out, fe)
+		}
+	}
+	seen := map[FieldError]bool{}
+	for _, j := range c.Jobs {
+		var errs Errors
+		check(c.ForExperiment(j), &errs)
+		for _, fe := range errs {
+			if !experimentKey(fe.Key) {
+				continue
+			}
+			fe = experimentError(j, fe)
+			if !seen[fe] {
+				seen[fe] = true
+				out = append(out, fe)
+			}
+		}
+	}
+	return out
+}
+
+// experimentKey reports whether a problem's key is an experiment's own.
+func experimentKey(key string) bool {
+	return strings.HasPrefix(key, "job.") || key == "job" || key == "gpu.nodes"
 }

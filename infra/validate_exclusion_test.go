@@ -30,10 +30,7 @@ func TestExclusionEndsWithinSupport(t *testing.T) {
 func TestExclusionWarnsBeforeItLapses(t *testing.T) {
 	warnings := func(at time.Time, overrides ...string) string {
 		t.Helper()
-		before := infra.Now
-		infra.Now = func() time.Time { return at }
-		defer func() { infra.Now = before }()
-		return infra.Errors(plantest.Plan(t, "h200-reserved", overrides...).Warnings).Error()
+		return infra.Errors(plantest.PlanAt(t, at, "h200-reserved", overrides...).Warnings).Error()
 	}
 	assert.NotContains(t, warnings(plantest.PlanTime), "cluster.noUpgradesUntil", "the defaults hold on the shipped date")
 	assert.Contains(t, warnings(time.Date(2027, 3, 20, 0, 0, 0, 0, time.UTC)), "cluster.noUpgradesUntil: the exclusion of minor and node upgrades ends in 21 days (2027-04-10)")

@@ -15,7 +15,7 @@ import (
 )
 
 // warnings are the problems worth a look that do not stop the plan, `key: message` like errors.
-func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
+func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) Errors {
 	var warns Errors
 	if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] && d == nil {
 		warns.Add("job.activeDeadlineSeconds", "the run has no deadline: its length is unknown (job.epochs %d on %s, whose size the planner does not know); a run that hangs holds its GPUs until someone stops it: set job.maxSteps or job.activeDeadlineSeconds",
@@ -23,7 +23,7 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline) Errors {
 	}
 	warnZone(c, &warns)
 	warnUnpinned(c, &warns)
-	warnExclusion(c, &warns)
+	warnExclusion(c, now, &warns)
 	warnInapplicable(c, &warns)
 	warnRecipeSize(c, &warns)
 	warnImageDigest(c, &warns)
@@ -139,20 +139,16 @@ func warnInapplicable(c *Config, warns *Errors) {
 	}
 }
 
-// Now is the planner's clock: the exclusion warnings compare with it. Tests pin it.
-var Now = time.Now
-
 // exclusionWarningDays is how long before its end the plan warns about the exclusion.
 const exclusionWarningDays = 30
 
 // warnExclusion warns when the maintenance exclusion has ended or ends within 30 days: GKE then
 // upgrades nodes again, one at a time, draining GPU nodes in the middle of a run.
-func warnExclusion(c *Config, warns *Errors) {
+func warnExclusion(c *Config, now time.Time, warns *Errors) {
 	until, err := time.Parse(time.RFC3339, c.Cluster.NoUpgradesUntil)
 	if c.Cluster.NoUpgradesUntil == NoUpgradesNone || err != nil {
 		return
 	}
-	now := Now()
 	switch left := until.Sub(now); {
 	case left <= 0:
 		warns.Add("cluster.noUpgradesUntil", "the exclusion of minor and node upgrades ended on %s: GKE upgrades nodes again, one at a time, draining GPU nodes mid-run; "+

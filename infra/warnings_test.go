@@ -37,7 +37,7 @@ func TestUnpinnedDownloadsAreWarnedAbout(t *testing.T) {
 // plans with a warning that says what is unchecked and how to check it; the shipped zones plan
 // without one.
 func TestAZoneTheTablesCannotJudgeIsAWarning(t *testing.T) {
-	for _, stack := range []string{"b200-spot", "h200-reserved", "smoke"} {
+	for _, stack := range plantest.Stacks {
 		assert.NotContains(t, warningsOf(plantest.Resolve(t, stack)), "zone", stack)
 	}
 	w := warningsOf(plantest.Resolve(t, "b200-spot", "gcp:region=europe-west1", "zone=europe-west1-b"))

@@ -7,16 +7,16 @@ package plan
 import (
 	"flag"
 	"fmt"
-	"io"
 
 	"gke-rl/cmd"
 	"gke-rl/infra/offline"
 	"gke-rl/internal/cost"
 )
 
-// Main is `go run . plan ...`: it plans the stack whose files are in dir and prints the result.
-// It returns the process exit status.
-func Main(args []string, dir string, stdout, stderr io.Writer) int {
+// Main is `go run . plan ...`: it plans the stack whose files are in env.Dir as of env.Now and
+// prints the result. It returns the process exit status.
+func Main(args []string, env cmd.Env) int {
+	stdout, stderr := env.Stdout, env.Stderr
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sa cmd.StackArgs
@@ -36,7 +36,7 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 		return code
 	}
 
-	sc, err := offline.LoadStackConfig(dir, sa.Name, sa.Overrides)
+	sc, err := offline.LoadStackConfig(env.Dir, sa.Name, sa.Overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return cmd.ExitUsage
@@ -63,7 +63,7 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 			return cmd.ExitUsage
 		}
 	}
-	result, err := offline.Run(sc, sa.Name)
+	result, err := offline.Run(sc, sa.Name, env.Now())
 	if err != nil {
 		if cmd.ReportRunError(stderr, err) {
 			return cmd.ExitInvalidConfig

@@ -28,8 +28,8 @@ const timeout = 2 * time.Minute
 type ClientsFor func(ctx context.Context, project string) (*Clients, error)
 
 // Main is `go run . preflight ...`; it returns the process exit status.
-func Main(args []string, dir string, stdout, stderr io.Writer) int {
-	return run(args, dir, stdout, stderr, func(ctx context.Context, project string) (*Clients, error) {
+func Main(args []string, env cmd.Env) int {
+	return run(args, env, func(ctx context.Context, project string) (*Clients, error) {
 		c, err := NewClients(ctx, option.WithQuotaProject(project))
 		if err != nil {
 			return nil, err
@@ -41,7 +41,8 @@ func Main(args []string, dir string, stdout, stderr io.Writer) int {
 	})
 }
 
-func run(args []string, dir string, stdout, stderr io.Writer, clientsFor ClientsFor) int {
+func run(args []string, env cmd.Env, clientsFor ClientsFor) int {
+	stdout, stderr := env.Stdout, env.Stderr
 	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var sa cmd.StackArgs
@@ -59,12 +60,12 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	if code, done := sa.Parse(fs, args, stdout); done {
 		return code
 	}
-	sc, err := offline.LoadStackConfig(dir, sa.Name, sa.Overrides)
+	sc, err := offline.LoadStackConfig(env.Dir, sa.Name, sa.Overrides)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return cmd.ExitUsage
 	}
-	result, err := offline.Run(sc, sa.Name)
+	result, err := offline.Run(sc, sa.Name, env.Now())
 	if err != nil {
 		cmd.ReportRunError(stderr, err)
 		return cmd.ExitCheckFailed
@@ -89,7 +90,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	}
 
 	// A model whose size the plan could not tell is planned again at the size the Hub tells.
-	needs.FitWith = fitWith(dir, sa.Name, sa.Overrides)
+	needs.FitWith = fitWith(env, sa.Name, sa.Overrides)
 
 	limit := timeout
 	if *pricesOut != "" {
@@ -99,7 +100,7 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 	defer cancel()
 	var prices *pricesRequest
 	if *pricesOut != "" {
-		prices = &pricesRequest{path: *pricesOut, bill: result.Blueprint.Bill, today: today(), planArgs: sa.Args()}
+		prices = &pricesRequest{path: *pricesOut, bill: result.Blueprint.Bill, today: env.Now().UTC().Format(time.DateOnly), planArgs: sa.Args()}
 	}
 	findings, err := ask(ctx, clientsFor, needs, prices)
 	if err != nil {
@@ -121,13 +122,13 @@ func run(args []string, dir string, stdout, stderr io.Writer, clientsFor Clients
 
 // fitWith plans a stack again with job.modelSize set, and returns the plan's refusals as
 // "key: message" lines, none when it plans.
-func fitWith(dir, stack string, overrides []string) func(modelSize string) []string {
+func fitWith(env cmd.Env, stack string, overrides []string) func(modelSize string) []string {
 	return func(modelSize string) []string {
-		resized, err := offline.LoadStackConfig(dir, stack, append(slices.Clone(overrides), "job.modelSize="+modelSize))
+		resized, err := offline.LoadStackConfig(env.Dir, stack, append(slices.Clone(overrides), "job.modelSize="+modelSize))
 		if err != nil {
 			return []string{err.Error()}
 		}
-		_, err = offline.Run(resized, stack)
+		_, err = offline.Run(resized, stack, env.Now())
 		var cfgErr *offline.ConfigError
 		switch {
 		case errors.As(err, &cfgErr):
@@ -149,9 +150,6 @@ type pricesRequest struct {
 	bill        cost.Bill
 	planArgs    []string
 }
-
-// today is the date a price file is read on, in UTC.
-var today = func() string { return time.Now().UTC().Format(time.DateOnly) }
 
 // ask builds the clients and runs the checks, and the prices step when asked; an error means
 // Google's APIs could not be asked.

@@ -160,7 +160,7 @@ func preflight(t *testing.T, p project, args ...string) (int, string, []clitest.
 	t.Helper()
 	g := clitest.NewGoogle(t, p.handler(t))
 	var stdout, stderr bytes.Buffer
-	code := run(args, plantest.RepoRoot(), &stdout, &stderr, func(ctx context.Context, project string) (*Clients, error) {
+	code := run(args, plantest.Env(plantest.RepoRoot(), &stdout, &stderr), func(ctx context.Context, project string) (*Clients, error) {
 		c, err := NewClients(ctx, option.WithHTTPClient(g.HTTPClient()))
 		if err == nil && p.hub != nil {
 			c.Hub = &Hub{Endpoint: HubEndpoint, Token: p.hubToken, HTTP: g.HTTPClient()}
@@ -485,7 +485,7 @@ func TestWithoutCredentialsNothingIsAsked(t *testing.T) {
 	t.Setenv("GCE_METADATA_HOST", "")
 	t.Setenv("NO_GCE_CHECK", "true") // not on GCE: cloud.google.com/go/auth's detection skips the metadata server
 	var stdout, stderr bytes.Buffer
-	code := Main(append([]string{"--stack", "smoke"}, yours...), plantest.RepoRoot(), &stdout, &stderr)
+	code := Main(append([]string{"--stack", "smoke"}, yours...), plantest.Env(plantest.RepoRoot(), &stdout, &stderr))
 	if code != cmd.ExitCannotAsk {
 		t.Fatalf("exit %d, want %d (cannot ask):\n%s%s", code, cmd.ExitCannotAsk, stdout.String(), stderr.String())
 	}
@@ -494,12 +494,12 @@ func TestWithoutCredentialsNothingIsAsked(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	assert.Equal(t, cmd.ExitUsage, run(nil, plantest.RepoRoot(), &stdout, &stderr, nil))
+	assert.Equal(t, cmd.ExitUsage, run(nil, plantest.Env(plantest.RepoRoot(), &stdout, &stderr), nil))
 	assert.Contains(t, stderr.String(), "usage: go run . preflight --stack NAME")
 	stdout.Reset()
-	assert.Equal(t, cmd.ExitOK, run([]string{"--help"}, plantest.RepoRoot(), &stdout, &stderr, nil))
+	assert.Equal(t, cmd.ExitOK, run([]string{"--help"}, plantest.Env(plantest.RepoRoot(), &stdout, &stderr), nil))
 	assert.Contains(t, stdout.String(), "read-only")
-	assert.Equal(t, cmd.ExitUsage, run([]string{"--stack", "nosuch"}, plantest.RepoRoot(), &stdout, &stderr, nil))
+	assert.Equal(t, cmd.ExitUsage, run([]string{"--stack", "nosuch"}, plantest.Env(plantest.RepoRoot(), &stdout, &stderr), nil))
 }
 
 // Every quota `up` draws on besides the region's GPUs, at its boundary on the smoke stack (one

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,9 +25,8 @@ var inIowa = []string{"--config", "gcp:region=us-central1", "--config", "gke-rl:
 // The seam: preflight writes the price file from the catalog, and the plan command it prints
 // prices the stack with it, every line of smoke's bill known.
 func TestPricesOutFeedsPlan(t *testing.T) {
-	before := today
-	today = func() string { return "2026-12-02" }
-	t.Cleanup(func() { today = before })
+	// The file is dated the day preflight runs: the test's clock.
+	date := plantest.PlanTime.Format(time.DateOnly)
 	file := filepath.Join(t.TempDir(), "prices.json")
 	args := append(append([]string{"--stack", "smoke"}, yours...), inIowa...)
 	code, out, calls := preflight(t, ready, append(args, "--prices-out", file)...)
@@ -55,7 +55,7 @@ func TestPricesOutFeedsPlan(t *testing.T) {
 	require.NoError(t, err)
 	var f cost.File
 	require.NoError(t, json.Unmarshal(data, &f))
-	assert.Equal(t, "2026-12-02", f.Date)
+	assert.Equal(t, date, f.Date)
 	assert.Equal(t, CatalogSource, f.Name)
 	require.Len(t, f.Prices, 2)
 	assert.Contains(t, f.Prices[0].Basis, `8 × "Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in Americas"`)
@@ -68,9 +68,9 @@ func TestPricesOutFeedsPlan(t *testing.T) {
 	require.Len(t, cmds, 1)
 	assert.Equal(t, append(append([]string{"go", "run", ".", "plan"}, args...), "--prices", file), cmds[0].Args)
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, 0, plan.Main(cmds[0].Args[4:], plantest.RepoRoot(), &stdout, &stderr), stderr.String())
+	require.Equal(t, 0, plan.Main(cmds[0].Args[4:], plantest.Env(plantest.RepoRoot(), &stdout, &stderr)), stderr.String())
 	assert.NotContains(t, stderr.String(), "prices no line", "every price of the file prices a line")
-	assert.Contains(t, stdout.String(), "prices of 2026-12-02: "+CatalogSource)
+	assert.Contains(t, stdout.String(), "prices of "+date+": "+CatalogSource)
 	costs := stdout.String()[strings.Index(stdout.String(), "Costs in USD"):]
 	assert.NotContains(t, costs, "unknown", "smoke in us-central1 is priced line by line")
 	assert.Regexp(t, `per hour while training  \$40\.\d\d`, costs)

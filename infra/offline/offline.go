@@ -62,13 +62,13 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return e.Problems.Error() }
 
-// Resolve loads and resolves a stack's configuration without registering anything.
-func Resolve(sc *StackConfig, stack string) (*infra.Blueprint, error) {
-	_, bp, err := resolve(recorder.New(sc.Project, stack), sc, stack)
+// Resolve loads and resolves a stack's configuration as of now without registering anything.
+func Resolve(sc *StackConfig, stack string, now time.Time) (*infra.Blueprint, error) {
+	_, bp, err := resolve(recorder.New(sc.Project, stack), sc, stack, now)
 	return bp, err
 }
 
-func resolve(rec *recorder.Recorder, sc *StackConfig, stack string) (*pulumi.Context, *infra.Blueprint, error) {
+func resolve(rec *recorder.Recorder, sc *StackConfig, stack string, now time.Time) (*pulumi.Context, *infra.Blueprint, error) {
 	ctx, err := rec.NewContext(recorder.Config{Project: sc.Project, Stack: stack, Values: sc.Values, SecretKeys: sc.SecretKeys})
 	if err != nil {
 		return nil, nil, err
@@ -76,7 +76,7 @@ func resolve(rec *recorder.Recorder, sc *StackConfig, stack string) (*pulumi.Con
 	cfg, err := infra.LoadConfig(ctx, sc.Keys())
 	if err == nil {
 		var bp *infra.Blueprint
-		if bp, err = infra.Resolve(cfg); err == nil {
+		if bp, err = infra.Resolve(cfg, now); err == nil {
 			return ctx, bp, nil
 		}
 	}
@@ -88,14 +88,15 @@ func resolve(rec *recorder.Recorder, sc *StackConfig, stack string) (*pulumi.Con
 }
 
 // Run plans a stack from its configuration: it resolves the configuration (a rejected one
-// registers nothing) and runs the real program, infra.Program, on the recording engine.
-func Run(sc *StackConfig, stack string) (*Result, error) {
+// registers nothing) and runs the real program, infra.Program, on the recording engine, as of
+// now (the moment the warnings about dates compare with).
+func Run(sc *StackConfig, stack string, now time.Time) (*Result, error) {
 	rec := recorder.New(sc.Project, stack)
-	ctx, bp, err := resolve(rec, sc, stack)
+	ctx, bp, err := resolve(rec, sc, stack, now)
 	if err != nil {
 		return nil, err
 	}
-	recording, err := rec.Run(ctx, infra.ProgramWithKeys(sc.Keys()))
+	recording, err := rec.Run(ctx, infra.ProgramWithKeys(sc.Keys(), now))
 	if err != nil {
 		return nil, err
 	}

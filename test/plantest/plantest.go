@@ -5,6 +5,7 @@ package plantest
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
 	"gke-rl/infra"
 	"gke-rl/infra/offline"
@@ -25,7 +27,10 @@ import (
 // golden files do not change with the date the tests run on.
 var PlanTime = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
-func init() { infra.Now = func() time.Time { return PlanTime } }
+// Env is a command's environment in dir, printing to stdout and stderr, at PlanTime.
+func Env(dir string, stdout, stderr io.Writer) cmd.Env {
+	return cmd.Env{Dir: dir, Stdout: stdout, Stderr: stderr, Now: func() time.Time { return PlanTime }}
+}
 
 // Stacks are the stacks shipped in the repository.
 var Stacks = []string{"b200-spot", "h200-reserved", "smoke"}
@@ -33,21 +38,31 @@ var Stacks = []string{"b200-spot", "h200-reserved", "smoke"}
 // RepoRoot is the directory holding Pulumi.yaml.
 func RepoRoot() string { return golden.RepoRoot() }
 
-// Plan plans a shipped stack with overrides and fails the test on any error.
+// Plan plans a shipped stack with overrides at PlanTime and fails the test on any error.
 func Plan(t testing.TB, stack string, overrides ...string) *offline.Result {
 	t.Helper()
-	res, err := TryPlan(stack, overrides...)
+	return PlanAt(t, PlanTime, stack, overrides...)
+}
+
+// PlanAt plans a shipped stack with overrides as of now and fails the test on any error.
+func PlanAt(t testing.TB, now time.Time, stack string, overrides ...string) *offline.Result {
+	t.Helper()
+	res, err := tryPlan(now, stack, overrides...)
 	require.NoError(t, err, "planning %s with %v", stack, overrides)
 	return res
 }
 
-// TryPlan plans a shipped stack with overrides and returns the error.
+// TryPlan plans a shipped stack with overrides at PlanTime and returns the error.
 func TryPlan(stack string, overrides ...string) (*offline.Result, error) {
+	return tryPlan(PlanTime, stack, overrides...)
+}
+
+func tryPlan(now time.Time, stack string, overrides ...string) (*offline.Result, error) {
 	sc, err := offline.LoadStackConfig(RepoRoot(), stack, overrides)
 	if err != nil {
 		return nil, err
 	}
-	return offline.Run(sc, stack)
+	return offline.Run(sc, stack, now)
 }
 
 // Resolve resolves a shipped stack with overrides, registering nothing, and fails the test on
@@ -65,7 +80,7 @@ func TryResolve(stack string, overrides ...string) (*infra.Blueprint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return offline.Resolve(sc, stack)
+	return offline.Resolve(sc, stack, PlanTime)
 }
 
 // Golden compares got with testdata/<name>, or rewrites it under -update.
@@ -146,7 +161,7 @@ func DocumentedCommands(t testing.TB, command string) []DocumentedCommand {
 func Main(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := plan.Main(args, RepoRoot(), &stdout, &stderr)
+	code := plan.Main(args, Env(RepoRoot(), &stdout, &stderr))
 	return code, stdout.String(), stderr.String()
 }
 

@@ -128,11 +128,11 @@ func TestDocumentedPulumiCommands(t *testing.T) {
 	assert.Equal(t, string(shipped), string(after), "the shipped stack file stays as it is")
 	for _, stack := range plantest.Stacks {
 		var stdout, stderr bytes.Buffer
-		code := plan.Main([]string{"--stack", stack}, work, &stdout, &stderr)
+		code := plan.Main([]string{"--stack", stack}, plantest.Env(work, &stdout, &stderr))
 		assert.Equal(t, cmd.ExitOK, code, "%s after the documented config commands:\n%s", stack, stderr.String())
 	}
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, cmd.ExitOK, plan.Main([]string{"--stack", "my-smoke", "--json"}, work, &stdout, &stderr), stderr.String())
+	require.Equal(t, cmd.ExitOK, plan.Main([]string{"--stack", "my-smoke", "--json"}, plantest.Env(work, &stdout, &stderr)), stderr.String())
 	assert.NotContains(t, stderr.String(), "placeholder:", "the README's steps replace every placeholder of smoke")
 	assert.Contains(t, stdout.String(), workstationIP+"/32", "the authorized network the README sets reaches the cluster")
 	assert.Contains(t, stdout.String(), "gke-rl-smoke-hf-token", "tokens.huggingFace set by the README turns the token on")
