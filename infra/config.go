@@ -47,7 +47,7 @@ type Config struct {
 	Ray       RayConfig
 	Job       JobConfig
 	// Jobs are the experiments of `jobs`, in name order: each trains as `job` would, in its own
-	// RayJob, and the stack's queue decides when (queue.go). Empty, the stack trains `job`.
+	// RayJob, and the stack's queue decides when (workloads/queue). Empty, the stack trains `job`.
 	Jobs       []JobConfig
 	Gate       GateConfig
 	Monitoring MonitoringConfig

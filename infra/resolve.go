@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -406,30 +405,14 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 			estimate += "; recipe " + c.Job.Recipe
 		}
 	}
+	launch := workloads.LaunchOf(c.Framework, run)
+	args.Entrypoint, args.RuntimeEnv, args.Verify = launch.Entrypoint, launch.RuntimeEnv, launch.Verify
 	// The model and the dataset are staged on CPU nodes before the RayJob asks for GPU
 	// workers; on spot and flex-start capacity no GPU node exists meanwhile.
 	prepTokens := bp.Tokens.ForPrep()
-	steps, prepEnv := workloads.NeMoRLPrepSteps(run), append(slices.Clone(prepTokens.Env), hfHomeEnv(plan.Layout))
-	switch c.Framework {
-	case kinds.Verl:
-		args.Entrypoint = workloads.VerlEntrypoint(run)
-		args.RuntimeEnv = workloads.VerlRuntimeEnv(plan.Layout)
-		args.Verify = workloads.PinnedTree{Dir: path.Join(plan.Layout.VerlSource(), workloads.VerlPackageDir), Tree: workloads.VerlPackageTree}
-		steps = workloads.VerlPrepSteps(run)
-		// The verl image installs verl and uninstalls it again (verl's
-		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
-		// verl.utils: they run against the checkout the first step makes, without writing
-		// bytecode next to it. The checkout reaches the import path of the checked commands only,
-		// through their checked copy (run_verified, prep.sh): on the Job's own PYTHONPATH, a
-		// package planted there (huggingface_hub) would run in every step, the downloads that hold
-		// the Hugging Face token among them.
-		prepEnv = append(prepEnv,
-			corev1.EnvVar{Name: workloads.VerifiedPythonPathEnv, Value: plan.Layout.VerlSource()},
-			corev1.EnvVar{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"})
-	default:
-		args.Entrypoint = workloads.NeMoRLEntrypoint(run)
-	}
-	prepEnv = append(slices.Clone(prepEnv), workloads.XetCacheEnv())
+	steps := launch.PrepSteps
+	prepEnv := append(slices.Clone(prepTokens.Env), hfHomeEnv(plan.Layout))
+	prepEnv = append(append(prepEnv, launch.PrepEnv...), workloads.XetCacheEnv())
 	prep := workloads.PrepJob(workloads.PrepJobArgs{
 		Name: prepJobName(c, plan.Layout), Namespace: bp.Namespace,
 		Image:        pods.Image,

@@ -82,6 +82,8 @@ func policyArgs(a alert, channels []string) *gcpmonitoring.AlertPolicyArgs {
 // New registers the dashboard and the alert policies.
 func New(ctx *pulumi.Context, name string, args Args, opts ...pulumi.ResourceOption) (*Monitoring, error) {
 	m := &Monitoring{}
+	// The type token is the one of the package monitoring was first released in (infra): it is
+	// part of the URN of the dashboard and of every alert policy, which a new token would replace.
 	if err := ctx.RegisterComponentResource("gke-rl:infra:Monitoring", name, m, opts...); err != nil {
 		return nil, err
 	}

@@ -4,14 +4,11 @@
 package workloads
 
 import (
-	"math"
 	"path"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"gke-rl/internal/kinds"
-	"gke-rl/workloads/frameworkconfig"
 )
 
 // Release pins what a framework runs: every node of a run must use the same code.
@@ -59,111 +56,6 @@ func OfflineEnv() []corev1.EnvVar {
 	return []corev1.EnvVar{{Name: "HF_HUB_OFFLINE", Value: "1"}, {Name: "HF_DATASETS_OFFLINE", Value: "1"}}
 }
 
-// VerlSourceTag is the verl release whose code runs on the vllm011 image (the image's
-// Dockerfile builds against it).
-const VerlSourceTag = "v0.6.0"
-
-// VerlRuntimeEnv ships the verl checkout's package to every node of the run: `ray job submit`
-// packages it from the shared volume once, and Ray unpacks it on each node's local disk and puts
-// it on the import path of the driver and every actor. Python then reads verl's code from local
-// disk, not through the shared volume (a GCS FUSE bucket mounted with metadata caching off
-// would make every import of every process a round trip to Cloud Storage, and write
-// __pycache__ into the bucket).
-func VerlRuntimeEnv(l Layout) RuntimeEnv {
-	return RuntimeEnv{PyModules: []string{path.Join(l.VerlSource(), VerlPackageDir)}}
-}
-
-// VerlSourceCommit is VerlSourceTag's commit (volcengine/verl, `git rev-parse v0.6.0^{commit}`):
-// the checkout fetches it, and the submitter checks it before every run.
-const VerlSourceCommit = "ddd86f527a4af75095e4677b02b5aa272913a088"
-
-// The git tree hashes of the directories of VerlSourceCommit whose code runs (volcengine/verl,
-// `git rev-parse v0.6.0:verl` and `git rev-parse v0.6.0:examples/data_preprocess`; every file in
-// them has mode 100644, so treehash.sh computes the same hash from the files alone): the
-// package the run ships to every node, which the submitter checks, and the dataset scripts,
-// which the data preparation checks before it runs one. A content hash fixed here: nothing of
-// the repository on the shared volume is trusted.
-const (
-	VerlPackageDir     = "verl"
-	VerlPackageTree    = "21dba16c55f23a0d01e69f444817769d91ce3465"
-	VerlPreprocessDir  = "examples/data_preprocess"
-	VerlPreprocessTree = "d4b2959ebe2b070646015de73a487a558325cd13"
-)
-
-// VerlRepository is where the verl source comes from.
-const VerlRepository = "https://github.com/volcengine/verl.git"
-
-// VerlDatasets maps the `job.dataset` values verl can prepare to their preprocessing script in
-// verl's examples.
-var VerlDatasets = map[string]string{
-	"gsm8k": "examples/data_preprocess/gsm8k.py",
-	"math":  "examples/data_preprocess/math_dataset.py",
-}
-
-// DefaultNeMoRLRecipe is the NeMo RL GRPO recipe used when `job.recipe` is not set and the
-// model's size is unknown: the math recipe written for Llama-3.1-8B.
-const DefaultNeMoRLRecipe = "examples/configs/grpo_math_8B.yaml"
-
-// nemoRLRecipeBySize are the default recipes by the model's size: each is the NeMo RL v0.5.0
-// recipe written for the largest model of its class (its policy.model_name), whose parallelism
-// and offloading hold that class on one node or, past 40B, on the nodes it asks for.
-var nemoRLRecipeBySize = []struct {
-	UpToBillions float64
-	Recipe       string
-}{
-	{2, "examples/configs/grpo_math_1B.yaml"}, // Qwen/Qwen2.5-1.5B: DTensor, vLLM TP1
-	{10, DefaultNeMoRLRecipe},                 // meta-llama/Llama-3.1-8B-Instruct: DTensor, vLLM TP1
-	// Qwen/Qwen2.5-32B: DTensor with tensor parallel 8 and activation checkpointing, vLLM TP4.
-	{40, "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml"},
-	// meta-llama/Llama-3.3-70B-Instruct: Megatron TP4 × PP4 (two nodes of eight GPUs or more),
-	// vLLM TP8.
-	{math.Inf(1), "examples/configs/grpo_math_70B_megatron.yaml"},
-}
-
-// NeMoRLRecipeFor is the default recipe for a model of billions parameters (0: unknown).
-func NeMoRLRecipeFor(billions float64) string {
-	if billions <= 0 {
-		return DefaultNeMoRLRecipe
-	}
-	i := NeMoRLSizeClass(billions)
-	return nemoRLRecipeBySize[i].Recipe
-}
-
-// NeMoRLSizeClass is the index of the size class of a model of billions parameters in the
-// default recipes, smallest first: a recipe written for a smaller class than the model's sets
-// parallelism and batch sizes for a smaller model.
-func NeMoRLSizeClass(billions float64) int {
-	for i, c := range nemoRLRecipeBySize {
-		if billions <= c.UpToBillions {
-			return i
-		}
-	}
-	return len(nemoRLRecipeBySize) - 1
-}
-
-// NeMoRLRecipeModel is the model a NeMo RL recipe was written for (its policy.model_name), or
-// "" when the plan has no table for it.
-func NeMoRLRecipeModel(recipe string) string {
-	t, err := frameworkconfig.Load("nemo-rl", NeMoRLConfigTag, recipe)
-	if err != nil {
-		return ""
-	}
-	name, _ := t.Keys["policy.model_name"].(string)
-	return name
-}
-
-// Layout is where a run keeps its files on the shared volume.
-type Layout struct {
-	Root string
-	// Run is the experiment's name (job.name), which names its checkpoint and log directories:
-	// the same on every retry, so that a re-created cluster resumes from the newest checkpoint,
-	// and another for each experiment, so that a new one starts from step 0.
-	Run string
-}
-
-// Of is the layout of another experiment on the same volume.
-func (l Layout) Of(experiment string) Layout { return Layout{Root: l.Root, Run: experiment} }
-
 // ResumeRefusal says why a framework cannot start an experiment from another one's checkpoint,
 // or "" when it can (verl: trainer.resume_mode=resume_path, which run.sh gives while the
 // experiment has no checkpoint of its own).
@@ -176,42 +68,44 @@ func ResumeRefusal(f kinds.Framework) string {
 	return ""
 }
 
-// HFHome is the Hugging Face cache: models download once for every node and retry.
-func (l Layout) HFHome() string { return path.Join(l.Root, hfHomeDir) }
-
-// Checkpoints is the run's checkpoint directory.
-func (l Layout) Checkpoints() string { return path.Join(l.Root, checkpointsDir, l.Run) }
-
-// The volume's top-level directories.
-const (
-	checkpointsDir = "checkpoints"
-	hfHomeDir      = "huggingface"
-	modelsDir      = "models"
-	datasetsDir    = "datasets"
-	preparedDir    = "prepared"
-	verlDir        = "verl"
-)
-
-// CheckpointsPrefix is the object prefix of every experiment's checkpoints on a bucket mounted
-// at Root: the support principal's access stops there (storage.OutsideCheckpoints).
-func (l Layout) CheckpointsPrefix() string { return checkpointsDir + "/" }
-
-// PrepDirs are the directories the data preparation writes, relative to Root: the only ones it
-// mounts, so that it never reaches a checkpoint. A test runs prep.sh with these alone.
-func (l Layout) PrepDirs() []string {
-	return []string{hfHomeDir, modelsDir, datasetsDir, preparedDir, verlDir}
+// Launch is how a framework starts a run: what the RayJob submits and ships, what the
+// submitter checks first, and how the data preparation stages the model and the datasets.
+type Launch struct {
+	// Entrypoint is the command the RayJob submits (Command: run.sh, then the framework's).
+	Entrypoint string
+	// RuntimeEnv is the Ray job's runtime environment: verl ships its checked package to every
+	// node with it.
+	RuntimeEnv RuntimeEnv
+	// Verify is the code on the shared volume the submitter checks before it submits; empty
+	// for NeMo RL, whose code is the image's.
+	Verify PinnedTree
+	// PrepSteps are the data preparation's steps, in order.
+	PrepSteps []PrepStep
+	// PrepEnv is what the framework adds to the data preparation's environment, besides the
+	// token readers' and the Hugging Face cache's.
+	PrepEnv []corev1.EnvVar
 }
 
-// Logs is the run's logs directory (NeMo RL's metrics and TensorBoard logs).
-func (l Layout) Logs() string { return path.Join(l.Root, "logs", l.Run) }
-
-// VerlSource is the verl checkout.
-func (l Layout) VerlSource() string { return path.Join(l.Root, verlDir, VerlSourceTag) }
-
-// Dataset is a prepared dataset's directory.
-func (l Layout) Dataset(name string) string { return path.Join(l.Root, datasetsDir, name) }
-
-// Model is a model's local copy (`Qwen/Qwen2.5-32B-Instruct` → models/Qwen/Qwen2.5-32B-Instruct).
-func (l Layout) Model(id string) string {
-	return path.Join(l.Root, modelsDir, strings.TrimPrefix(path.Clean("/"+id), "/"))
+// LaunchOf is the framework's launch of the run.
+func LaunchOf(f kinds.Framework, r Run) Launch {
+	if f != kinds.Verl {
+		return Launch{Entrypoint: NeMoRLEntrypoint(r), PrepSteps: NeMoRLPrepSteps(r)}
+	}
+	return Launch{
+		Entrypoint: VerlEntrypoint(r),
+		RuntimeEnv: VerlRuntimeEnv(r.Layout),
+		Verify:     PinnedTree{Dir: path.Join(r.Layout.VerlSource(), VerlPackageDir), Tree: VerlPackageTree},
+		PrepSteps:  VerlPrepSteps(r),
+		// The verl image installs verl and uninstalls it again (verl's
+		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
+		// verl.utils: they run against the checkout the first step makes, without writing
+		// bytecode next to it. The checkout reaches the import path of the checked commands only,
+		// through their checked copy (run_verified, prep.sh): on the Job's own PYTHONPATH, a
+		// package planted there (huggingface_hub) would run in every step, the downloads that hold
+		// the Hugging Face token among them.
+		PrepEnv: []corev1.EnvVar{
+			{Name: VerifiedPythonPathEnv, Value: r.Layout.VerlSource()},
+			{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"},
+		},
+	}
 }

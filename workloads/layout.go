@@ -1,0 +1,58 @@
+package workloads
+
+import (
+	"path"
+	"strings"
+)
+
+// Layout is where a run keeps its files on the shared volume.
+type Layout struct {
+	Root string
+	// Run is the experiment's name (job.name), which names its checkpoint and log directories:
+	// the same on every retry, so that a re-created cluster resumes from the newest checkpoint,
+	// and another for each experiment, so that a new one starts from step 0.
+	Run string
+}
+
+// Of is the layout of another experiment on the same volume.
+func (l Layout) Of(experiment string) Layout { return Layout{Root: l.Root, Run: experiment} }
+
+// HFHome is the Hugging Face cache: models download once for every node and retry.
+func (l Layout) HFHome() string { return path.Join(l.Root, hfHomeDir) }
+
+// Checkpoints is the run's checkpoint directory.
+func (l Layout) Checkpoints() string { return path.Join(l.Root, checkpointsDir, l.Run) }
+
+// The volume's top-level directories.
+const (
+	checkpointsDir = "checkpoints"
+	hfHomeDir      = "huggingface"
+	modelsDir      = "models"
+	datasetsDir    = "datasets"
+	preparedDir    = "prepared"
+	verlDir        = "verl"
+)
+
+// CheckpointsPrefix is the object prefix of every experiment's checkpoints on a bucket mounted
+// at Root: the support principal's access stops there (storage.OutsideCheckpoints).
+func (l Layout) CheckpointsPrefix() string { return checkpointsDir + "/" }
+
+// PrepDirs are the directories the data preparation writes, relative to Root: the only ones it
+// mounts, so that it never reaches a checkpoint. A test runs prep.sh with these alone.
+func (l Layout) PrepDirs() []string {
+	return []string{hfHomeDir, modelsDir, datasetsDir, preparedDir, verlDir}
+}
+
+// Logs is the run's logs directory (NeMo RL's metrics and TensorBoard logs).
+func (l Layout) Logs() string { return path.Join(l.Root, "logs", l.Run) }
+
+// VerlSource is the verl checkout.
+func (l Layout) VerlSource() string { return path.Join(l.Root, verlDir, VerlSourceTag) }
+
+// Dataset is a prepared dataset's directory.
+func (l Layout) Dataset(name string) string { return path.Join(l.Root, datasetsDir, name) }
+
+// Model is a model's local copy (`Qwen/Qwen2.5-32B-Instruct` → models/Qwen/Qwen2.5-32B-Instruct).
+func (l Layout) Model(id string) string {
+	return path.Join(l.Root, modelsDir, strings.TrimPrefix(path.Clean("/"+id), "/"))
+}

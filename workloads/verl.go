@@ -1,0 +1,232 @@
+package workloads
+
+import (
+	"fmt"
+	"path"
+
+	"gke-rl/internal/kinds"
+)
+
+// VerlSizing is what verl v0.6.0 requires set and what the model's size decides: micro batch
+// sizes (verl/workers/config/actor.py and verl/utils/config.py reject a run without them),
+// rollout tensor parallelism and memory, and offloading for models that do not fit otherwise.
+type VerlSizing struct {
+	MicroBatchPerGPU, LogProbMicroBatchPerGPU int
+	RolloutTensorParallel                     int
+	Offload                                   bool
+}
+
+// SizeVerl sizes a run from the model's parameter count: small models take larger micro
+// batches and split vLLM across fewer GPUs; a 70B-class model takes one sequence per GPU, vLLM
+// across the whole node and offloads to host memory. The verl guide runs 32B on two H200 nodes
+// with rollout memory 0.6. An unknown size gets the settings of the largest class.
+func SizeVerl(billions float64, gpusPerNode int) VerlSizing {
+	switch {
+	case billions > 0 && billions <= 8:
+		return VerlSizing{MicroBatchPerGPU: 4, LogProbMicroBatchPerGPU: 8, RolloutTensorParallel: 2}
+	case billions > 0 && billions <= 35:
+		return VerlSizing{MicroBatchPerGPU: 2, LogProbMicroBatchPerGPU: 4, RolloutTensorParallel: min(4, gpusPerNode)}
+	default:
+		// 70B-class: one sequence per GPU, vLLM across the node, parameters and optimizer
+		// state offloaded to host memory (an A4 or A3 Ultra node has 2.9 to 3.9 TiB).
+		return VerlSizing{MicroBatchPerGPU: 1, LogProbMicroBatchPerGPU: 2, RolloutTensorParallel: gpusPerNode, Offload: true}
+	}
+}
+
+// VerlOverrides are the overrides of verl's PPO trainer for GRPO, in a fixed order. Every key is
+// a key of verl v0.6.0's composed config (frameworkconfig/data), which the plan checks. The
+// knobs (Tuning) replace what the model's size decides.
+func VerlOverrides(r Run) []Override {
+	data := r.DatasetDir()
+	loggers := `["console"]`
+	if r.WandB {
+		loggers = `["console","wandb"]`
+	}
+	t := r.Tuning
+	size := SizeVerl(r.ModelBillions, r.GPUsPerNode)
+	micro, logProbMicro, rolloutTP, rolloutMemory := size.MicroBatchPerGPU, size.LogProbMicroBatchPerGPU, size.RolloutTensorParallel, 0.6
+	microOrigin, logProbOrigin, tpOrigin, memoryOrigin := "job.model", "job.model", "job.model", "job.model"
+	if t.MicroBatchSize != nil {
+		micro, microOrigin = *t.MicroBatchSize, "job.microBatchSize"
+	}
+	if t.LogProbMicroBatchSize != nil {
+		logProbMicro, logProbOrigin = *t.LogProbMicroBatchSize, "job.logProbMicroBatchSize"
+	}
+	if t.RolloutTensorParallel != nil {
+		rolloutTP, tpOrigin = *t.RolloutTensorParallel, "job.rolloutTensorParallel"
+	}
+	if t.RolloutGPUMemory != nil {
+		rolloutMemory, memoryOrigin = *t.RolloutGPUMemory, "job.rolloutGpuMemory"
+	}
+	prompt, response := VerlPromptTokens[r.Dataset], VerlResponseTokens
+	if prompt == 0 {
+		prompt = VerlPromptTokens["gsm8k"]
+	}
+	if t.MaxPromptLength != nil {
+		prompt = *t.MaxPromptLength
+	}
+	if t.MaxResponseLength != nil {
+		response = *t.MaxResponseLength
+	}
+	o := []Override{
+		fixed("algorithm.adv_estimator", "grpo", whyGRPO),
+		set("data.train_files", data+"/train.parquet", "job.dataset"),
+		set("data.val_files", data+"/test.parquet", "job.dataset"),
+		set("data.train_batch_size", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
+		set("data.max_prompt_length", fmt.Sprint(prompt), "job.maxPromptLength"),
+		set("data.max_response_length", fmt.Sprint(response), "job.maxResponseLength"),
+		// A prompt longer than max_prompt_length stops the run (truncation=error, verl's
+		// default) at the same step after every resume; verl's own examples filter them out
+		// when the dataset loads.
+		fixed("data.filter_overlong_prompts", "True", "a prompt longer than job.maxPromptLength would stop the run at the same step after every resume (data.truncation=error); it is left out when the dataset loads, as in verl's examples"),
+		set("actor_rollout_ref.model.path", r.ModelDir(), "job.model"),
+		fixed("actor_rollout_ref.model.use_remove_padding", "True", "padding is removed before the forward pass, which the models the program sizes support (verl's GRPO examples)"),
+		// One optimizer step per GRPO step, as with NeMo RL; verl requires
+		// train_batch_size >= ppo_mini_batch_size (default 256).
+		set("actor_rollout_ref.actor.ppo_mini_batch_size", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
+		set("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", fmt.Sprint(micro), microOrigin),
+	}
+	if t.LearningRate != nil {
+		o = append(o, set("actor_rollout_ref.actor.optim.lr", num(*t.LearningRate), "job.learningRate"))
+	}
+	o = append(o, verlKL(t)...)
+	if t.EntropyCoef != nil {
+		o = append(o, set("actor_rollout_ref.actor.entropy_coeff", num(*t.EntropyCoef), "job.entropyCoef"))
+	}
+	if t.ClipRatio != nil {
+		// verl v0.6.0 clips with clip_ratio_low and clip_ratio_high, which default to 0.2 of
+		// their own: clip_ratio alone changes nothing (verl/trainer/ppo/core_algos.py,
+		// compute_policy_loss_vanilla).
+		c := num(*t.ClipRatio)
+		o = append(o,
+			set("actor_rollout_ref.actor.clip_ratio", c, "job.clipRatio"),
+			set("actor_rollout_ref.actor.clip_ratio_low", c, "job.clipRatio"),
+			set("actor_rollout_ref.actor.clip_ratio_high", c, "job.clipRatio"))
+	}
+	o = append(o,
+		fixed("actor_rollout_ref.rollout.name", "vllm", "the framework's image serves the rollout with vLLM"),
+		set("actor_rollout_ref.rollout.n", fmt.Sprint(r.GenerationsPerPrompt), "job.generationsPerPrompt"),
+	)
+	if t.Temperature != nil {
+		o = append(o, set("actor_rollout_ref.rollout.temperature", num(*t.Temperature), "job.temperature"))
+	}
+	o = append(o,
+		set("actor_rollout_ref.rollout.tensor_model_parallel_size", fmt.Sprint(rolloutTP), tpOrigin),
+		set("actor_rollout_ref.rollout.gpu_memory_utilization", num(rolloutMemory), memoryOrigin),
+		set("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", fmt.Sprint(logProbMicro), logProbOrigin),
+		set("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", fmt.Sprint(logProbMicro), logProbOrigin),
+	)
+	if size.Offload {
+		o = append(o,
+			fixed("actor_rollout_ref.actor.fsdp_config.param_offload", "True", whyOffload),
+			fixed("actor_rollout_ref.actor.fsdp_config.optimizer_offload", "True", whyOffload),
+			fixed("actor_rollout_ref.ref.fsdp_config.param_offload", "True", whyOffload),
+		)
+	}
+	o = append(o,
+		set("trainer.nnodes", fmt.Sprint(r.Nodes), "gpu.nodes"),
+		set("trainer.n_gpus_per_node", fmt.Sprint(r.GPUsPerNode), "gpu.type"),
+	)
+	if r.Epochs > 0 {
+		o = append(o, set("trainer.total_epochs", fmt.Sprint(r.Epochs), "job.epochs"))
+	}
+	if r.MaxSteps > 0 {
+		o = append(o, set("trainer.total_training_steps", fmt.Sprint(r.MaxSteps), "job.maxSteps"))
+	}
+	if v := t.ValidationPeriod; v != nil {
+		if *v == 0 {
+			// test_freq -1 never validates during the run; val_before_train would still
+			// validate once before it (verl/trainer/ppo/ray_trainer.py, fit).
+			o = append(o, set("trainer.test_freq", "-1", "job.validationPeriod"), set("trainer.val_before_train", "False", "job.validationPeriod"))
+		} else {
+			o = append(o, set("trainer.test_freq", fmt.Sprint(*v), "job.validationPeriod"))
+		}
+	}
+	return append(o,
+		set("trainer.save_freq", fmt.Sprint(r.CheckpointPeriod), "job.checkpointPeriod"),
+		set("trainer.max_actor_ckpt_to_keep", fmt.Sprint(r.KeepCheckpoints), "job.keepCheckpoints"),
+		fixed("trainer.default_local_dir", r.Layout.Checkpoints(), whyCheckpointDir),
+		// Resume from the newest checkpoint in default_local_dir, if any: a retried RayJob
+		// after a spot preemption continues where it stopped. (With job.resumeFrom, run.sh
+		// loads the other experiment's newest instead while this one has none.)
+		fixed("trainer.resume_mode", "auto", whyCheckpointDir),
+		set("trainer.logger", loggers, "tokens.wandb"),
+		set("trainer.project_name", r.wandbProject(), "job.wandbProject"),
+		fixed("trainer.experiment_name", r.Layout.Run, whyWandBName),
+	)
+}
+
+// verlKL is GRPO's KL term: a loss against the reference policy (verl's
+// examples/grpo_trainer), or with job.klInLoss=false a penalty on the reward
+// (algorithm.use_kl_in_reward, with its own coefficient); job.klCoef=0 turns it off.
+func verlKL(t Tuning) []Override {
+	coef, coefOrigin := 0.001, "job.klCoef"
+	if t.KLCoef != nil {
+		coef = *t.KLCoef
+	}
+	inLoss := t.KLInLoss == nil || *t.KLInLoss
+	if !inLoss {
+		return []Override{
+			set("actor_rollout_ref.actor.use_kl_loss", "False", "job.klInLoss"),
+			set("algorithm.use_kl_in_reward", pyBool(coef > 0), "job.klInLoss"),
+			set("algorithm.kl_ctrl.kl_coef", num(coef), coefOrigin),
+		}
+	}
+	return []Override{
+		set("actor_rollout_ref.actor.use_kl_loss", pyBool(coef > 0), "job.klInLoss"),
+		set("actor_rollout_ref.actor.kl_loss_coef", num(coef), coefOrigin),
+		fixed("actor_rollout_ref.actor.kl_loss_type", "low_var_kl", "GRPO's KL estimator (k3), as in verl's GRPO examples"),
+	}
+}
+
+// VerlWorkdir is where a verl run's driver starts: a local directory, not the checkout, so that
+// Python imports verl from the copy the job's runtime environment ships to every node
+// (VerlRuntimeEnv), not from the shared volume.
+const VerlWorkdir = "/tmp"
+
+// VerlEntrypoint is the RayJob entrypoint of a verl GRPO run.
+func VerlEntrypoint(r Run) string {
+	argv := append([]string{"python3", "-m", "verl.trainer.main_ppo"}, overrideArgs(VerlOverrides(r), r.Extra)...)
+	return Command(kinds.Verl, r, VerlWorkdir, argv)
+}
+
+// VerlSourceTag is the verl release whose code runs on the vllm011 image (the image's
+// Dockerfile builds against it).
+const VerlSourceTag = "v0.6.0"
+
+// VerlRuntimeEnv ships the verl checkout's package to every node of the run: `ray job submit`
+// packages it from the shared volume once, and Ray unpacks it on each node's local disk and puts
+// it on the import path of the driver and every actor. Python then reads verl's code from local
+// disk, not through the shared volume (a GCS FUSE bucket mounted with metadata caching off
+// would make every import of every process a round trip to Cloud Storage, and write
+// __pycache__ into the bucket).
+func VerlRuntimeEnv(l Layout) RuntimeEnv {
+	return RuntimeEnv{PyModules: []string{path.Join(l.VerlSource(), VerlPackageDir)}}
+}
+
+// VerlSourceCommit is VerlSourceTag's commit (volcengine/verl, `git rev-parse v0.6.0^{commit}`):
+// the checkout fetches it, and the submitter checks it before every run.
+const VerlSourceCommit = "ddd86f527a4af75095e4677b02b5aa272913a088"
+
+// The git tree hashes of the directories of VerlSourceCommit whose code runs (volcengine/verl,
+// `git rev-parse v0.6.0:verl` and `git rev-parse v0.6.0:examples/data_preprocess`; every file in
+// them has mode 100644, so treehash.sh computes the same hash from the files alone): the
+// package the run ships to every node, which the submitter checks, and the dataset scripts,
+// which the data preparation checks before it runs one. A content hash fixed here: nothing of
+// the repository on the shared volume is trusted.
+const (
+	VerlPackageDir     = "verl"
+	VerlPackageTree    = "21dba16c55f23a0d01e69f444817769d91ce3465"
+	VerlPreprocessDir  = "examples/data_preprocess"
+	VerlPreprocessTree = "d4b2959ebe2b070646015de73a487a558325cd13"
+)
+
+// VerlRepository is where the verl source comes from.
+const VerlRepository = "https://github.com/volcengine/verl.git"
+
+// VerlDatasets maps the `job.dataset` values verl can prepare to their preprocessing script in
+// verl's examples.
+var VerlDatasets = map[string]string{
+	"gsm8k": "examples/data_preprocess/gsm8k.py",
+	"math":  "examples/data_preprocess/math_dataset.py",
+}
