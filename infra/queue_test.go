@@ -158,3 +158,25 @@ func TestQueuedExperimentsAreAppliedInTurn(t *testing.T) {
 	require.NotNil(t, single)
 	assert.NotContains(t, single.Options.ReplaceOnChanges, "metadata.labels", "a stack without jobs keeps its options")
 }
+
+// fiveExperiments are five one-node experiments.
+var fiveExperiments = []string{"jobs.a.maxSteps=4", "jobs.b.maxSteps=4", "jobs.c.maxSteps=4", "jobs.d.maxSteps=4", "jobs.e.maxSteps=4"}
+
+// As many experiments as the GPU quota lets run at once must fit the CPU pool together, each
+// with its Ray head and its submitter: smoke's pool of 3 × n2-standard-16 holds one 8-CPU head
+// a node, so five one-node experiments on gpu.maxNodes=5 are refused before anything is
+// registered, naming the largest quota that fits; on 3 nodes, or a pool of larger machines,
+// they plan, and Autopilot, which has no CPU pool, is not held to it.
+func TestTheQueueRunsNoMoreExperimentsThanTheCPUPoolHolds(t *testing.T) {
+	_, err := plantest.TryPlan("smoke", append([]string{"gpu.maxNodes=5"}, fiveExperiments...)...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gpu.maxNodes: 5 lets 5 experiments run at once (a, b, c, d, e), and each brings to the CPU pool a Ray head of 8 CPUs and 32 GiB and a submitter of")
+	assert.Contains(t, err.Error(), "the pool holds at most 3 × n2-standard-16 (15.89 CPUs and 58.4 GiB for pods each): 3 of them fit")
+	assert.Contains(t, err.Error(), "allowed: gpu.maxNodes up to 3, or a larger cluster.cpuMachineType")
+
+	plantest.Plan(t, "smoke", append([]string{"gpu.maxNodes=3"}, fiveExperiments...)...)
+	plantest.Plan(t, "smoke", append([]string{"gpu.maxNodes=5", "cluster.cpuMachineType=n2-standard-32"}, fiveExperiments...)...)
+	plantest.Plan(t, "smoke", append([]string{"gpu.maxNodes=5", "cluster.mode=autopilot"}, fiveExperiments...)...)
+	// Two two-node experiments and one of one node on 5 nodes: at most three at once, which fit.
+	plantest.Plan(t, "smoke", "gpu.maxNodes=5", "jobs.a.nodes=2", "jobs.b.nodes=2", "jobs.c.maxSteps=4")
+}

@@ -563,6 +563,10 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 	if err := errs.Err(); err != nil {
 		return RunPlan{}, err
 	}
+	checkCPUPool(c, plan.Experiments, args.GPUs, &errs)
+	if err := errs.Err(); err != nil {
+		return RunPlan{}, err
+	}
 	order(plan.Experiments, args.GPUs)
 	plan.Queue = &QueuePlan{Name: args.Name, Objects: queue.Objects(args), GPUs: args.GPUs, InstallEnv: queue.InstallEnv(bp.Namespace)}
 	return plan, nil

@@ -106,7 +106,15 @@ var Drifts = []Drift{
 			"taint, and GKE's own lands in effectiveTaints (services/container/node_config.go), not taint"},
 	{RayClusterType, "status, and the fields GKE's Ray add-on injects", OtherManager,
 		"the KubeRay operator writes status; the add-on's logging and monitoring settings are its own"},
-	{RayJobType, "status, spec.suspend", OtherManager, "the KubeRay operator manages the job's lifecycle"},
+	{RayJobType, "status", OtherManager, "the KubeRay operator manages the job's lifecycle"},
+	{RayJobType, "spec.suspend", Ignored,
+		"a queued RayJob is created suspended, and Kueue admits it by setting spec.suspend to false " +
+			"(sigs.k8s.io/kueue v0.17.0 pkg/controller/jobs/rayjob/rayjob_controller.go, " +
+			"RunWithPodSetsInfo). A refresh stores the live object, pruned to the program's fields, " +
+			"as the inputs (pulumi-kubernetes v4.32.0 provider/pkg/provider/provider.go, Read → " +
+			"pruneLiveState), and spec is replace-on-change: without this, `pulumi up --refresh` " +
+			"would delete every admitted experiment and start every finished one again. The program " +
+			"sets the field only at creation; a RayJob outside the queue never sets it"},
 	{"kubernetes:core/v1:PersistentVolume", "spec.claimRef.uid, spec.claimRef.resourceVersion", OtherManager,
 		"the PV binder completes the claim reference when it binds"},
 	{"kubernetes:core/v1:Namespace", "metadata.labels[kubernetes.io/metadata.name]", OtherManager,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gke-rl/infra/offline"
+	"gke-rl/internal/machine"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,19 +39,10 @@ var Machines = map[string]Machine{
 	"a4-highgpu-8g":  {CPUs: 224, MemoryGiB: 3968, GPUs: 8, Ephemeral: "12000Gi"},
 }
 
-// Allocatable is what GKE leaves pods of a node (GKE's "Standard cluster architecture", node
-// allocatable resources): of CPU, 6% of the first core, 1% of the next, 0.5% of the next 2 and
-// 0.25% above 4 are reserved; of memory, 25% of the first 4 GiB, 20% of the next 4, 10% of the
-// next 8, 6% of the next 112 and 2% above 128, plus 100 MiB for eviction.
+// Allocatable is what GKE leaves pods of a node of this machine (machine.Shape.Allocatable).
 func (m Machine) Allocatable() (cpuMilli, memMiB int64) {
-	cores := float64(m.CPUs)
-	reservedCPU := 0.06*min(cores, 1) + 0.01*clamp(cores-1, 1) + 0.005*clamp(cores-2, 2) + 0.0025*max(cores-4, 0)
-	gib := float64(m.MemoryGiB)
-	reservedMem := 0.25*min(gib, 4) + 0.2*clamp(gib-4, 4) + 0.1*clamp(gib-8, 8) + 0.06*clamp(gib-16, 112) + 0.02*max(gib-128, 0)
-	return int64((cores - reservedCPU) * 1000), int64((gib-reservedMem)*1024) - 100
+	return machine.Shape{CPUs: m.CPUs, MemoryGiB: float64(m.MemoryGiB)}.Allocatable()
 }
-
-func clamp(v, limit float64) float64 { return max(0, min(v, limit)) }
 
 // Pool is a simulated GKE node pool: its nodes are shaped as GKE makes them.
 type Pool struct {
