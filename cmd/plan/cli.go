@@ -99,12 +99,15 @@ func Main(args []string, env cmd.Env) int {
 		}
 	}
 	if earlier != nil {
-		if err := WriteComparison(stdout, *compare, Compare(earlier, result), CompareExperiment(earlier, result)); err != nil {
+		q := CompareQueue(earlier, result)
+		if err := WriteComparison(stdout, *compare, Compare(earlier, result), CompareExperiment(earlier, result), q); err != nil {
 			fmt.Fprintf(stderr, "error: writing the comparison (not a problem with your configuration): %v\n", err)
 			return cmd.ExitOutput
 		}
-		for _, line := range CompareQueue(earlier, result) {
-			fmt.Fprintln(stdout, line)
+		if q != nil {
+			for _, line := range q.Lines {
+				fmt.Fprintln(stdout, line)
+			}
 		}
 		return cmd.ExitOK
 	}

@@ -340,8 +340,9 @@ func describe(c *Change, res *offline.Resource) {
 }
 
 // WriteComparison prints the changes, what they do to the experiment (exp, nil when the stack
-// runs nothing) and a closing line on the running run.
-func WriteComparison(out io.Writer, file string, changes []Change, exp *ExperimentShift) error {
+// runs nothing) or to the queue's experiments (q, nil without jobs), and a closing line on what
+// runs.
+func WriteComparison(out io.Writer, file string, changes []Change, exp *ExperimentShift, q *QueueShift) error {
 	w := &errWriter{w: out}
 	fmt.Fprintf(w, "Changes against %s (inputs compared; `pulumi preview --diff` has the provider's word):\n", file)
 	stops, unknown, jobDeleted, jobCreated, newStorage := false, 0, false, false, false
@@ -351,7 +352,10 @@ func WriteComparison(out io.Writer, file string, changes []Change, exp *Experime
 	for _, c := range changes {
 		jobDeleted = jobDeleted || (c.Kind == Deleted && c.Type == lifecycle.RayJobType)
 		jobCreated = jobCreated || (c.Kind == Created && c.Type == lifecycle.RayJobType)
-		if c.Type == lifecycle.RayJobType && c.Kind == Replaced && exp != nil && c.Effect != "" {
+		switch {
+		case c.Type == lifecycle.RayJobType && c.Kind == Replaced && q != nil && q.Running > 0:
+			c.Effect = "a running experiment stops; the new RayJob goes back in the queue and resumes from its newest checkpoint when admitted"
+		case c.Type == lifecycle.RayJobType && c.Kind == Replaced && exp != nil && c.Effect != "":
 			c.Effect = "the running attempt stops; " + exp.jobEffect(newStorage)
 		}
 		if c.Unknown {
@@ -379,8 +383,12 @@ func WriteComparison(out io.Writer, file string, changes []Change, exp *Experime
 		fmt.Fprintln(w, "  none: `pulumi up` with this version proposes no change to the stack's inputs")
 	case unknown > 0 && !stops:
 		fmt.Fprintln(w, "Whether a running run stops cannot be told from that plan: compare against one written by this version, or read `pulumi preview --diff`.")
-	case jobDeleted && !jobCreated:
+	case jobDeleted && !jobCreated && (q == nil || q.Running == 0):
 		fmt.Fprintln(w, "A running run stops for good: the stack no longer has a RayJob.")
+	case q != nil && q.SingleLeft != "":
+		fmt.Fprintf(w, "The stack's run until now stops for good: no experiment of jobs continues it (its checkpoints stay in %s); the queue's experiments start as it admits them.\n", q.SingleLeft)
+	case q != nil && stops:
+		fmt.Fprintln(w, "Each experiment whose RayJob is deleted stops; one whose RayJob is replaced stops, goes back in the queue and resumes from its newest checkpoint when admitted; the others keep running.")
 	case newStorage:
 		fmt.Fprintln(w, "A running run stops, and the next one starts from step 0: the storage that holds the checkpoints is new and empty (the old checkpoints stay where they were only if the old storage is kept).")
 	case exp != nil && exp.New():

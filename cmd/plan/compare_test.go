@@ -3,6 +3,7 @@ package plan_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -261,4 +262,53 @@ func TestCompareSaysWhatAnUpdateDoesToEachQueuedExperiment(t *testing.T) {
 	assert.Contains(t, out, "Experiment a (queue): the same one;")
 	assert.Contains(t, out, "Experiment b: leaves the queue; its RayJob is deleted (a running one stops), its checkpoints stay in /data/checkpoints/b.")
 	assert.NotContains(t, out, "new one")
+}
+
+// Three queue changes --compare once told the opposite of: a priority change replaces the
+// experiment's RayJob (its label), not "keeps running"; an experiment stopped with
+// enabled=false leaves the others training, not "the stack no longer has a RayJob"; and
+// taking a stack from job to jobs stops the single run for good when no experiment continues
+// its checkpoints, not "resumes".
+func TestCompareTellsTheTruthOfQueueChanges(t *testing.T) {
+	two := []string{"gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4"}
+	queued := plantest.PlanFile(t, "smoke", nil, two...)
+	args := func(extra ...string) []string {
+		out := []string{"--stack", "smoke", "--compare", queued}
+		for _, o := range append(slices.Clone(two), extra...) {
+			out = append(out, "--config", o)
+		}
+		return out
+	}
+
+	code, out, errOut := plantest.Main(t, args("jobs.a.priority=5")...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "+- kubernetes:ray.io/v1:RayJob grpo-a-rayjob: metadata.labels\n       a running experiment stops; the new RayJob goes back in the queue and resumes from its newest checkpoint when admitted")
+	assert.NotContains(t, out, "keeps running.")
+
+	code, out, errOut = plantest.Main(t, args("jobs.b.enabled=false")...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.NotContains(t, out, "no longer has a RayJob")
+	assert.Contains(t, out, "Experiment a (queue): the same one;")
+	assert.Contains(t, out, "Experiment b: stops (jobs.b.enabled=false): its RayJob is deleted (a running one stops), its checkpoints stay in /data/checkpoints/b and it resumes from them when enabled again.")
+
+	single := plantest.PlanFile(t, "smoke", nil)
+	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--compare", single)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "The stack's run until now stops for good: no experiment of jobs continues it")
+	assert.NotContains(t, out, "resumes from its newest checkpoint: update between runs")
+
+	// A plan written before labels had digests of their own says the same from its metadata.
+	old := plantest.PlanFile(t, "smoke", func(doc map[string]any) {
+		for _, r := range doc["resources"].([]any) {
+			inputs := r.(map[string]any)["inputs"].(map[string]any)
+			if m, ok := inputs["manifest"].(map[string]any); ok {
+				digests := m["digests"].(map[string]any)
+				delete(digests, "metadata.labels")
+				delete(digests, "metadata.annotations")
+			}
+		}
+	}, two...)
+	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--compare", old, "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--config", "jobs.b.maxSteps=4")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "  none: `pulumi up` with this version proposes no change")
 }

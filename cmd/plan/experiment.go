@@ -115,50 +115,83 @@ func (s *ExperimentShift) jobEffect(newStorage bool) string {
 	}
 }
 
+// A QueueShift says what an update does to the experiments of a stack with jobs, against the
+// earlier plan's experiments or its single run.
+type QueueShift struct {
+	// Lines say it of each experiment.
+	Lines []string
+	// Running is how many experiments of the new plan have a RayJob (jobs.NAME.enabled is not
+	// false): the stack still trains when one is deleted.
+	Running int
+	// SingleLeft is the earlier plan's single run's checkpoint directory when no experiment of
+	// jobs continues it: that run stops for good.
+	SingleLeft string
+}
+
 // CompareQueue says what an update does to each experiment of a stack with jobs (the
-// `experiments` output), against the earlier plan's experiments or its single run: which are
-// the same (their checkpoints in the same directory), which are new, which leave. Nil when
-// neither plan has jobs.
-func CompareQueue(before *EarlierPlan, after *offline.Result) []string {
-	was, is := experimentDirs(before.Outputs), experimentDirs(after.Outputs)
+// `experiments` output): which are the same (their checkpoints in the same directory), which
+// are new, which stop (enabled=false) or start again, which leave, and whether one continues the
+// earlier single run. Nil when neither plan has jobs.
+func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
+	was, is := experimentsOf(before.Outputs), experimentsOf(after.Outputs)
 	single, _ := before.Outputs["checkpointDir"].(string)
 	if len(was) == 0 && len(is) == 0 {
 		return nil
 	}
-	var lines []string
-	kept := map[string]bool{}
+	q := &QueueShift{}
+	add := func(format string, args ...any) { q.Lines = append(q.Lines, fmt.Sprintf(format, args...)) }
+	continued := false
 	for _, name := range slices.Sorted(maps.Keys(is)) {
-		dir := is[name]
+		x, prev := is[name], was[name]
+		if !x.stopped {
+			q.Running++
+		}
 		switch {
-		case was[name] == dir:
-			lines = append(lines, fmt.Sprintf("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s.", name, dir))
-		case single == dir:
-			kept[single] = true
-			lines = append(lines, fmt.Sprintf("Experiment %s (queue): the stack's run until now, with its checkpoints in %s: it goes in the queue and resumes from its newest.", name, dir))
+		case x.stopped && prev.dir == x.dir && !prev.stopped:
+			add("Experiment %s: stops (jobs.%s.enabled=false): its RayJob is deleted (a running one stops), its checkpoints stay in %s and it resumes from them when enabled again.", name, name, x.dir)
+		case x.stopped:
+			add("Experiment %s: stopped (jobs.%s.enabled=false): it has no RayJob; its checkpoints, if any, are in %s.", name, name, x.dir)
+		case prev.dir == x.dir && prev.stopped:
+			add("Experiment %s (queue): enabled again; it goes back in the queue and resumes from its newest checkpoint in %s when admitted.", name, x.dir)
+		case prev.dir == x.dir:
+			add("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s.", name, x.dir)
+		case single == x.dir:
+			continued = true
+			add("Experiment %s (queue): the stack's run until now, with its checkpoints in %s: it goes in the queue and resumes from its newest.", name, x.dir)
 		default:
-			lines = append(lines, fmt.Sprintf("Experiment %s (queue): a new one; it starts from step 0 in %s when the queue admits it.", name, dir))
+			add("Experiment %s (queue): a new one; it starts from step 0 in %s when the queue admits it.", name, x.dir)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(was)) {
 		if _, ok := is[name]; !ok {
-			lines = append(lines, fmt.Sprintf("Experiment %s: leaves the queue; its RayJob is deleted (a running one stops), its checkpoints stay in %s.", name, was[name]))
+			add("Experiment %s: leaves the queue; its RayJob is deleted (a running one stops), its checkpoints stay in %s.", name, was[name].dir)
 		}
 	}
-	if single != "" && len(is) > 0 && !kept[single] {
-		lines = append(lines, fmt.Sprintf("Experiment %s: the stack's run until now, which no experiment of jobs continues; its checkpoints stay in %s.", path.Base(single), single))
+	if single != "" && len(is) > 0 && !continued {
+		q.SingleLeft = single
+		add("Experiment %s: the stack's run until now, which no experiment of jobs continues; its checkpoints stay in %s.", path.Base(single), single)
 	}
-	return lines
+	return q
 }
 
-// experimentDirs are the checkpoint directories of a plan's `experiments` output, by name.
-func experimentDirs(outputs map[string]any) map[string]string {
-	out := map[string]string{}
+// queuedExperiment is an experiment of a plan's `experiments` output.
+type queuedExperiment struct {
+	dir     string
+	stopped bool
+}
+
+// experimentsOf are the experiments of a plan's `experiments` output, by name.
+func experimentsOf(outputs map[string]any) map[string]queuedExperiment {
+	out := map[string]queuedExperiment{}
 	xs, _ := outputs["experiments"].(map[string]any)
 	for name, v := range xs {
 		about, _ := v.(map[string]any)
-		if dir, ok := about["checkpointDir"].(string); ok {
-			out[name] = dir
+		dir, ok := about["checkpointDir"].(string)
+		if !ok {
+			continue
 		}
+		start, _ := about["start"].(string)
+		out[name] = queuedExperiment{dir: dir, stopped: start == string(infra.NotStarted)}
 	}
 	return out
 }

@@ -17,8 +17,9 @@ func Digests(obj map[string]any) map[string]string {
 		}
 		out[key] = digest(v)
 		if meta, ok := v.(map[string]any); ok && key == "metadata" {
-			// The provider replaces an object whose name or namespace changes.
-			for _, field := range []string{"name", "namespace"} {
+			// The provider replaces an object whose name or namespace changes; a queued RayJob is
+			// replaced when its labels (its queue, its priority class) change.
+			for _, field := range []string{"name", "namespace", "labels", "annotations"} {
 				if fv, ok := meta[field]; ok {
 					out["metadata."+field] = digest(fv)
 				}
