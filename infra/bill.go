@@ -75,9 +75,9 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 			Item: "Bucket", SKU: cost.SKU{Name: "gcs-standard", Region: c.Region}, Unit: cost.PerGiBMonth,
 			Note: "billed by what it stores; the model and the datasets add to it",
 		}
-		if ck := bp.Checkpoint; ck != nil {
-			gib := math.Ceil(float64(c.Job.KeepCheckpoints) * ck.GB * 1e9 / (1 << 30))
-			bucket.Detail = fmt.Sprintf("Standard storage: %s of %.0f GB ≈ %.0f GiB", plural(c.Job.KeepCheckpoints, "checkpoint"), ck.GB, gib)
+		if kept, gb, ok := keptCheckpoints(c, bp); ok {
+			gib := math.Ceil(gb * 1e9 / (1 << 30))
+			bucket.Detail = fmt.Sprintf("Standard storage: %s ≈ %.0f GiB", kept, gib)
 			bucket.Training, bucket.Idle = gib, gib
 		} else {
 			bucket.Detail = "Standard storage: the checkpoints' size is unknown for this model"
@@ -122,4 +122,27 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// keptCheckpoints are the checkpoints the stack keeps on its storage, said and in GB: the run's,
+// or every experiment's of a queue (a stopped one's too: its checkpoints stay). ok is false when
+// a model's size is unknown.
+func keptCheckpoints(c *Config, bp *Blueprint) (string, float64, bool) {
+	if !c.Queued() {
+		ck := bp.Checkpoint
+		if ck == nil {
+			return "", 0, false
+		}
+		return fmt.Sprintf("%s of %.0f GB", plural(c.Job.KeepCheckpoints, "checkpoint"), ck.GB), float64(c.Job.KeepCheckpoints) * ck.GB, true
+	}
+	total, count := 0.0, 0
+	for _, j := range c.Jobs {
+		ck := estimateCheckpoint(c.ForExperiment(j))
+		if ck == nil {
+			return "", 0, false
+		}
+		total += float64(j.KeepCheckpoints) * ck.GB
+		count += j.KeepCheckpoints
+	}
+	return fmt.Sprintf("%s of %s", plural(count, "checkpoint"), plural(len(c.Jobs), "experiment")), total, true
 }

@@ -93,3 +93,11 @@ func TestTheShippedStacksArePricedExceptWhereTheCatalogHasNoPrice(t *testing.T) 
 		}
 	}
 }
+
+// A queue's bucket keeps every experiment's checkpoints, a stopped one's too.
+func TestAQueuesBucketBillsEveryExperimentsCheckpoints(t *testing.T) {
+	one := lineOf(t, plantest.Resolve(t, "smoke").Bill, "Bucket")
+	two := lineOf(t, plantest.Resolve(t, "smoke", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.keepCheckpoints=3", "jobs.b.enabled=false").Bill, "Bucket")
+	assert.Contains(t, two.Detail, "4 checkpoints of 2 experiments")
+	assert.InDelta(t, 4*one.Idle, two.Idle, 4, "smoke keeps one checkpoint; the queue four of the same model (each total rounded up to a GiB)")
+}

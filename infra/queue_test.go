@@ -180,3 +180,20 @@ func TestTheQueueRunsNoMoreExperimentsThanTheCPUPoolHolds(t *testing.T) {
 	// Two two-node experiments and one of one node on 5 nodes: at most three at once, which fit.
 	plantest.Plan(t, "smoke", "gpu.maxNodes=5", "jobs.a.nodes=2", "jobs.b.nodes=2", "jobs.c.maxSteps=4")
 }
+
+// The experiments share one Lustre instance: three that each fit b200-spot's 19,327 GB alone
+// (6 kept, 7 at the peak of 1,152 GB) do not fit it together, and the error names each one's
+// share; two do.
+func TestTheExperimentsCheckpointsFitTheVolumeTogether(t *testing.T) {
+	three := []string{"jobs.a.keepCheckpoints=6", "jobs.b.keepCheckpoints=6", "jobs.c.keepCheckpoints=6"}
+	_, err := plantest.TryPlan("b200-spot", three...)
+	require.Error(t, err)
+	assert.Equal(t, "invalid stack configuration:\njobs: the experiments' checkpoints at their peak need 24192 GB together (a 7 × 1152 GB, b 7 × 1152 GB, c 7 × 1152 GB), "+
+		"more than the Lustre instance's 19327 GB (storage.capacityGib 18000), which they share; "+
+		"allowed: fewer checkpoints kept (job.keepCheckpoints, jobs.<name>.keepCheckpoints), fewer experiments, or a larger storage.capacityGib", err.Error())
+	plantest.Plan(t, "b200-spot", three[:2]...)
+	// A stopped experiment's checkpoints stay on the volume: it counts what it kept.
+	_, err = plantest.TryPlan("b200-spot", append(three, "jobs.c.enabled=false")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "c 6 × 1152 GB")
+}

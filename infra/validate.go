@@ -675,6 +675,40 @@ func validateJobs(c *Config, spec GPUSpec, errs *Errors) {
 				j.Name, j.Nodes, j.Nodes*spec.GPUsPerNode, c.GPU.MaxNodes*spec.GPUsPerNode, c.GPU.MaxNodes, spec.GPUsPerNode, c.GPU.MaxNodes)
 		}
 	}
+	validateQueueCheckpoints(c, errs)
+}
+
+// validateQueueCheckpoints checks the experiments' checkpoints together against the one Lustre
+// instance they share: each experiment's own fit is checked with it (job.keepCheckpoints), but
+// the checkpoints of all of them stay on the volume, a stopped experiment's included, and those
+// that run can all be saving at once. Only when each fits alone: that is its own error.
+func validateQueueCheckpoints(c *Config, errs *Errors) {
+	if c.Storage.Type != kinds.Lustre || errs.Has("storage.capacityGib") ||
+		slices.ContainsFunc(*errs, func(e FieldError) bool { return strings.HasSuffix(e.Key, ".keepCheckpoints") }) {
+		return
+	}
+	capacityGB := float64(c.Storage.CapacityGiB) * (1 << 30) / 1e9
+	total := 0.0
+	var parts []string
+	for _, j := range c.Jobs {
+		e := c.ForExperiment(j)
+		est := estimateCheckpoint(e)
+		if est == nil || j.KeepCheckpoints == 0 {
+			continue
+		}
+		// A stopped experiment holds what it kept; one that runs, a save in progress too.
+		peak := j.KeepCheckpoints
+		if j.Enabled {
+			peak, _ = checkpointsAtPeak(e, j.KeepCheckpoints)
+		}
+		total += float64(peak) * est.GB
+		parts = append(parts, fmt.Sprintf("%s %d × %.0f GB", j.Name, peak, est.GB))
+	}
+	if total > capacityGB {
+		errs.Add(KeyJobs, "the experiments' checkpoints at their peak need %.0f GB together (%s), more than the Lustre instance's %.0f GB (storage.capacityGib %d), which they share; "+
+			"allowed: fewer checkpoints kept (job.keepCheckpoints, jobs.<name>.keepCheckpoints), fewer experiments, or a larger storage.capacityGib",
+			total, strings.Join(parts, ", "), capacityGB, c.Storage.CapacityGiB)
+	}
 }
 
 // experimentError is an experiment's problem under the key that sets it: `job.x` is
