@@ -197,3 +197,28 @@ func TestTheExperimentsCheckpointsFitTheVolumeTogether(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "c 6 × 1152 GB")
 }
+
+// An experiment may start from another of the stack only when the other cannot be running
+// (stopped, or the two do not fit the quota together) and, for verl, on the same GPU count.
+func TestResumingFromAnotherExperimentOfTheQueue(t *testing.T) {
+	_, err := plantest.TryPlan("smoke", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.resumeFrom=a")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `jobs.b.resumeFrom: experiment b: "a" is an experiment of this stack that can run at the same time as b (1 + 1 GPU nodes fit gpu.maxNodes 2): b would load a checkpoint a is still writing; allowed: stop a first (jobs.a.enabled=false), then start b`)
+	plantest.Plan(t, "smoke", "gpu.maxNodes=2", "jobs.a.enabled=false", "jobs.b.resumeFrom=a")
+	plantest.Plan(t, "smoke", "gpu.maxNodes=1", "jobs.a.maxSteps=4", "jobs.b.resumeFrom=a")
+
+	_, err = plantest.TryPlan("smoke", "gpu.maxNodes=2", "jobs.a.enabled=false", "jobs.b.resumeFrom=a", "jobs.b.nodes=2")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `jobs.b.resumeFrom: experiment b: "a" trains on 1 GPU node and b on 2: verl saves one checkpoint shard per GPU, which another GPU count cannot load; allowed: the same node count as a (jobs.b.nodes 1)`)
+}
+
+// NeMo RL loads a dataset by name from the one cache the experiments share: two pins of one
+// dataset are refused, one pin for all of them plans.
+func TestOneDatasetHasOnePinInTheQueue(t *testing.T) {
+	other := `jobs.b.revisions["agentica-org/DeepScaleR-Preview-Dataset"]=0123456789abcdef0123456789abcdef01234567`
+	_, err := plantest.TryPlan("b200-spot", "jobs.a.maxSteps=4", other)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "jobs.b.revisions: experiments a and b pin the dataset agentica-org/DeepScaleR-Preview-Dataset differently (b6ae8c60f5c1f2b594e2140b91c49c9ad0949e29, 0123456789abcdef0123456789abcdef01234567)")
+	plantest.Plan(t, "b200-spot", "jobs.a.maxSteps=4", "jobs.b.maxSteps=6")
+	plantest.Plan(t, "b200-spot", "jobs.a.maxSteps=4", other, "jobs.a.enabled=false")
+}

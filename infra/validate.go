@@ -676,6 +676,77 @@ func validateJobs(c *Config, spec GPUSpec, errs *Errors) {
 		}
 	}
 	validateQueueCheckpoints(c, errs)
+	validateQueueResumes(c, errs)
+	validateQueueDatasets(c, errs)
+}
+
+// validateQueueResumes checks an experiment that starts from another of the same stack
+// (jobs.<name>.resumeFrom): the other must not be able to run at the same time, or the new one
+// would load a checkpoint still being written and rotated away; and it must have the same GPU
+// count, since verl v0.6.0 saves one shard per rank, named by the world size
+// (verl/utils/checkpoint/fsdp_checkpoint_manager.py, model_world_size_{W}_rank_{r}.pt).
+func validateQueueResumes(c *Config, errs *Errors) {
+	byName := map[string]JobConfig{}
+	for _, j := range c.Jobs {
+		byName[j.Name] = j
+	}
+	for _, j := range c.Jobs {
+		from, ok := byName[j.ResumeFrom]
+		if !ok || !j.Enabled || errs.Has(KeyJobs+"."+j.Name+".resumeFrom") || errs.Has("job.resumeFrom") {
+			continue
+		}
+		if from.Enabled && j.Nodes+from.Nodes <= c.GPU.MaxNodes {
+			*errs = append(*errs, experimentError(j, FieldError{Key: "job.resumeFrom", Message: fmt.Sprintf(
+				"%s is an experiment of this stack that can run at the same time as %s (%d + %d GPU nodes fit gpu.maxNodes %d): %s would load a checkpoint %s is still writing; "+
+					"allowed: stop %s first (jobs.%s.enabled=false), then start %s",
+				quote(from.Name), j.Name, from.Nodes, j.Nodes, c.GPU.MaxNodes, j.Name, from.Name, from.Name, from.Name, j.Name)}))
+			continue
+		}
+		if c.Framework == kinds.Verl && from.Nodes != j.Nodes {
+			*errs = append(*errs, experimentError(j, FieldError{Key: "job.resumeFrom", Message: fmt.Sprintf(
+				"%s trains on %s and %s on %d: verl saves one checkpoint shard per GPU, which another GPU count cannot load; allowed: the same node count as %s (jobs.%s.nodes %d)",
+				quote(from.Name), plural(from.Nodes, "GPU node"), j.Name, j.Nodes, from.Name, j.Name, from.Nodes)}))
+		}
+	}
+}
+
+// validateQueueDatasets refuses two pins of one NeMo RL dataset in one queue: NeMo RL v0.5.0
+// loads its datasets by name (load_dataset) from the one Hugging Face cache of the shared
+// volume, offline, so experiments that pin one dataset differently would all train on whichever
+// pin a preparation downloaded last.
+func validateQueueDatasets(c *Config, errs *Errors) {
+	if c.Framework != kinds.NeMoRL {
+		return
+	}
+	first := map[string]JobConfig{}
+	for _, j := range c.Jobs {
+		if !j.Enabled {
+			continue
+		}
+		for _, repo := range workloads.NeMoRLDatasetSources[j.Dataset] {
+			other, seen := first[repo]
+			if !seen {
+				first[repo] = j
+				continue
+			}
+			if other.Revisions[repo] != j.Revisions[repo] {
+				key := KeyJobs + "." + j.Name + ".revisions"
+				if !j.own["job.revisions"] {
+					key = "job.revisions"
+				}
+				errs.Add(key, "experiments %s and %s pin the dataset %s differently (%s, %s), but NeMo RL loads a dataset by name from the one Hugging Face cache they share, so both would train on whichever was prepared last; allowed: one pin of %s for every experiment (job.revisions)",
+					other.Name, j.Name, repo, pinText(other.Revisions[repo]), pinText(j.Revisions[repo]), repo)
+			}
+		}
+	}
+}
+
+// pinText is a revision as a message says it: the default branch when none is pinned.
+func pinText(rev string) string {
+	if rev == "" {
+		return "main (unpinned)"
+	}
+	return rev
 }
 
 // validateQueueCheckpoints checks the experiments' checkpoints together against the one Lustre
