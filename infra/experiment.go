@@ -40,11 +40,7 @@ func ExperimentName(c *Config) string {
 // another GPU count cannot load). Change any of them and the default changes, so that the new
 // run starts from step 0 in its own directory instead of loading a checkpoint it cannot use.
 func DefaultExperimentName(c *Config) string {
-	h := sha256.New()
-	for _, part := range experimentIdentity(c) {
-		fmt.Fprintf(h, "%s\x00", part)
-	}
-	sum := hex.EncodeToString(h.Sum(nil))[:6]
+	sum := identityHash(c)
 	model := slug(path.Base(c.Job.Model), 24)
 	dataset := slug(c.Job.Dataset, 12)
 	name := strings.Trim(model+"-"+dataset, "-") + "-" + sum
@@ -53,6 +49,31 @@ func DefaultExperimentName(c *Config) string {
 	}
 	return name
 }
+
+// identityHashLength is how many hex digits of its identity's hash an experiment's name carries.
+const identityHashLength = 6
+
+// identityHash is the hash of what makes an experiment's checkpoints another's
+// (experimentIdentity), in identityHashLength hex digits.
+func identityHash(c *Config) string {
+	h := sha256.New()
+	for _, part := range experimentIdentity(c) {
+		fmt.Fprintf(h, "%s\x00", part)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:identityHashLength]
+}
+
+// MaxQueuedNameLength bounds the key of an experiment of jobs, which its run's name extends
+// with "-" and its identity's hash (QueuedRunName).
+const MaxQueuedNameLength = MaxExperimentNameLength - 1 - identityHashLength
+
+// QueuedRunName is the run of an experiment of jobs: its key and the hash of its identity. Its
+// checkpoints, logs, RayJob and W&B run are named by it, as the single run's default name is,
+// so that a change of what it trains under the same key (the framework, the model, the datasets,
+// their revisions, NeMo RL's recipe, verl's GPU count) starts a new experiment in a directory of
+// its own, instead of resuming checkpoints it cannot load or should not continue; the earlier
+// one's stay. e is the experiment's configuration (Config.ForExperiment), e.Job.Name its key.
+func QueuedRunName(e *Config) string { return e.Job.Name + "-" + identityHash(e) }
 
 // experimentIdentity are the values DefaultExperimentName hashes, labelled.
 func experimentIdentity(c *Config) []string {

@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,9 +42,9 @@ func TestEachExperimentTakesWhatItDoesNotSetFromJob(t *testing.T) {
 		"Qwen/Qwen2.5-0.5B-Instruct": "1111111111111111111111111111111111111111",
 	}, low.Hub.Revisions, "revisions are added to job's")
 	for name, x := range xs {
-		assert.Equal(t, name, x.RayJob.Name)
-		assert.Equal(t, "/data/checkpoints/"+name, x.Layout.Checkpoints())
-		assert.Equal(t, name+"-data-prep", x.Prep.Name)
+		assert.Regexp(t, "^"+name+"-[0-9a-f]{6}$", x.RayJob.Name, "its key and the hash of what it trains")
+		assert.Equal(t, "/data/checkpoints/"+x.RayJob.Name, x.Layout.Checkpoints())
+		assert.Equal(t, x.RayJob.Name+"-data-prep", x.Prep.Name)
 		assert.True(t, x.RayJob.Spec.Suspend, "created suspended: Kueue starts it")
 		assert.Equal(t, queue.LocalQueueName, x.RayJob.Labels[queue.QueueLabel])
 		assert.NotNil(t, x.RayJob.Spec.RayClusterSpec, "a cluster of its own, which Kueue manages")
@@ -221,4 +222,36 @@ func TestOneDatasetHasOnePinInTheQueue(t *testing.T) {
 	assert.Contains(t, err.Error(), "jobs.b.revisions: experiments a and b pin the dataset agentica-org/DeepScaleR-Preview-Dataset differently (b6ae8c60f5c1f2b594e2140b91c49c9ad0949e29, 0123456789abcdef0123456789abcdef01234567)")
 	plantest.Plan(t, "b200-spot", "jobs.a.maxSteps=4", "jobs.b.maxSteps=6")
 	plantest.Plan(t, "b200-spot", "jobs.a.maxSteps=4", other, "jobs.a.enabled=false")
+}
+
+// An experiment's identity names its checkpoints, as the single run's default name does: a
+// change of what it trains under the same key (the model, a revision, verl's GPU count) is a new
+// experiment in a directory of its own, which leaves the earlier one's checkpoints alone; a
+// change of how it trains (the learning rate, the steps) is the same experiment, which resumes.
+// An experiment that starts from another of the stack starts from that one's directory.
+func TestAnExperimentsIdentityNamesItsCheckpoints(t *testing.T) {
+	dir := func(overrides ...string) string {
+		t.Helper()
+		_, xs := experiments(t, append([]string{"gpu.maxNodes=2", "jobs.a.maxSteps=4"}, overrides...)...)
+		return xs["a"].Layout.Checkpoints()
+	}
+	same := dir()
+	assert.Regexp(t, `^/data/checkpoints/a-[0-9a-f]{6}$`, same)
+	assert.Equal(t, same, dir("jobs.a.learningRate=5e-6"), "how it trains: the same experiment")
+	assert.Equal(t, same, dir("jobs.a.maxSteps=40"))
+	assert.Equal(t, same, dir("jobs.a.priority=7"))
+	for _, other := range [][]string{
+		{"jobs.a.model=Qwen/Qwen2.5-1.5B-Instruct"},
+		{`jobs.a.revisions["openai/gsm8k"]=0123456789abcdef0123456789abcdef01234567`},
+		{"jobs.a.nodes=2"},
+	} {
+		assert.NotEqual(t, same, dir(other...), "%v: another experiment", other)
+	}
+
+	_, xs := experiments(t, "gpu.maxNodes=2", "jobs.a.enabled=false", "jobs.b.resumeFrom=a")
+	assert.Contains(t, xs["b"].RayJob.Spec.Entrypoint, "RESUME_FROM="+xs["a"].Layout.Checkpoints()+" ")
+
+	_, err := plantest.TryPlan("smoke", "gpu.maxNodes=2", "jobs."+strings.Repeat("x", infra.MaxQueuedNameLength+1)+".maxSteps=4")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("is %d characters long; allowed: at most %d, since its run's name adds the hash of what it trains", infra.MaxQueuedNameLength+1, infra.MaxQueuedNameLength))
 }

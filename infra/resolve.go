@@ -527,10 +527,19 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 	}
 	args := queue.Args{Name: bp.Namespace, Namespace: bp.Namespace, GPUs: c.GPU.MaxNodes * bp.Hardware.GPUsPerNode, Priorities: map[string]int{}}
 	var errs Errors
+	runs := map[string]string{}
+	for _, j := range c.Jobs {
+		runs[j.Name] = QueuedRunName(c.ForExperiment(j))
+	}
 	for _, j := range c.Jobs {
 		e := c.ForExperiment(j)
+		// The experiment runs under its run's name; one it starts from is named by its key.
+		e.Job.Name = runs[j.Name]
+		if from, ok := runs[e.Job.ResumeFrom]; ok {
+			e.Job.ResumeFrom = from
+		}
 		x := ExperimentPlan{Name: j.Name, Priority: j.Priority, Nodes: j.Nodes, GPUs: j.Nodes * bp.Hardware.GPUsPerNode,
-			Layout: workloads.Layout{Root: c.Storage.MountPath, Run: j.Name}}
+			Layout: workloads.Layout{Root: c.Storage.MountPath, Run: runs[j.Name]}}
 		if !j.Enabled {
 			x.Stopped, x.Start = true, NotStarted
 			plan.Experiments = append(plan.Experiments, x)

@@ -253,14 +253,17 @@ func TestCompareSaysWhatAnUpdateDoesToEachQueuedExperiment(t *testing.T) {
 	run := plantest.Resolve(t, "smoke").Run.RayJob.Name
 	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs."+run+".maxSteps=4", "--config", "jobs.kl.klCoef=0.01", "--compare", single)
 	require.Equal(t, cmd.ExitOK, code, errOut)
-	assert.Contains(t, out, "Experiment "+run+" (queue): the stack's run until now, with its checkpoints in /data/checkpoints/"+run+": it goes in the queue and resumes from its newest.")
-	assert.Contains(t, out, "Experiment kl (queue): a new one; it starts from step 0 in /data/checkpoints/kl when the queue admits it.")
+	// An experiment's directory carries the hash of what it trains: one named after the single
+	// run is a new experiment all the same, and the single run stops for good.
+	assert.Regexp(t, "Experiment "+run+` \(queue\): a new one; it starts from step 0 in /data/checkpoints/`+run+`-[0-9a-f]{6} when the queue admits it.`, out)
+	assert.Regexp(t, `Experiment kl \(queue\): a new one; it starts from step 0 in /data/checkpoints/kl-[0-9a-f]{6} when the queue admits it.`, out)
+	assert.Contains(t, out, "The stack's run until now stops for good: no experiment of jobs continues it (its checkpoints stay in /data/checkpoints/"+run+")")
 
 	queued := plantest.PlanFile(t, "smoke", nil, "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4")
 	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--compare", queued)
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "Experiment a (queue): the same one;")
-	assert.Contains(t, out, "Experiment b: leaves the queue; its RayJob is deleted (a running one stops), its checkpoints stay in /data/checkpoints/b.")
+	assert.Regexp(t, `Experiment b: leaves the queue; its RayJob is deleted \(a running one stops\), its checkpoints stay in /data/checkpoints/b-[0-9a-f]{6}\.`, out)
 	assert.NotContains(t, out, "new one")
 }
 
@@ -289,13 +292,18 @@ func TestCompareTellsTheTruthOfQueueChanges(t *testing.T) {
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.NotContains(t, out, "no longer has a RayJob")
 	assert.Contains(t, out, "Experiment a (queue): the same one;")
-	assert.Contains(t, out, "Experiment b: stops (jobs.b.enabled=false): its RayJob is deleted (a running one stops), its checkpoints stay in /data/checkpoints/b and it resumes from them when enabled again.")
+	assert.Regexp(t, `Experiment b: stops \(jobs.b.enabled=false\): its RayJob is deleted \(a running one stops\), its checkpoints stay in /data/checkpoints/b-[0-9a-f]{6} and it resumes from them when enabled again.`, out)
 
 	single := plantest.PlanFile(t, "smoke", nil)
 	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--compare", single)
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "The stack's run until now stops for good: no experiment of jobs continues it")
 	assert.NotContains(t, out, "resumes from its newest checkpoint: update between runs")
+
+	// Another model under the same key: a new experiment, the earlier one's checkpoints kept.
+	code, out, errOut = plantest.Main(t, args("jobs.a.model=Qwen/Qwen2.5-1.5B-Instruct")...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Regexp(t, `Experiment a \(queue\): a new one under the same name, since what it trains changed .*: its RayJob is replaced \(a running one stops\), and it starts from step 0 in /data/checkpoints/a-[0-9a-f]{6} when the queue admits it; the earlier one's checkpoints stay in /data/checkpoints/a-[0-9a-f]{6}\.`, out)
 
 	// A plan written before labels had digests of their own says the same from its metadata.
 	old := plantest.PlanFile(t, "smoke", func(doc map[string]any) {

@@ -33,6 +33,18 @@ func queued(t *testing.T, experiments ...string) *offline.Result {
 	return plantest.Plan(t, "smoke", append([]string{"gpu.maxNodes=1"}, experiments...)...)
 }
 
+// jobOf is the RayJob of the experiment key in a plan: its key and the hash of what it trains.
+func jobOf(t *testing.T, res *offline.Result, key string) string {
+	t.Helper()
+	for _, x := range res.Blueprint.Run.Experiments {
+		if x.Name == key && x.RayJob != nil {
+			return x.RayJob.Name
+		}
+	}
+	t.Fatalf("no experiment %s with a RayJob in the plan", key)
+	return ""
+}
+
 // queueCluster is the control plane with KubeRay's controllers and Kueue's manager.
 func queueCluster(t *testing.T) testCluster {
 	t.Helper()
@@ -145,8 +157,8 @@ func TestQueueRunsExperimentsInTurnByPriority(t *testing.T) {
 	ns := res.Blueprint.Namespace
 	c.up(t, res)
 
-	first := c.running(t, ns, "first")
-	c.waits(t, ns, "second", 5*time.Second)
+	first := c.running(t, ns, jobOf(t, res, "first"))
+	c.waits(t, ns, jobOf(t, res, "second"), 5*time.Second)
 
 	withUrgent := queued(t, "jobs.first.maxSteps=4", "jobs.second.maxSteps=4", "jobs.urgent.maxSteps=4", "jobs.urgent.priority=10")
 	added := onlyNew(res, withUrgent)
@@ -156,20 +168,20 @@ func TestQueueRunsExperimentsInTurnByPriority(t *testing.T) {
 			"adding an experiment creates its objects and its priority's class only, not %s", r.Name)
 	}
 	c.up(t, added)
-	c.waits(t, ns, "urgent", 3*time.Second)
+	c.waits(t, ns, jobOf(t, withUrgent, "urgent"), 3*time.Second)
 
 	c.finish(t, ns, first)
-	urgent := c.running(t, ns, "urgent")
-	c.waits(t, ns, "second", 3*time.Second)
+	urgent := c.running(t, ns, jobOf(t, withUrgent, "urgent"))
+	c.waits(t, ns, jobOf(t, res, "second"), 3*time.Second)
 
 	c.finish(t, ns, urgent)
-	c.running(t, ns, "second")
+	c.running(t, ns, jobOf(t, res, "second"))
 
 	// The operations commands read the queue as it is: the real kubectl, on the stack's outputs.
 	status := kubectlOutput(t, c, withUrgent.Outputs["queue"].(string))
-	assert.Regexp(t, `(?m)^first\s+0\s+True\s+True\s`, status, "the first experiment finished")
-	assert.Regexp(t, `(?m)^urgent\s+10\s+True\s+True\s`, status, "the urgent one finished")
-	assert.Regexp(t, `(?m)^second\s+0\s+True\s+<none>\s`, status, "the second one is admitted and runs")
+	assert.Regexp(t, `(?m)^first-[0-9a-f]{6}\s+0\s+True\s+True\s`, status, "the first experiment finished")
+	assert.Regexp(t, `(?m)^urgent-[0-9a-f]{6}\s+10\s+True\s+True\s`, status, "the urgent one finished")
+	assert.Regexp(t, `(?m)^second-[0-9a-f]{6}\s+0\s+True\s+<none>\s`, status, "the second one is admitted and runs")
 	quota := kubectlOutput(t, c, withUrgent.Outputs["queueQuota"].(string))
 	assert.Regexp(t, `(?m)^`+ns+`\s+8\s+8\s+1\s+0\s*$`, quota, "8 GPUs, all used by the one admitted experiment, none pending")
 

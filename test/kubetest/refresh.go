@@ -126,7 +126,7 @@ func Replacements(program, live map[string]any, replaceOnChanges, ignoreChanges 
 			return
 		}
 		if !reflect.DeepEqual(a, b) && slices.ContainsFunc(replaceOnChanges, func(r string) bool { return under(path, r) }) {
-			out = append(out, fmt.Sprintf("%s: applied %v, refreshed %v", path, a, b))
+			out = append(out, fmt.Sprintf("%s: applied %s, refreshed %s", path, shown(a), shown(b)))
 		}
 	}
 	walk("", program, refreshed)
@@ -189,4 +189,13 @@ func (cp *ControlPlane) RefreshReplacements(t testing.TB, res *offline.Result) [
 		}
 	}
 	return out
+}
+
+// shown is a value as a replacement's line says it: an absent one (the API server omits a
+// false boolean) as such.
+func shown(v any) string {
+	if v == nil {
+		return "(absent)"
+	}
+	return fmt.Sprint(v)
 }

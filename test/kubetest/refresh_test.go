@@ -50,12 +50,12 @@ func TestRefreshAfterTheControllersReplacesNothing(t *testing.T) {
 		res := queued(t, "jobs.first.maxSteps=4", "jobs.second.maxSteps=4")
 		ns := res.Blueprint.Namespace
 		c.up(t, res)
-		first := c.running(t, ns, "first")
-		c.waits(t, ns, "second", 3*time.Second)
+		first := c.running(t, ns, jobOf(t, res, "first"))
+		c.waits(t, ns, jobOf(t, res, "second"), 3*time.Second)
 		assert.Empty(t, c.cp.RefreshReplacements(t, res), "one experiment admitted, one waiting")
 		c.finish(t, ns, first)
-		c.running(t, ns, "second")
-		assert.False(t, c.rayJobNamed(t, ns, "first").Spec.Suspend, "Kueue's admission is in the live object")
+		c.running(t, ns, jobOf(t, res, "second"))
+		assert.False(t, c.rayJobNamed(t, ns, first.Name).Spec.Suspend, "Kueue's admission is in the live object")
 		assert.Empty(t, c.cp.RefreshReplacements(t, res), "one experiment finished, the other admitted after it")
 	})
 	t.Run("single run", func(t *testing.T) {
