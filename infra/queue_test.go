@@ -253,5 +253,5 @@ func TestAnExperimentsIdentityNamesItsCheckpoints(t *testing.T) {
 
 	_, err := plantest.TryPlan("smoke", "gpu.maxNodes=2", "jobs."+strings.Repeat("x", infra.MaxQueuedNameLength+1)+".maxSteps=4")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), fmt.Sprintf("is %d characters long; allowed: at most %d, since its run's name adds the hash of what it trains", infra.MaxQueuedNameLength+1, infra.MaxQueuedNameLength))
+	assert.Contains(t, err.Error(), fmt.Sprintf("is %d characters long; allowed: at most %d, since its RayJob and checkpoint directory add the hash of what it trains", infra.MaxQueuedNameLength+1, infra.MaxQueuedNameLength))
 }

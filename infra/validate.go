@@ -663,8 +663,8 @@ func validateJobs(c *Config, spec GPUSpec, errs *Errors) {
 	for _, j := range c.Jobs {
 		key := KeyJobs + "." + j.Name
 		if len(j.Name) > MaxQueuedNameLength && experimentNameProblem(j.Name) == "" {
-			errs.Add(key, "the experiment's name %s is %d characters long; allowed: at most %d, since its run's name adds the hash of what it trains (QueuedRunName: -%s)",
-				quote(j.Name), len(j.Name), MaxQueuedNameLength, strings.Repeat("x", identityHashLength))
+			errs.Add(key, "the experiment's name %s is %d characters long; allowed: at most %d, since its RayJob and checkpoint directory add the hash of what it trains (-<%d hex digits>)",
+				quote(j.Name), len(j.Name), MaxQueuedNameLength, identityHashLength)
 		}
 		if j.Priority < 0 || j.Priority > queue.MaxPriority {
 			errs.Add(key+".priority", "%d is out of range; allowed: 0 to %d (higher runs first)", j.Priority, queue.MaxPriority)

@@ -14,6 +14,7 @@ import (
 
 	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
+	"gke-rl/infra"
 	"gke-rl/infra/offline"
 	"gke-rl/test/plantest"
 )
@@ -281,4 +282,23 @@ func TestPlanFlagsThePlaceholders(t *testing.T) {
 	code, _, errOut = plantest.Main(t, "--stack", "b200-spot", "--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=35.235.240.0/20")
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.NotContains(t, errOut, "placeholder:")
+}
+
+// The queue's table lines up with a name as long as an experiment's may be and a priority of
+// seven digits, and a map output (`experiments`) reads as name=value parts, not Go's map syntax.
+func TestCLIQueueTableHoldsLongNamesAndMapOutputsReadAsText(t *testing.T) {
+	long := strings.Repeat("x", infra.MaxQueuedNameLength)
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs."+long+".maxSteps=4", "--config", "jobs.b.priority=1000000")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	var rows []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "  runs ") {
+			rows = append(rows, line)
+		}
+	}
+	require.Len(t, rows, 2)
+	assert.Equal(t, strings.Index(rows[0], "priority"), strings.Index(rows[1], "priority"), "\n%s", strings.Join(rows, "\n"))
+	assert.Equal(t, strings.Index(rows[0], "GPUs"), strings.Index(rows[1], "GPUs"), "\n%s", strings.Join(rows, "\n"))
+	assert.NotContains(t, out, "map[")
+	assert.Regexp(t, `(?m)^  experiments +b=\{checkpointDir=/data/checkpoints/b-[0-9a-f]{6}; gpus=8; `, out)
 }

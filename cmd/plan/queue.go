@@ -21,8 +21,15 @@ func writeQueue(w io.Writer, r *offline.Result) {
 	perNode := gpuNodeHour(r.Costs)
 	fmt.Fprintf(w, "Queue (Kueue %s, ClusterQueue %s): %d GPUs at once (gpu.maxNodes × %d); with every experiment waiting, highest priority first, then by name:\n",
 		queue.KueueVersion, run.Queue.Name, run.Queue.GPUs, r.Blueprint.Hardware.GPUsPerNode)
+	// Columns as wide as the longest name and priority, at least the usual ones: an
+	// experiment's name may take up to infra.MaxQueuedNameLength characters.
+	nameWidth, priorityWidth := 24, 4
 	for _, x := range run.Experiments {
-		line := fmt.Sprintf("  %-8s %-24s priority %-4d %3d GPUs (%s)", x.Start, x.Name, x.Priority, x.GPUs, nodesText(x.Nodes))
+		nameWidth = max(nameWidth, len(x.Name))
+		priorityWidth = max(priorityWidth, len(fmt.Sprint(x.Priority)))
+	}
+	for _, x := range run.Experiments {
+		line := fmt.Sprintf("  %-8s %-*s priority %-*d %3d GPUs (%s)", x.Start, nameWidth, x.Name, priorityWidth, x.Priority, x.GPUs, nodesText(x.Nodes))
 		if x.Start == infra.StartsAtOnce {
 			line += "  GPU nodes " + perNode.times(x.Nodes)
 		}

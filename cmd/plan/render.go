@@ -169,6 +169,24 @@ func outputText(v any) string {
 		return strings.Join(items, "; ")
 	case []string:
 		return strings.Join(list, "; ")
+	case map[string]string:
+		items := make([]string, 0, len(list))
+		for _, key := range slices.Sorted(maps.Keys(list)) {
+			items = append(items, key+"="+list[key])
+		}
+		return strings.Join(items, "; ")
+	case map[string]any:
+		// An output of several parts (`experiments`): each as name=value, sorted, a nested
+		// one in braces.
+		items := make([]string, 0, len(list))
+		for _, key := range slices.Sorted(maps.Keys(list)) {
+			text := outputText(list[key])
+			if _, nested := list[key].(map[string]any); nested {
+				text = "{" + text + "}"
+			}
+			items = append(items, key+"="+text)
+		}
+		return strings.Join(items, "; ")
 	}
 	return fmt.Sprint(v)
 }
