@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -63,11 +64,34 @@ func TestOnlyTheTrainingPodsCanWriteTheCheckpoints(t *testing.T) {
 	}
 }
 
-// The support principal's condition is Cloud Storage's resource names: objects and folders
-// under checkpoints/ are outside it, every other object and the bucket itself inside.
+// The support principal's condition, evaluated with the Common Expression Language as IAM
+// evaluates it on Cloud Storage's resource names: the checkpoints' objects, folders and managed
+// folders are outside it, and so is the object named `checkpoints` itself, which GCS FUSE would
+// present as a symbolic link in the directory's place; every other object and the bucket itself
+// are inside.
 func TestOutsideCheckpointsCondition(t *testing.T) {
-	got := storage.OutsideCheckpoints("acme-rl-smoke", "checkpoints/")
-	assert.Equal(t, `!resource.name.startsWith("projects/_/buckets/acme-rl-smoke/objects/checkpoints/") && !resource.name.startsWith("projects/_/buckets/acme-rl-smoke/folders/checkpoints/")`, got)
+	expr := storage.OutsideCheckpoints("acme-rl-smoke", "checkpoints/")
+	env, err := cel.NewEnv(cel.Variable("resource", cel.MapType(cel.StringType, cel.DynType)))
+	require.NoError(t, err)
+	ast, iss := env.Compile(expr)
+	require.NoError(t, iss.Err(), expr)
+	prg, err := env.Program(ast)
+	require.NoError(t, err)
+	granted := func(name string) bool {
+		out, _, err := prg.Eval(map[string]any{"resource": map[string]any{"name": "projects/_/buckets/acme-rl-smoke/" + name}})
+		require.NoError(t, err)
+		return out.Value().(bool)
+	}
+	for _, name := range []string{"objects/checkpoints", "objects/checkpoints/", "objects/checkpoints/a-9f3889/global_step_10/model.pt",
+		"folders/checkpoints/", "folders/checkpoints/a-9f3889/", "managedFolders/checkpoints/"} {
+		assert.False(t, granted(name), "%s is the checkpoints'", name)
+	}
+	for _, name := range []string{"objects/datasets/gsm8k/train.parquet", "objects/huggingface/hub/x", "folders/prepared/", "objects/logs/a/run.log"} {
+		assert.True(t, granted(name), "%s is the support pods'", name)
+	}
+	out, _, err := prg.Eval(map[string]any{"resource": map[string]any{"name": "projects/_/buckets/acme-rl-smoke"}})
+	require.NoError(t, err)
+	assert.Equal(t, true, out.Value(), "the bucket itself: listing it mounts it")
 }
 
 // podTemplates are the pod specs of every workload the plan creates, by kind and place: Jobs'

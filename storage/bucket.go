@@ -91,12 +91,21 @@ type BucketSpec struct {
 }
 
 // OutsideCheckpoints is the IAM condition that keeps a grant on the bucket off the checkpoints:
-// true for the bucket itself (listing it, which mounting takes) and for every object and
-// folder (a hierarchical namespace's) whose name does not start with the prefix. Cloud Storage
-// evaluates conditions on resource.name, `projects/_/buckets/<bucket>/objects/<object>`, with
-// uniform bucket-level access, which the bucket has.
+// true for the bucket itself (listing it, which mounting takes) and for every object, folder (a
+// hierarchical namespace's) and managed folder whose name does not start with the prefix's
+// directory name. Cloud Storage evaluates conditions on resource.name,
+// `projects/_/buckets/<bucket>/objects/<object>` (`.../folders/<path>/`,
+// `.../managedFolders/<path>/`), with uniform bucket-level access, which the bucket has.
+//
+// The name is matched without its trailing slash: the object named `checkpoints` itself is the
+// directory's too. GCS FUSE presents an empty object with `gcsfuse_symlink_target` metadata as a
+// symbolic link (its semantics document, Symlink inodes), so a `checkpoints` object made before
+// the training pods first make the directory would send every checkpoint to a prefix the
+// support principals write. Objects whose names merely begin with the word (`checkpoints-old`)
+// are outside their grant too, which nothing of theirs needs.
 func OutsideCheckpoints(bucket, prefix string) string {
-	return fmt.Sprintf(`!resource.name.startsWith("projects/_/buckets/%[1]s/objects/%[2]s") && !resource.name.startsWith("projects/_/buckets/%[1]s/folders/%[2]s")`, bucket, prefix)
+	dir := strings.TrimSuffix(prefix, "/")
+	return fmt.Sprintf(`!resource.name.startsWith("projects/_/buckets/%[1]s/objects/%[2]s") && !resource.name.startsWith("projects/_/buckets/%[1]s/folders/%[2]s") && !resource.name.startsWith("projects/_/buckets/%[1]s/managedFolders/%[2]s")`, bucket, dir)
 }
 
 // BucketArgs are the spec and where its in-cluster objects go.
