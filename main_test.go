@@ -21,7 +21,15 @@ func TestUsageOutsideTheEngine(t *testing.T) {
 	assert.Contains(t, out.String(), "go run . plan --stack NAME")
 	assert.Contains(t, out.String(), "pulumi up -s NAME")
 	assert.Contains(t, out.String(), "go run . preflight --stack NAME")
-	assert.Contains(t, out.String(), "The stacks here: [b200-spot h200-reserved smoke]")
+	// The stacks are the stack files of the directory: the shipped ones, and a user's own copies
+	// (the README's walk makes one), whatever they are.
+	dir := t.TempDir()
+	for _, stack := range []string{"b200-spot", "my-smoke"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi."+stack+".yaml"), nil, 0o644))
+	}
+	out.Reset()
+	usage(&out, dir)
+	assert.Contains(t, out.String(), "The stacks here: [b200-spot my-smoke]")
 
 	bin := filepath.Join(t.TempDir(), "gke-rl")
 	build := exec.Command("go", "build", "-o", bin, ".")

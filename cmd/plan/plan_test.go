@@ -61,9 +61,18 @@ func TestCLIStackFlag(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "-s", "smoke")
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "resources to create")
-	code, _, errOut = plantest.Main(t, "--stack", "prod")
+	// The stacks named are the directory's stack files, a user's own copies among them.
+	dir := t.TempDir()
+	for _, file := range []string{"Pulumi.yaml", "Pulumi.smoke.yaml"} {
+		data, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), file))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, file), data, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, strings.Replace(file, "smoke", "my-smoke", 1)), data, 0o644))
+	}
+	var stdout, stderr bytes.Buffer
+	code = plan.Main([]string{"--stack", "prod"}, plantest.Env(dir, &stdout, &stderr))
 	assert.Equal(t, cmd.ExitUsage, code)
-	assert.Equal(t, "error: stack prod: no file "+filepath.Join(plantest.RepoRoot(), "Pulumi.prod.yaml")+"; the stacks here: b200-spot, h200-reserved, smoke\n", errOut)
+	assert.Equal(t, "error: stack prod: no file "+filepath.Join(dir, "Pulumi.prod.yaml")+"; the stacks here: my-smoke, smoke\n", stderr.String())
 }
 
 // --help answers on stdout with status 0; each flag shows its own name, not a word of its text.

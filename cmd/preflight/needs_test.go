@@ -32,7 +32,7 @@ var variants = [][]string{
 func plans(t *testing.T) map[string]*offline.Result {
 	t.Helper()
 	out := map[string]*offline.Result{}
-	for _, stack := range offline.StacksIn(plantest.RepoRoot()) {
+	for _, stack := range plantest.Stacks {
 		for _, v := range variants {
 			out[stack+" "+strings.Join(v, " ")] = plantest.Plan(t, stack, v...)
 		}

@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -149,4 +150,18 @@ func TestDocumentedPathsExist(t *testing.T) {
 		}
 	}
 	assert.Greater(t, found, 20, "the documents name the repository's paths")
+}
+
+// The shipped stacks the tests plan are the stack files the repository commits: a user's own copy
+// beside them (the README's walk makes one) is theirs, and no test depends on it.
+func TestTheShippedStacksAreTheCommittedStackFiles(t *testing.T) {
+	out, err := exec.Command("git", "-C", plantest.RepoRoot(), "ls-files", "Pulumi.*.yaml").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	var committed []string
+	for _, f := range strings.Fields(string(out)) {
+		committed = append(committed, strings.TrimSuffix(strings.TrimPrefix(f, "Pulumi."), ".yaml"))
+	}
+	assert.ElementsMatch(t, committed, plantest.Stacks)
 }
