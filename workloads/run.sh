@@ -22,6 +22,10 @@ set -euo pipefail
 # Hugging Face weights to Megatron's format on its first attempt); WORKDIR; ATTEMPTS; GPUS (the
 # run's GPUs); GPU_WAIT_SECONDS (how long a retry waits for them); PAUSE_SECONDS (before a retry
 # looks, so that Ray has noticed the lost node); POLL_SECONDS (between looks);
+# BUDGET ("<job.maxSteps> <job.epochs>", 0 for the framework's own) is what the run trains to:
+# a run that succeeds records it in CHECKPOINT_DIR, and a later one of the same experiment (a
+# RayJob replaced by a change common to every experiment, an upgrade, a label) trains nothing
+# unless the budget grew, and then continues from the newest checkpoint to the new one;
 # RUN_DEADLINE_SECONDS (0: none) bounds the run from this script's start, its attempts included:
 # no attempt starts after it, and the attempt running then is stopped (SIGTERM, then SIGKILL a
 # minute later), which ends the Ray job. On the long-lived cluster this is the run's only
@@ -201,6 +205,34 @@ time_left() {
 # Exit status of a run stopped by its deadline, as timeout(1) reports one.
 deadline_status=124
 
+# trained is where a run that succeeded records its BUDGET. Only the training pods write
+# CHECKPOINT_DIR.
+trained=$CHECKPOINT_DIR/.gke-rl-trained
+
+# not_more reports whether a budget's part asks for no more than the recorded one: the same, or
+# a set value at most the recorded one (0 is the framework's own, which only 0 matches).
+not_more() { (($1 == $2 || ($1 > 0 && $1 <= $2))); }
+
+# already_trained reports whether the experiment finished before with a budget at least BUDGET.
+already_trained() {
+  [[ -f $trained ]] || return 1
+  local old_steps old_epochs new_steps new_epochs n
+  read -r old_steps old_epochs <"$trained" || return 1
+  read -r new_steps new_epochs <<<"$BUDGET"
+  for n in "$old_steps" "$old_epochs" "$new_steps" "$new_epochs"; do
+    [[ $n =~ ^[0-9]+$ ]] || return 1
+  done
+  not_more "$new_steps" "$old_steps" && not_more "$new_epochs" "$old_epochs"
+}
+
+if already_trained; then
+  log "finished before (maxSteps and epochs $(<"$trained"), now $BUDGET): this RayJob trains nothing more"
+  exit 0
+fi
+if [[ -f $trained ]]; then
+  log "finished before (maxSteps and epochs $(<"$trained")); trains on to $BUDGET from the newest checkpoint"
+fi
+
 attempt=1
 while :; do
   left=$(time_left)
@@ -215,6 +247,7 @@ while :; do
   status=0
   (cd "$WORKDIR" && exec timeout --kill-after=60 "$left" "${args[@]}") || status=$?
   if ((status == 0)); then
+    echo "$BUDGET" >"$trained"
     exit 0
   fi
   if (($(time_left) <= 0)); then

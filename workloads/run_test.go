@@ -183,3 +183,51 @@ mkdir -p %[2]s/global_step_8 && echo 8 >%[2]s/latest_checkpointed_iteration.txt;
 	assert.Contains(t, out, "job.resumeFrom: "+from+" holds no complete checkpoint")
 	assert.NotContains(t, out, "attempt 1 of 2", "no attempt starts")
 }
+
+// A finished experiment whose RayJob is replaced (a change common to every experiment, an
+// upgrade, a new label) trains nothing it trained already: the run that succeeded recorded its
+// budget, and the next RayJob of the same experiment exits at once, successfully, unless the
+// budget grew; then it trains on from the newest checkpoint, and records the new budget.
+func TestAFinishedRunDoesNotTrainAgain(t *testing.T) {
+	r := run()
+	r.Layout.Root = t.TempDir()
+	ray := clitest.NewReplay(t, "ray", nil)
+	ran := filepath.Join(r.Layout.Root, "ran")
+	framework := []string{"bash", "-c", "echo trained >> " + ran}
+	times := func() int {
+		data, err := os.ReadFile(ran)
+		if os.IsNotExist(err) {
+			return 0
+		}
+		require.NoError(t, err)
+		return strings.Count(string(data), "trained")
+	}
+	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, framework), ray, nil)
+	require.Zero(t, code, out)
+	require.Equal(t, 1, times(), out)
+
+	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, framework), ray, nil)
+	require.Zero(t, code, out)
+	assert.Equal(t, 1, times(), "the replaced RayJob of a finished run trains nothing:\n%s", out)
+	assert.Contains(t, out, "gke-rl run ray-a4-grpo: finished before (maxSteps and epochs 20 0, now 20 0): this RayJob trains nothing more")
+
+	r.MaxSteps = 10
+	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, framework), ray, nil)
+	require.Zero(t, code, out)
+	assert.Equal(t, 1, times(), "a smaller budget is done already:\n%s", out)
+
+	r.MaxSteps = 30
+	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, framework), ray, nil)
+	require.Zero(t, code, out)
+	assert.Equal(t, 2, times(), "a grown budget trains on:\n%s", out)
+	assert.Contains(t, out, "finished before (maxSteps and epochs 20 0); trains on to 30 0 from the newest checkpoint")
+	marker, err := os.ReadFile(filepath.Join(r.Layout.Checkpoints(), ".gke-rl-trained"))
+	require.NoError(t, err)
+	assert.Equal(t, "30 0\n", string(marker))
+
+	// A run that fails records nothing: its retry trains.
+	r.Layout.Run = "other"
+	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"bash", "-c", "exit 3"}), ray, nil)
+	assert.Equal(t, 3, code, out)
+	assert.NoFileExists(t, filepath.Join(r.Layout.Checkpoints(), ".gke-rl-trained"))
+}

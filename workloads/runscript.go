@@ -88,6 +88,9 @@ func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 		"PAUSE_SECONDS=" + fmt.Sprint(RetryPauseSeconds),
 		"POLL_SECONDS=" + fmt.Sprint(RetryPollSeconds),
 		"RUN_DEADLINE_SECONDS=" + fmt.Sprint(r.DeadlineSeconds),
+		// What the run trains to: a finished run records it, and a later RayJob of the same
+		// experiment trains only if it grew.
+		fmt.Sprintf("BUDGET=%d %d", r.MaxSteps, r.Epochs),
 	}
 	if f == kinds.NeMoRL {
 		env = append(env, "CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.ModelDir()))

@@ -154,7 +154,7 @@ func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
 		case prev.dir == x.dir && prev.stopped:
 			add("Experiment %s (queue): enabled again; it goes back in the queue and resumes from its newest checkpoint in %s when admitted.", name, x.dir)
 		case prev.dir == x.dir:
-			add("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s.", name, x.dir)
+			add("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one trains nothing more unless its steps grew).", name, x.dir)
 		case prev.dir != "" && !prev.stopped:
 			add("Experiment %s (queue): a new one under the same name, since what it trains changed (the framework, the model, the datasets, their revisions, NeMo RL's recipe or verl's GPU count): its RayJob is replaced (a running one stops), and it starts from step 0 in %s when the queue admits it; the earlier one's checkpoints stay in %s.", name, x.dir, prev.dir)
 		case single == x.dir:
