@@ -94,6 +94,9 @@ type RunPlan struct {
 	// them; both empty without `jobs`.
 	Experiments []ExperimentPlan
 	Queue       *QueuePlan
+	// Settings are the framework's overrides of the run, each with the config key it comes
+	// from (workloads.Overrides); nil without a RayJob.
+	Settings []workloads.Override
 }
 
 // ExperimentPlan is one experiment of `jobs`.
@@ -117,6 +120,18 @@ type ExperimentPlan struct {
 	// Start is what the queue does with it when the stack is applied with every experiment
 	// waiting (QueuePlan.Order).
 	Start Start
+	// Settings are what it trains with that a config key sets, and which key: the plan's view
+	// of an experiment's hyperparameters.
+	Settings []Setting
+}
+
+// Setting is one framework setting of an experiment and where its value comes from.
+type Setting struct {
+	// Key and Value are the framework's (actor_rollout_ref.actor.optim.lr=5e-07).
+	Key, Value string
+	// From is the key that set it: the experiment's own (jobs.a.learningRate), job's, which it
+	// inherits (job.learningRate), or the default of that key (default of job.learningRate).
+	From string
 }
 
 // Start is whether an experiment runs as soon as the stack is applied or waits for the GPUs.

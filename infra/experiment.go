@@ -141,3 +141,26 @@ func experimentNameProblem(name string) string {
 	}
 	return ""
 }
+
+// experimentSettings are the overrides of an experiment of jobs that a config key sets, each with
+// the key that set its value: the entry's own, job's, or the key's default. The values the
+// program fixes (Origin "framework") are left out: no key of the experiment changes them.
+func experimentSettings(j JobConfig, e *Config, overrides []workloads.Override) []Setting {
+	var out []Setting
+	for _, o := range overrides {
+		field, ok := strings.CutPrefix(o.Origin, "job.")
+		if !ok {
+			continue
+		}
+		top := "job." + topField(field)
+		from := "default of " + o.Origin
+		switch {
+		case j.own[top]:
+			from = KeyJobs + "." + j.Name + "." + field
+		case e.explicit[top]:
+			from = o.Origin
+		}
+		out = append(out, Setting{Key: o.Key, Value: o.Value, From: from})
+	}
+	return out
+}

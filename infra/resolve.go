@@ -297,11 +297,11 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		}
 	}
 	if plan.Mode.HasJob() {
-		job, prep, memory, err := resolveJob(c, bp, plan, pods)
+		job, prep, memory, settings, err := resolveJob(c, bp, plan, pods)
 		if err != nil {
 			return RunPlan{}, err
 		}
-		plan.RayJob, plan.Prep, plan.MemoryEstimate = job, prep, memory
+		plan.RayJob, plan.Prep, plan.MemoryEstimate, plan.Settings = job, prep, memory, settings
 		if err := ray.ValidateJob(job); err != nil {
 			errs.Add(KeyJob, "KubeRay's validation rejects the training run: %v", err)
 		}
@@ -337,7 +337,7 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 
 // resolveJob builds the RayJob of the run and its data preparation, and estimates its memory
 // ("" when the model's size is unknown).
-func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*rayv1.RayJob, *batchv1.Job, string, error) {
+func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*rayv1.RayJob, *batchv1.Job, string, []workloads.Override, error) {
 	run := workloads.Run{
 		Model:                c.Job.Model,
 		Revisions:            c.Job.Revisions,
@@ -387,7 +387,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		errs.Add(p.Origin, "%s", p.Message)
 	}
 	if err := errs.Err(); err != nil {
-		return nil, nil, "", err
+		return nil, nil, "", nil, err
 	}
 	// A model that cannot fit fails here, at the plan, and not an hour into the run with CUDA
 	// out of memory on nodes already paid for.
@@ -398,7 +398,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 			errs.Add(p.Origin, "%s", p.Message)
 		}
 		if err := errs.Err(); err != nil {
-			return nil, nil, "", err
+			return nil, nil, "", nil, err
 		}
 		estimate = fit.Summary()
 		if c.Framework == kinds.NeMoRL {
@@ -432,9 +432,9 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	}
 	job, err := workloads.RayJob(args)
 	if err != nil {
-		return nil, nil, "", internalError("RayJob", err)
+		return nil, nil, "", nil, internalError("RayJob", err)
 	}
-	return job, prep, estimate, nil
+	return job, prep, estimate, workloads.Overrides(c.Framework, run), nil
 }
 
 // frameworkRelease is the framework's pinned image and Ray version, or `ray.image` and
@@ -565,6 +565,7 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 			errs.Add(KeyJobs+"."+j.Name, "the RayJob has %d pod sets, more than Kueue's %d (its head, worker groups and submitter each count); allowed: at most %d worker groups", n, queue.MaxPodSets, queue.MaxPodSets-2)
 		}
 		x.Prep, x.MemoryEstimate, x.Hub, x.Deadline = run.Prep, run.MemoryEstimate, run.Hub, ebp.Deadline
+		x.Settings = experimentSettings(j, e, run.Settings)
 		args.Jobs = append(args.Jobs, x.RayJob)
 		args.Priorities[x.RayJob.Name] = j.Priority
 		plan.Experiments = append(plan.Experiments, x)

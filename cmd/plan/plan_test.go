@@ -311,3 +311,23 @@ func TestCLIQueueTableHoldsLongNamesAndMapOutputsReadAsText(t *testing.T) {
 	assert.NotContains(t, out, "map[")
 	assert.Regexp(t, `(?m)^  experiments +b=\{checkpointDir=/data/checkpoints/b-[0-9a-f]{6}; gpus=8; `, out)
 }
+
+// The plan shows what each experiment trains with and the key that set each value: the entry's
+// own, job's, which it inherits, or a key's default; so a researcher tells the experiments apart
+// without reading their RayJobs.
+func TestCLIShowsEachExperimentsSettingsAndTheirKeys(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4",
+		"--config", "jobs.b.learningRate=5e-6", "--config", "jobs.c.enabled=false")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	_, section, ok := strings.Cut(out, "Settings of the experiments (the framework's key = value, from the config key that sets it):\n")
+	require.True(t, ok, out)
+	section, _, _ = strings.Cut(section, "Costs in USD")
+	a, b, _ := strings.Cut(section, "\n  b (")
+	assert.Regexp(t, `^  a \(a-[0-9a-f]{6}\):\n`, a)
+	assert.Regexp(t, `(?m)^    trainer\.total_training_steps = 4 +jobs\.a\.maxSteps$`, a)
+	assert.Regexp(t, `(?m)^    data\.train_batch_size = 64 +job\.promptsPerStep$`, a, "inherited from job")
+	assert.Regexp(t, `(?m)^    actor_rollout_ref\.actor\.kl_loss_coef = 0\.001 +default of job\.klCoef$`, a)
+	assert.NotContains(t, a, "optim.lr", "a sets no learning rate: verl's own")
+	assert.Regexp(t, `(?m)^    actor_rollout_ref\.actor\.optim\.lr = 5e-06 +jobs\.b\.learningRate$`, b)
+	assert.Contains(t, b, "  c: stopped (jobs.c.enabled=false)\n")
+}

@@ -40,6 +40,28 @@ func writeQueue(w io.Writer, r *offline.Result) {
 	if !perNode.known {
 		fmt.Fprintln(w, "  (the GPU node's price is unknown: plan --prices FILE adds it)")
 	}
+	writeSettings(w, run.Experiments)
+}
+
+// writeSettings prints what each experiment trains with that a config key sets, and the key
+// that set it: the entry's own, job's, or a key's default. It is what tells the experiments
+// apart without reading their RayJobs.
+func writeSettings(w io.Writer, xs []infra.ExperimentPlan) {
+	fmt.Fprintln(w, "Settings of the experiments (the framework's key = value, from the config key that sets it):")
+	for _, x := range xs {
+		if x.Stopped {
+			fmt.Fprintf(w, "  %s: stopped (jobs.%s.enabled=false)\n", x.Name, x.Name)
+			continue
+		}
+		fmt.Fprintf(w, "  %s (%s):\n", x.Name, x.Layout.Run)
+		width := 0
+		for _, s := range x.Settings {
+			width = max(width, len(s.Key)+len(s.Value)+3)
+		}
+		for _, s := range x.Settings {
+			fmt.Fprintf(w, "    %-*s  %s\n", width, s.Key+" = "+s.Value, s.From)
+		}
+	}
 }
 
 // nodesText is "1 node" or "N nodes".
