@@ -159,6 +159,10 @@ func TestQueueRunsExperimentsInTurnByPriority(t *testing.T) {
 
 	first := c.running(t, ns, jobOf(t, res, "first"))
 	c.waits(t, ns, jobOf(t, res, "second"), 5*time.Second)
+	// The day after: `pulumi up --refresh` reads each object back, pruned to the program's
+	// fields as pulumi-kubernetes does, and replaces nothing the controllers wrote (Kueue's
+	// spec.suspend of the admitted experiment).
+	assert.Empty(t, c.cp.RefreshReplacements(t, res), "one experiment admitted, one waiting")
 
 	withUrgent := queued(t, "jobs.first.maxSteps=4", "jobs.second.maxSteps=4", "jobs.urgent.maxSteps=4", "jobs.urgent.priority=10")
 	added := onlyNew(res, withUrgent)
@@ -176,6 +180,8 @@ func TestQueueRunsExperimentsInTurnByPriority(t *testing.T) {
 
 	c.finish(t, ns, urgent)
 	c.running(t, ns, jobOf(t, res, "second"))
+	assert.False(t, c.rayJobNamed(t, ns, first.Name).Spec.Suspend, "Kueue's admission is in the live object")
+	assert.Empty(t, c.cp.RefreshReplacements(t, withUrgent), "two experiments finished, the third admitted after them")
 
 	// The operations commands read the queue as it is: the real kubectl, on the stack's outputs.
 	status := kubectlOutput(t, c, withUrgent.Outputs["queue"].(string))

@@ -106,6 +106,9 @@ func TestFirstUpSubmitsTheRun(t *testing.T) {
 			w := c.up(t, res)
 			job := c.submitted(t, bp)
 			ctx := context.Background()
+			// The day after: a refresh replaces nothing KubeRay wrote (the RayJob's, the long-lived
+			// RayCluster's), as pulumi-kubernetes reads them back.
+			assert.Empty(t, c.cp.RefreshReplacements(t, res), "the submitted run, refreshed")
 
 			clusterName := job.Status.RayClusterName
 			if bp.Run.RayCluster != nil {
