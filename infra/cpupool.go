@@ -11,6 +11,7 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/internal/kinds"
 	"gke-rl/internal/machine"
+	"gke-rl/workloads/queue"
 )
 
 // The queue's quota counts GPUs only: Kueue admits every experiment whose GPU nodes fit
@@ -40,12 +41,8 @@ func cpuPoolPods(job *rayv1.RayJob) []cpuPod {
 }
 
 func podRequests(role string, spec corev1.PodSpec) cpuPod {
-	p := cpuPod{role: role}
-	for _, c := range spec.Containers {
-		p.cpuMilli += c.Resources.Requests.Cpu().MilliValue()
-		p.mib += c.Resources.Requests.Memory().Value() >> 20
-	}
-	return p
+	r := queue.PodRequests(spec)
+	return cpuPod{role: role, cpuMilli: r.Cpu().MilliValue(), mib: r.Memory().Value() >> 20}
 }
 
 // mostAtOnce are the enabled experiments that can run at once with the most of them: Kueue

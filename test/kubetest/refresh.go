@@ -3,6 +3,7 @@ package kubetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -105,14 +106,9 @@ func Replacements(program, live map[string]any, replaceOnChanges, ignoreChanges 
 		am, aok := a.(map[string]any)
 		bm, bok := b.(map[string]any)
 		if aok && bok {
-			keys := map[string]bool{}
-			for k := range am {
-				keys[k] = true
-			}
-			for k := range bm {
-				keys[k] = true
-			}
-			for _, k := range sortedKeys(keys) {
+			keys := maps.Clone(am)
+			maps.Copy(keys, bm)
+			for _, k := range slices.Sorted(maps.Keys(keys)) {
 				walk(join(path, k), am[k], bm[k])
 			}
 			return
@@ -154,18 +150,11 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// RefreshReplacements reads back every Kubernetes object of the plan that the cluster holds and
-// returns the replacements `pulumi up --refresh` would propose, one line per field, named by
-// object.
+// RefreshReplacements reads back every Kubernetes object of the plan that has replace-on-change
+// paths (its options: the RayJobs, the long-lived RayCluster) and returns the replacements
+// `pulumi up --refresh` would propose, one line per field, named by object; an object the
+// cluster no longer holds is one too. The provider's own replace-on-change fields of built-in
+// kinds (a Job's template, provider/pkg/provider/diff.go) are not modelled here.
 func (cp *ControlPlane) RefreshReplacements(t testing.TB, res *offline.Result) []string {
 	t.Helper()
 	admin := cp.As(t, Admin)

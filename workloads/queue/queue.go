@@ -172,13 +172,11 @@ func PodSets(job *rayv1.RayJob) int {
 func Demand(job *rayv1.RayJob) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	add := func(spec corev1.PodSpec, replicas int32) {
-		for _, c := range spec.Containers {
-			for name, q := range c.Resources.Requests {
-				for range replicas {
-					sum := total[name]
-					sum.Add(q)
-					total[name] = sum
-				}
+		for name, q := range PodRequests(spec) {
+			for range replicas {
+				sum := total[name]
+				sum.Add(q)
+				total[name] = sum
 			}
 		}
 	}
@@ -190,6 +188,19 @@ func Demand(job *rayv1.RayJob) corev1.ResourceList {
 	}
 	if t := job.Spec.SubmitterPodTemplate; t != nil {
 		add(t.Spec, 1)
+	}
+	return total
+}
+
+// PodRequests is what one pod of spec requests: its containers' requests together.
+func PodRequests(spec corev1.PodSpec) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, c := range spec.Containers {
+		for name, q := range c.Resources.Requests {
+			sum := total[name]
+			sum.Add(q)
+			total[name] = sum
+		}
 	}
 	return total
 }
