@@ -52,6 +52,9 @@ type Config struct {
 	Gate       GateConfig
 	Monitoring MonitoringConfig
 	Tokens     TokensConfig
+	// Siblings are the other stacks of the project directory (ReadSiblings), whose namespaces
+	// this one's must not take.
+	Siblings []Sibling
 
 	// explicit marks the optional keys that the stack sets (explicitKeys).
 	explicit map[string]bool

@@ -27,21 +27,24 @@ import (
 // the names of the stack's config keys from the engine's environment, and refuses a stack that
 // still holds the shipped placeholders (PlaceholderError) before registering anything.
 func Program(ctx *pulumi.Context) error {
-	return program(ctx, EnvConfigKeys(), true, time.Now())
+	// The engine runs the program in the project's directory, beside the stack files.
+	return program(ctx, EnvConfigKeys(), ReadSiblings(".", ctx.Stack()), true, time.Now())
 }
 
 // ProgramWithKeys is Program for a stack whose config keys are known otherwise, as the offline
 // planner knows them from the stack file. It plans a stack with placeholders, which its warnings
 // name: the plan of a fresh clone's shipped stacks needs no edit. now is the moment it plans at.
-func ProgramWithKeys(presentKeys []string, now time.Time) pulumi.RunFunc {
-	return func(ctx *pulumi.Context) error { return program(ctx, presentKeys, false, now) }
+// siblings are the other stacks of its directory (ReadSiblings).
+func ProgramWithKeys(presentKeys []string, siblings []Sibling, now time.Time) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error { return program(ctx, presentKeys, siblings, false, now) }
 }
 
-func program(ctx *pulumi.Context, presentKeys []string, refusePlaceholders bool, now time.Time) error {
+func program(ctx *pulumi.Context, presentKeys []string, siblings []Sibling, refusePlaceholders bool, now time.Time) error {
 	cfg, err := LoadConfig(ctx, presentKeys)
 	if err != nil {
 		return err
 	}
+	cfg.Siblings = siblings
 	bp, err := Resolve(cfg, now)
 	if err != nil {
 		return err

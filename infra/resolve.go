@@ -260,7 +260,7 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 	}
 	// Each group of pods mounts only the token it reads (workloads.Tokens.ForRay, ForPrep).
 	rayTokens := bp.Tokens.ForRay()
-	env := append(slices.Clone(rayTokens.Env), hfHomeEnv(plan.Layout))
+	env := append(slices.Clone(rayTokens.Env), workloads.HFEnv(plan.Layout)...)
 	pods := ray.SpecArgs{
 		Image:      pulledImage(release.Image, bp.Cluster.ImageMirror),
 		RayVersion: release.RayVersion,
@@ -411,7 +411,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	// workers; on spot and flex-start capacity no GPU node exists meanwhile.
 	prepTokens := bp.Tokens.ForPrep()
 	steps := launch.PrepSteps
-	prepEnv := append(slices.Clone(prepTokens.Env), hfHomeEnv(plan.Layout))
+	prepEnv := append(slices.Clone(prepTokens.Env), workloads.HFEnv(plan.Layout)...)
 	prepEnv = append(append(prepEnv, launch.PrepEnv...), workloads.XetCacheEnv())
 	prep := workloads.PrepJob(workloads.PrepJobArgs{
 		Name: prepJobName(c, plan.Layout), Namespace: bp.Namespace,
@@ -469,12 +469,6 @@ func pulledImage(image string, m *cluster.ImageMirror) string {
 		return m.Image
 	}
 	return image
-}
-
-// hfHomeEnv puts the Hugging Face cache on the shared volume, for the pods that download into it
-// (the data preparation) and those that read it offline (the Ray pods).
-func hfHomeEnv(l workloads.Layout) corev1.EnvVar {
-	return corev1.EnvVar{Name: "HF_HOME", Value: l.HFHome()}
 }
 
 // runningAs is the shared volume as pods that run as account use it (the readers of a token:

@@ -57,6 +57,9 @@ var (
 func validate(c *Config, errs *Errors) {
 	validateLocation(c, errs)
 	validateCluster(c, errs)
+	if !errs.Has("cluster.name") {
+		validateSiblings(c, errs)
+	}
 	spec, gpuOK := validateGPU(c, errs)
 	if gpuOK && !errs.Has(KeyZone) && !errs.Has(KeyGCPRegion) {
 		if refusal := zoneVerdict(c, spec).Refusal; refusal != "" {

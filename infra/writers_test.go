@@ -183,3 +183,128 @@ func bucketWriters(t *testing.T, res *offline.Result) []string {
 	slices.Sort(out)
 	return out
 }
+
+// What the training processes run as code, for every shipped stack and both frameworks: the
+// model they load with remote code allowed (NeMo RL's trust_remote_code=True), the checkpoints
+// they unpickle (verl's torch.load(weights_only=False)), NeMo RL's Megatron conversion whose
+// run_config.yaml every rank instantiates, the modules cache transformers imports from, and
+// $HF_HOME/modules, which NeMo RL puts on every actor's PYTHONPATH when it exists. Each is read
+// from the rendered objects (the RayJob's entrypoint and overrides, the Ray pods' environment),
+// and each must be writable by the training pods alone: on the shared volume, by no other pod's
+// mount and no principal but theirs (the bucket's grants evaluated with CEL on the object's
+// name); off it, on the pod's own disk. verl's package is the one thing from elsewhere, shipped
+// only as the submitter's checked copy (verified_copy; TestVerifiedCopyRefusesALinkSwapped...).
+func TestTrainingPodsRunOnlyWhatTheyWrote(t *testing.T) {
+	cases := []struct {
+		stack     string
+		framework string
+		overrides []string
+	}{
+		{"b200-spot", "nemo-rl", nil},
+		{"b200-spot", "verl", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}},
+		{"smoke", "verl", nil}, // the stack's own framework
+		{"h200-reserved", "verl", nil},
+		{"h200-reserved", "nemo-rl", []string{"framework=nemo-rl", "job.dataset=DeepScaler"}},
+	}
+	for _, tc := range cases {
+		res := plantest.Plan(t, tc.stack, append([]string{"tokens.huggingFace=true", "tokens.wandb=true"}, tc.overrides...)...)
+		job := one(t, res, "RayJob")
+		mount := res.Blueprint.Storage.Volume.MountPath
+		env := map[string]string{}
+		for _, k := range []string{"MODEL_DIR", "CHECKPOINT_DIR", "NRL_MEGATRON_CHECKPOINT_DIR"} {
+			if w := entrypointValue(t, job, k); w != "" {
+				env[k] = strings.TrimPrefix(w, k+"=")
+			}
+		}
+		nemo := strings.Contains(get(t, job, "spec.entrypoint").(string), "run_grpo_math.py")
+		loaded := map[string]string{ // path → how it runs
+			env["CHECKPOINT_DIR"]: "checkpoints, unpickled on resume",
+		}
+		require.NotEmpty(t, env["MODEL_DIR"], "%s: the entrypoint names the model it loads", tc.stack)
+		entry := get(t, job, "spec.entrypoint").(string)
+		if nemo {
+			assert.Contains(t, entry, "policy.model_name="+env["MODEL_DIR"]+" ", "%s: NeMo RL loads the checked copy", tc.stack)
+			loaded[env["MODEL_DIR"]] = "model, loaded with trust_remote_code=True"
+			require.NotEmpty(t, env["NRL_MEGATRON_CHECKPOINT_DIR"], "%s: NeMo RL converts into a directory the run names", tc.stack)
+			loaded[env["NRL_MEGATRON_CHECKPOINT_DIR"]] = "Megatron conversion, its run_config.yaml instantiated"
+		} else {
+			assert.Contains(t, entry, "actor_rollout_ref.model.path="+env["MODEL_DIR"]+" ", "%s: verl loads the checked copy", tc.stack)
+			loaded[env["MODEL_DIR"]] = "model"
+		}
+		spec := clusterSpecOf(t, res)
+		for _, container := range []string{"headGroupSpec.template.spec.containers.0", "workerGroupSpecs.0.template.spec.containers.0"} {
+			podEnv := envOf(t, get(t, spec, container))
+			modules, _ := podEnv["HF_MODULES_CACHE"].(string)
+			home, _ := podEnv["HF_HOME"].(string)
+			require.NotEmpty(t, modules, "%s %s: transformers' modules cache is named", tc.stack, container)
+			require.NotEmpty(t, home)
+			loaded[modules] = "remote code's copy, imported"
+			loaded[home+"/modules"] = "on NeMo RL's actors' PYTHONPATH when it exists"
+		}
+
+		pods := podTemplates(t, res)
+		trainers := map[string]bool{}
+		for name, pod := range pods {
+			if strings.HasPrefix(name, "RayCluster ") {
+				trainers[fmt.Sprint(pod["serviceAccountName"])] = true
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(loaded)) {
+			rel, onVolume := strings.CutPrefix(p, mount+"/")
+			if !onVolume {
+				assert.True(t, strings.HasPrefix(p, "/tmp/"), "%s: %s (%s) is on the pod's own disk", tc.stack, p, loaded[p])
+				t.Logf("%s %s: %s (%s): the pod's own disk", tc.stack, tc.framework, p, loaded[p])
+				continue
+			}
+			var podWriters []string
+			for name, pod := range pods {
+				if canWrite(pod, rel) {
+					podWriters = append(podWriters, name)
+				}
+			}
+			slices.Sort(podWriters)
+			principals := bucketPrincipalsWriting(t, res, rel)
+			t.Logf("%s %s: %s (%s): pods %v, principals %v", tc.stack, tc.framework, p, loaded[p], podWriters, principals)
+			for _, name := range podWriters {
+				assert.True(t, strings.HasPrefix(name, "RayCluster "), "%s: %s can write %s (%s) and does not train", tc.stack, name, p, loaded[p])
+			}
+			for _, account := range principals {
+				assert.True(t, trainers[account], "%s: principal %s can write %s (%s) and does not train", tc.stack, account, p, loaded[p])
+			}
+		}
+	}
+}
+
+// bucketPrincipalsWriting are the Kubernetes service accounts whose principals the bucket lets
+// write the object rel/x: each grant of the objects' role, its condition (if any) evaluated with
+// CEL on the object's resource name, as IAM evaluates it.
+func bucketPrincipalsWriting(t *testing.T, res *offline.Result, rel string) []string {
+	t.Helper()
+	bucket := res.Blueprint.Storage.Bucket
+	if bucket == nil {
+		return nil
+	}
+	env, err := cel.NewEnv(cel.Variable("resource", cel.MapType(cel.StringType, cel.DynType)))
+	require.NoError(t, err)
+	var out []string
+	for _, b := range res.OfType("gcp:storage/bucketIAMMember:BucketIAMMember") {
+		if plantest.Input(t, b, "role") != storage.BucketRole {
+			continue
+		}
+		if expr, ok := b.Input("condition.expression"); ok {
+			ast, iss := env.Compile(expr.(string))
+			require.NoError(t, iss.Err())
+			prg, err := env.Program(ast)
+			require.NoError(t, err)
+			got, _, err := prg.Eval(map[string]any{"resource": map[string]any{"name": "projects/_/buckets/" + bucket.Name + "/objects/" + rel + "/x"}})
+			require.NoError(t, err)
+			if got.Value() != true {
+				continue
+			}
+		}
+		_, account, _ := strings.Cut(plantest.Input(t, b, "member").(string), "/sa/")
+		out = append(out, account)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -198,7 +198,29 @@ func TestSubmitterRefusesALinkInTheShippedCode(t *testing.T) {
 	require.NoError(t, os.WriteFile(outside, []byte("print('v0.6.0')\n"), 0o644))
 	require.NoError(t, os.Remove(filepath.Join(pkg, "trainer.py")))
 	require.NoError(t, os.Symlink(outside, filepath.Join(pkg, "trainer.py")))
-	assertSubmitterRefuses(t, pkg, tree, "holds a symbolic link, "+filepath.Join(pkg, "trainer.py"))
+	assertSubmitterRefuses(t, pkg, tree, "held a symbolic link when it was copied, "+filepath.Join(pkg, "trainer.py"))
+}
+
+// A writer of the volume who swaps the checked directory for a link after verified_copy looked
+// at it (here the moment cp starts: a cp first on the PATH makes the swap, then runs the real one)
+// gets a link copied, whose target holds the pinned files: hashed through the link, it would pass,
+// and what runs or ships would be the volume's. The copy is checked, and refused.
+func TestVerifiedCopyRefusesALinkSwappedInDuringTheCopy(t *testing.T) {
+	repo, tree := packageRepo(t)
+	pkg := filepath.Join(repo, "pkg")
+	same := filepath.Join(t.TempDir(), "pkg")
+	clitest.Run(t, nil, clitest.Tool(t, "cp"), "-R", pkg, same)
+	bin := t.TempDir()
+	swap := "#!/bin/bash\nmv " + pkg + " " + pkg + ".moved && ln -s " + same + " " + pkg + "\nexec " + clitest.Tool(t, "cp") + ` "$@"` + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "cp"), []byte(swap), 0o755))
+	res := clitest.RunScript(t, workloads.PrepScript(nil)+"run_verified "+pkg+" "+tree+" -- echo the command ran\n",
+		"PATH="+bin+":"+os.Getenv("PATH"), "TMPDIR="+t.TempDir())
+	assert.Equal(t, 1, res.Code, res.Stdout+res.Stderr)
+	assert.Contains(t, res.Stderr, pkg+" held a symbolic link when it was copied, "+pkg+": refused")
+	assert.NotContains(t, res.Stdout, "the command ran")
+	target, err := os.Readlink(pkg)
+	require.NoError(t, err, "the swap happened")
+	assert.Equal(t, same, target)
 }
 
 // A checked directory that is itself a link (or is reached through one) would hash the link's

@@ -33,7 +33,7 @@ var prepLibrary = withLibrary(prepSteps, treeHashLibrary)
 
 // XetCache is where the data preparation's Hugging Face downloads keep their Xet chunk cache:
 // the container's own disk. By default it is $HF_HOME/xet (huggingface_hub's environment
-// variables reference, HF_XET_CACHE), which is on the shared volume: chunks a download needs only
+// variables reference, HF_XET_CACHE), which was on the shared volume: chunks a download needs only
 // once would be written to the bucket or the Lustre instance and kept there.
 const XetCache = "/tmp/hf-xet"
 
@@ -106,9 +106,9 @@ func NeMoRLPrepSteps(r Run) []PrepStep {
 }
 
 // hubCacheDir is where the Hugging Face hub cache keeps a repository: `<type>s--<org>--<name>`
-// under $HF_HOME/hub (huggingface_hub file_download.py, repo_folder_name).
+// under HF_HUB_CACHE (huggingface_hub file_download.py, repo_folder_name).
 func hubCacheDir(l Layout, repoType, repoID string) string {
-	return path.Join(l.HFHome(), "hub", repoType+"s--"+strings.ReplaceAll(repoID, "/", "--"))
+	return path.Join(l.HubCache(), repoType+"s--"+strings.ReplaceAll(repoID, "/", "--"))
 }
 
 // VerlPrepSteps check out verl, download the dataset at its revision, turn it into parquet

@@ -17,8 +17,28 @@ type Layout struct {
 // Of is the layout of another experiment on the same volume.
 func (l Layout) Of(experiment string) Layout { return Layout{Root: l.Root, Run: experiment} }
 
-// HFHome is the Hugging Face cache: models download once for every node and retry.
+// HFHome is the shared volume's Hugging Face directory: the hub's cache (HubCache) and the
+// datasets' (DatasetsCache), which the data preparation fills once for every node and retry.
+// No pod's HF_HOME is this directory (HFEnv says why).
 func (l Layout) HFHome() string { return path.Join(l.Root, hfHomeDir) }
+
+// HubCache is the Hugging Face hub's cache on the volume (HF_HUB_CACHE; by default $HF_HOME/hub).
+func (l Layout) HubCache() string { return path.Join(l.HFHome(), "hub") }
+
+// DatasetsCache is the datasets library's cache on the volume (HF_DATASETS_CACHE; by default
+// $HF_HOME/datasets), where load_dataset keeps the Arrow tables it builds from the hub's files.
+func (l Layout) DatasetsCache() string { return path.Join(l.HFHome(), "datasets") }
+
+// Trained is where the training pods keep their own copy of a directory of the volume that
+// another pod prepared (the data preparation's model, ModelDir): the same path under the
+// checkpoints' tree, in a directory no experiment can be named (names are DNS labels, which never
+// begin with a dot). Only the training pods write the checkpoints' tree (the data preparation
+// does not mount it, and the bucket's condition keeps every support principal off it), so what
+// run.sh copies there and checks (promote_model) stays what it checked.
+func (l Layout) Trained(dir string) string {
+	rel := strings.TrimPrefix(path.Clean(dir), path.Clean(l.Root)+"/")
+	return path.Join(l.Root, checkpointsDir, programDir, rel)
+}
 
 // Checkpoints is the run's checkpoint directory.
 func (l Layout) Checkpoints() string { return path.Join(l.Root, checkpointsDir, l.Run) }
@@ -31,6 +51,9 @@ const (
 	datasetsDir    = "datasets"
 	preparedDir    = "prepared"
 	verlDir        = "verl"
+	// programDir, under the checkpoints, holds what the program keeps there for every
+	// experiment (Trained).
+	programDir = ".gke-rl"
 )
 
 // CheckpointsPrefix is the object prefix of every experiment's checkpoints on a bucket mounted

@@ -14,7 +14,7 @@ import (
 // key of the v0.5.0 recipes (frameworkconfig/data), which the plan checks.
 func NeMoRLOverrides(r Run) []Override {
 	o := []Override{
-		set("policy.model_name", r.ModelDir(), "job.model"),
+		set("policy.model_name", r.TrainingModelDir(), "job.model"),
 		set("cluster.num_nodes", fmt.Sprint(r.Nodes), "gpu.nodes"),
 		set("cluster.gpus_per_node", fmt.Sprint(r.GPUsPerNode), "gpu.type"),
 		set("grpo.num_prompts_per_step", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),
@@ -50,16 +50,27 @@ func NeMoRLOverrides(r Run) []Override {
 	return append(o, nemoRLTuning(r)...)
 }
 
-// NeMoRLConvertedDir is where NeMo RL v0.5.0 converts a Hugging Face model to Megatron's format
-// on its first attempt: $HF_HOME/nemo_rl/<model name>, a local path's name as
-// model_<path with _> (nemo_rl/models/policy/utils.py get_megatron_checkpoint_dir;
-// megatron_policy_worker.py, hf_model_subdir).
+// NeMoRLConversionDir is where NeMo RL v0.5.0 converts the experiment's Hugging Face model to
+// Megatron's format (NRL_MEGATRON_CHECKPOINT_DIR; without it $HF_HOME/nemo_rl,
+// nemo_rl/models/policy/utils.py get_megatron_checkpoint_dir). Every rank instantiates the
+// conversion's run_config.yaml with Megatron-Bridge's instantiate, which calls any importable
+// _target_ (megatron_policy_worker.py), so it lives in the experiment's own checkpoint directory,
+// which only the training pods write, and is the experiment's alone: run.sh deletes a conversion
+// that no checkpoint shows finished, which it could not do under a sibling's running run.
+// NeMo RL lists its checkpoints as step_<n> (nemo_rl/utils/checkpoint.py), so the directory is
+// not taken for one. The driver's environment reaches every worker: NeMo RL hands it to its
+// actors (nemo_rl/distributed/worker_groups.py, "Update env_vars with the current environment
+// variables").
+func NeMoRLConversionDir(l Layout) string { return path.Join(l.Checkpoints(), "megatron-conversion") }
+
+// NeMoRLConvertedDir is the conversion of the model loaded from path model: model_<path with _>
+// in NeMoRLConversionDir (megatron_policy_worker.py, hf_model_subdir).
 func NeMoRLConvertedDir(l Layout, model string) string {
 	sub := model
 	if strings.HasPrefix(model, "/") {
 		sub = "model_" + strings.ReplaceAll(model, "/", "_")
 	}
-	return path.Join(l.HFHome(), "nemo_rl", sub)
+	return path.Join(NeMoRLConversionDir(l), sub)
 }
 
 // NeMoRLSourceDir is where the NeMo RL image keeps its source and examples.

@@ -52,8 +52,17 @@ type Run struct {
 	Extra []string
 }
 
-// ModelDir is the model's copy on the shared volume, named after its revision.
+// ModelDir is the model as the data preparation downloads it to the shared volume, named after
+// its revision. No training process loads it from there: other pods write that directory.
 func (r Run) ModelDir() string { return atRevision(r.Layout.Model(r.Model), r.Revisions[r.Model]) }
+
+// TrainingModelDir is the model as the training processes load it: run.sh's checked copy of
+// ModelDir in the checkpoints' tree (promote_model), which only the training pods write.
+// NeMo RL v0.5.0 loads the model with trust_remote_code=True in its driver, every vLLM worker
+// and every policy worker (nemo_rl/algorithms/utils.py get_tokenizer,
+// models/generation/vllm/vllm_worker.py, models/policy/workers/*): an auto_map in the model's
+// JSON files would import Python from the directory it loads.
+func (r Run) TrainingModelDir() string { return r.Layout.Trained(r.ModelDir()) }
 
 // DatasetDir is verl's prepared dataset, named after the revision of its Hub source.
 func (r Run) DatasetDir() string {

@@ -18,8 +18,10 @@ set -euo pipefail
 # verl), CHECKPOINT_DIR (the experiment's checkpoints); with verl, RESUME_FROM (job.resumeFrom's
 # checkpoint directory, or empty): while CHECKPOINT_DIR holds no checkpoint, the attempt starts
 # from RESUME_FROM's newest instead of step 0;
-# KEEP_CHECKPOINTS (job.keepCheckpoints); with NeMo RL, CONVERTED_DIR (where it converts the
-# Hugging Face weights to Megatron's format on its first attempt); WORKDIR; ATTEMPTS; GPUS (the
+# KEEP_CHECKPOINTS (job.keepCheckpoints); MODEL_SOURCE (the data preparation's download) and
+# MODEL_DIR (the copy the framework loads, which this script makes and checks: promote_model);
+# with NeMo RL, CONVERTED_DIR (where it converts the Hugging Face weights to Megatron's format on
+# its first attempt, in CHECKPOINT_DIR); WORKDIR; ATTEMPTS; GPUS (the
 # run's GPUs); GPU_WAIT_SECONDS (how long a retry waits for them); PAUSE_SECONDS (before a retry
 # looks, so that Ray has noticed the lost node); POLL_SECONDS (between looks);
 # BUDGET ("<job.maxSteps> <job.epochs>", 0 for the framework's own) is what the run trains to:
@@ -143,6 +145,128 @@ verl_resume_from() {
   log "starts from $RESUME_FROM/global_step_$step (job.resumeFrom): $CHECKPOINT_DIR has no checkpoint yet"
 }
 
+# Exit status of a run whose model or checkpoint path is refused.
+refused_status=26
+
+# own_path PATH ends the run unless PATH, whether it exists yet or not, is not a symbolic link
+# and is reached through none. Everything under the checkpoints' tree is written by the training pods
+# alone; a link there (GCS FUSE shows an object with gcsfuse_symlink_target metadata as one)
+# would send the checkpoints, or the model the run loads, where other pods write.
+own_path() {
+  if [[ -L $1 ]] || [[ $(realpath -m -- "$1") != "$1" ]]; then
+    log "$1 is a symbolic link, or is reached through one: refused (the training pods alone write it); remove the link on the volume"
+    exit "$refused_status"
+  fi
+}
+
+# The files of a Hugging Face model that the frameworks load: weights in safetensors (no pickle),
+# the configurations, the tokenizer's files and chat templates. No Python, no pickle.
+model_files=('*.safetensors' '*.json' '*.txt' '*.model' '*.tiktoken' '*.jinja')
+
+# check_model DIR fails, naming what it found, unless DIR holds only directories and plain
+# files of model_files, safetensors weights among them, and JSON files without an auto_map (which
+# would make transformers import Python from DIR: NeMo RL loads every model with
+# trust_remote_code=True).
+check_model() {
+  local dir=$1 odd found pattern not=()
+  odd=$(find "$dir" -mindepth 1 ! -type f ! -type d -print -quit)
+  if [[ -n $odd ]]; then
+    log "$odd is not a plain file: refused (a model holds plain files)"
+    return 1
+  fi
+  for pattern in "${model_files[@]}"; do
+    not+=(! -name "$pattern")
+  done
+  odd=$(find "$dir" -type f "${not[@]}" -print -quit)
+  if [[ -n $odd ]]; then
+    log "$odd is not a model file: refused (allowed: ${model_files[*]})"
+    return 1
+  fi
+  found=$(find "$dir" -type f -name '*.safetensors' -print -quit)
+  if [[ -z $found ]]; then
+    log "$MODEL_SOURCE has no safetensors weights: refused (the run loads no pickled weights); allowed: a model whose repository has .safetensors files"
+    return 1
+  fi
+  # JSON's own parser, not a pattern: a key can be written with escapes ("\u0061uto_map").
+  found=$(python3 -I -c '
+import json, pathlib, sys
+def keys(v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield k
+            yield from keys(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from keys(x)
+for p in sorted(pathlib.Path(sys.argv[1]).rglob("*.json")):
+    try:
+        doc = json.loads(p.read_text())
+    except ValueError:
+        print(f"{p} is not JSON")
+        break
+    if "auto_map" in keys(doc):
+        print(f"{p} has an auto_map (code the model brings)")
+        break
+' "$dir") || found="$dir cannot be read"
+  if [[ -n $found ]]; then
+    log "$found: refused (the run imports no Python from a model); allowed: a model that transformers supports without remote code"
+    return 1
+  fi
+}
+
+# promote_model makes MODEL_DIR, the model the framework loads, once for every experiment of the
+# model: a copy of MODEL_SOURCE's model files (model_files), made beside it under a name of this
+# experiment's own, checked (check_model) and renamed into place. The checks hold afterwards:
+# only the training pods write under the checkpoints. A copy in place (another experiment's, or
+# this one's last attempt) is checked again.
+promote_model() {
+  local partial="$MODEL_DIR.partial-$EXPERIMENT" name f pattern args=()
+  own_path "$MODEL_DIR"
+  mkdir -p "$(dirname "$MODEL_DIR")"
+  if [[ -e $MODEL_DIR ]]; then
+    check_model "$MODEL_DIR" || exit "$refused_status"
+    return 0
+  fi
+  if [[ ! -e $MODEL_SOURCE.gke-rl-complete ]]; then
+    log "$MODEL_SOURCE is not complete (no $MODEL_SOURCE.gke-rl-complete): the data preparation has not finished it"
+    exit "$refused_status"
+  fi
+  own_path "$MODEL_SOURCE"
+  name=$(find "$MODEL_SOURCE" -mindepth 1 ! -type f ! -type d -print -quit)
+  if [[ -n $name ]]; then
+    log "$name is not a plain file: refused (a model holds plain files); run the data preparation again"
+    exit "$refused_status"
+  fi
+  rm -rf "$partial"
+  mkdir "$partial"
+  for pattern in "${model_files[@]}"; do
+    args+=(-o -name "$pattern")
+  done
+  # Plain files only (find does not follow links); cp -P copies a file swapped for a link
+  # meanwhile as the link, which check_model then refuses.
+  while IFS= read -r -d '' name; do
+    f=${name#./}
+    mkdir -p "$partial/$(dirname "$f")"
+    if ! cp -P -- "$MODEL_SOURCE/$f" "$partial/$f"; then
+      log "cannot copy $MODEL_SOURCE/$f; run the data preparation again"
+      rm -rf "$partial"
+      exit "$refused_status"
+    fi
+  done < <(cd "$MODEL_SOURCE" && find . -type f \( "${args[@]:1}" \) -print0)
+  if ! check_model "$partial"; then
+    rm -rf "$partial"
+    exit "$refused_status"
+  fi
+  # Another experiment of the model may have put its copy in place first: then that one is used.
+  if mv -T "$partial" "$MODEL_DIR" 2>/dev/null; then
+    log "copied the model files of $MODEL_SOURCE to $MODEL_DIR, which the run loads, and checked them"
+  else
+    rm -rf "$partial"
+    own_path "$MODEL_DIR"
+    check_model "$MODEL_DIR" || exit "$refused_status"
+  fi
+}
+
 resume_prep() {
   mkdir -p "$CHECKPOINT_DIR"
   case $FRAMEWORK in
@@ -225,6 +349,9 @@ already_trained() {
   not_more "$new_steps" "$old_steps" && not_more "$new_epochs" "$old_epochs"
 }
 
+# Before anything reads or writes the checkpoints.
+own_path "$CHECKPOINT_DIR"
+mkdir -p "$CHECKPOINT_DIR"
 if already_trained; then
   log "finished before (maxSteps and epochs $(<"$trained"), now $BUDGET): this RayJob trains nothing more"
   exit 0
@@ -232,6 +359,7 @@ fi
 if [[ -f $trained ]]; then
   log "finished before (maxSteps and epochs $(<"$trained")); trains on to $BUDGET from the newest checkpoint"
 fi
+promote_model
 
 attempt=1
 while :; do

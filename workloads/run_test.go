@@ -28,6 +28,29 @@ func onHead(t *testing.T, entrypoint string) string {
 	return strings.ReplaceAll(entrypoint, " "+workloads.RunScriptPath+" ", " "+script+" ")
 }
 
+// stageModel puts a model where the data preparation downloads r's (ModelDir), complete: a
+// Hugging Face repository's files as the Hub serves Qwen2.5's (weights, configuration, tokenizer).
+func stageModel(t *testing.T, r workloads.Run) {
+	t.Helper()
+	dir := r.ModelDir()
+	files := map[string]string{
+		"config.json":                      `{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}`,
+		"generation_config.json":           `{"do_sample": true}`,
+		"tokenizer_config.json":            `{"model_max_length": 131072}`,
+		"tokenizer.json":                   `{"version": "1.0"}`,
+		"vocab.json":                       `{"a": 0}`,
+		"merges.txt":                       "#version: 0.2\n",
+		"model-00001-of-00002.safetensors": "weights",
+		"model-00002-of-00002.safetensors": "weights",
+		"model.safetensors.index.json":     `{"weight_map": {}}`,
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	require.NoError(t, os.WriteFile(workloads.CompleteMarker(dir), nil, 0o644))
+}
+
 // runEntrypoint runs an entrypoint's words (`env VAR=... bash /etc/gke-rl/run.sh ...`) with some
 // of run.sh's values replaced, as the shell on the Ray head would run it, run.sh's path moved
 // to a file that holds what its ConfigMap holds.
@@ -50,6 +73,7 @@ func TestRunRetriesAFailedAttemptOnceTheGPUsAreBack(t *testing.T) {
 	r := run()
 	r.Nodes, r.GPUsPerNode, r.Attempts = 2, 8, 3
 	r.Layout.Root = t.TempDir()
+	stageModel(t, r)
 	ckpt := r.Layout.Checkpoints()
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{
 		// Ray does not answer at first (the head lost its node), then counts 16 GPUs.
@@ -81,6 +105,7 @@ func TestRunCountsGPUsHeldByPlacementGroups(t *testing.T) {
 	r := run()
 	r.Nodes, r.GPUsPerNode, r.Attempts = 1, 2, 2
 	r.Layout.Root = t.TempDir()
+	stageModel(t, r)
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-placement-group-2-gpus.txt"}}}})
 	mark := filepath.Join(t.TempDir(), "attempted")
 	framework := fmt.Sprintf(`if [[ -e %[1]s ]]; then exit 0; fi; touch %[1]s; exit 3`, mark)
@@ -98,6 +123,7 @@ func TestRunGivesUp(t *testing.T) {
 	r := run()
 	r.Nodes, r.GPUsPerNode, r.Attempts = 4, 8, 2
 	r.Layout.Root = t.TempDir()
+	stageModel(t, r)
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}})
 	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
 		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0", "GPU_WAIT_SECONDS": "0"})
@@ -120,6 +146,7 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	r := run()
 	r.Nodes, r.GPUsPerNode, r.Attempts, r.DeadlineSeconds = 2, 8, 3, 2
 	r.Layout.Root = t.TempDir()
+	stageModel(t, r)
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}})
 	marks := filepath.Join(t.TempDir(), "attempts")
 	// Each attempt leaves a mark, then trains for longer than the deadline.
@@ -153,6 +180,7 @@ func TestRunStartsFromAnotherExperimentUntilItHasItsOwn(t *testing.T) {
 	r := run()
 	r.Nodes, r.GPUsPerNode, r.Attempts = 1, 2, 2
 	r.Layout = workloads.Layout{Root: t.TempDir(), Run: "kl-0-01"}
+	stageModel(t, r)
 	r.ResumeFrom = "baseline"
 	from := r.Layout.Of("baseline").Checkpoints()
 	require.NoError(t, os.MkdirAll(filepath.Join(from, "global_step_6"), 0o755))
@@ -191,6 +219,7 @@ mkdir -p %[2]s/global_step_8 && echo 8 >%[2]s/latest_checkpointed_iteration.txt;
 func TestAFinishedRunDoesNotTrainAgain(t *testing.T) {
 	r := run()
 	r.Layout.Root = t.TempDir()
+	stageModel(t, r)
 	ray := clitest.NewReplay(t, "ray", nil)
 	ran := filepath.Join(r.Layout.Root, "ran")
 	framework := []string{"bash", "-c", "echo trained >> " + ran}

@@ -91,9 +91,13 @@ func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 		// What the run trains to: a finished run records it, and a later RayJob of the same
 		// experiment trains only if it grew.
 		fmt.Sprintf("BUDGET=%d %d", r.MaxSteps, r.Epochs),
+		// The data preparation's download, and the checked copy the framework loads.
+		"MODEL_SOURCE=" + r.ModelDir(),
+		"MODEL_DIR=" + r.TrainingModelDir(),
 	}
 	if f == kinds.NeMoRL {
-		env = append(env, "CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.ModelDir()))
+		env = append(env, "NRL_MEGATRON_CHECKPOINT_DIR="+NeMoRLConversionDir(r.Layout),
+			"CONVERTED_DIR="+NeMoRLConvertedDir(r.Layout, r.TrainingModelDir()))
 	}
 	if f == kinds.Verl && r.ResumeFrom != "" {
 		env = append(env, "RESUME_FROM="+r.Layout.Of(r.ResumeFrom).Checkpoints())

@@ -32,26 +32,25 @@ verify_tree() {
 # verified_copy ROOT DIR TREE copies DIR off the volume to ROOT/DIR (its path kept under ROOT, a
 # directory of this process's own) and checks the copy against TREE. The code that then runs or
 # ships is the copy that was checked: a writer of the volume cannot change it after the check.
-# A directory that is, holds or is reached through a symbolic link is refused before the copy.
+# The copy is checked, not DIR: a link that a writer of the volume swaps in while cp reads would
+# pass a look at DIR made before, and cp -R copies a link as a link, which would send what runs or
+# ships back to the volume. So the copy must hold no link at all (its root included), then hash to
+# TREE. A DIR that is or is reached through a link is refused first, for a clear message.
 verified_copy() {
   local root=$1 dir=$2 tree=$3 link
-  # A directory that is a link, or is reached through one, would be copied as a link back onto
-  # the volume (cp -R keeps links): the check would hash the target of the moment, and what runs
-  # or ships is whatever the link points to later. It is refused before the copy, as is a link
-  # inside it.
   if [[ -L $dir ]] || { [[ -e $dir ]] && [[ $(realpath -e -- "$dir") != "$dir" ]]; }; then
     echo "$dir is a symbolic link, or is reached through one: refused (the code must be a directory of the volume itself); run the data preparation again (it fetches the pinned commit)" >&2
     return 1
   fi
-  link=$(find "$dir" -type l -print -quit 2>/dev/null)
-  if [[ -n $link ]]; then
-    echo "$dir holds a symbolic link, $link: refused (a pinned tree holds plain files); run the data preparation again (it fetches the pinned commit)" >&2
-    return 1
-  fi
   mkdir -p "$root$(dirname "$dir")"
   # A directory copied already (named twice, or inside one copied before) is checked as it is.
-  if [[ ! -e $root$dir ]] && ! cp -R "$dir" "$root$dir" 2>/dev/null; then
+  if [[ ! -e $root$dir && ! -L $root$dir ]] && ! cp -R "$dir" "$root$dir" 2>/dev/null; then
     echo "$dir cannot be read; run the data preparation again (it fetches the pinned commit)" >&2
+    return 1
+  fi
+  link=$(find "$root$dir" -type l -print -quit 2>/dev/null)
+  if [[ -n $link ]]; then
+    echo "$dir held a symbolic link when it was copied, ${link#"$root"}: refused (a pinned tree holds plain files); run the data preparation again (it fetches the pinned commit)" >&2
     return 1
   fi
   verify_tree "$root$dir" "$tree"

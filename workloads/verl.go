@@ -79,7 +79,7 @@ func VerlOverrides(r Run) []Override {
 		// default) at the same step after every resume; verl's own examples filter them out
 		// when the dataset loads.
 		fixed("data.filter_overlong_prompts", "True", "a prompt longer than job.maxPromptLength would stop the run at the same step after every resume (data.truncation=error); it is left out when the dataset loads, as in verl's examples"),
-		set("actor_rollout_ref.model.path", r.ModelDir(), "job.model"),
+		set("actor_rollout_ref.model.path", r.TrainingModelDir(), "job.model"),
 		fixed("actor_rollout_ref.model.use_remove_padding", "True", "padding is removed before the forward pass, which the models the program sizes support (verl's GRPO examples)"),
 		// One optimizer step per GRPO step, as with NeMo RL; verl requires
 		// train_batch_size >= ppo_mini_batch_size (default 256).

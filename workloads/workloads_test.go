@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func TestNeMoRLEntrypoint(t *testing.T) {
 	assert.Equal(t, "/opt/nemo-rl", runEnv(t, words(t, workloads.NeMoRLEntrypoint(r)))["WORKDIR"])
 	o := overrides(ws[8:])
 	assert.Equal(t, map[string]string{
-		"policy.model_name":                  "/lustre/models/Qwen/Qwen2.5-72B-Instruct", // loaded from the prepared copy
+		"policy.model_name":                  "/lustre/checkpoints/.gke-rl/models/Qwen/Qwen2.5-72B-Instruct", // run.sh's checked copy
 		"cluster.num_nodes":                  "8",
 		"cluster.gpus_per_node":              "8",
 		"grpo.max_num_steps":                 "20",
@@ -118,7 +119,7 @@ func TestVerlEntrypoint(t *testing.T) {
 	assert.Equal(t, "grpo", o["algorithm.adv_estimator"])
 	assert.Equal(t, "/data/datasets/gsm8k/train.parquet", o["data.train_files"])
 	assert.Equal(t, "/data/datasets/gsm8k/test.parquet", o["data.val_files"])
-	assert.Equal(t, "/data/models/Qwen/Qwen2.5-32B-Instruct", o["actor_rollout_ref.model.path"], "the copy the data preparation downloaded")
+	assert.Equal(t, "/data/checkpoints/.gke-rl/models/Qwen/Qwen2.5-32B-Instruct", o["actor_rollout_ref.model.path"], "run.sh's checked copy of the data preparation's download")
 	assert.Equal(t, "8", o["actor_rollout_ref.rollout.n"])
 	assert.Equal(t, "2", o["trainer.nnodes"])
 	assert.Equal(t, "8", o["trainer.n_gpus_per_node"])
@@ -302,7 +303,10 @@ func TestPinnedRevisionsNameWhatTheyPrepare(t *testing.T) {
 	assert.Equal(t, "", steps[1].Command[5], "DeepScaleR is not pinned")
 	assert.Equal(t, []string{"dataset", "HuggingFaceH4/aime_2024", dataset}, steps[2].Command[3:])
 	assert.Equal(t, "/lustre/prepared/datasets/HuggingFaceH4/aime_2024@"+dataset, steps[2].Dir)
-	assert.Equal(t, steps[0].Dir, overrides(framework(t, words(t, workloads.NeMoRLEntrypoint(r))))["policy.model_name"])
+	entry := words(t, workloads.NeMoRLEntrypoint(r))
+	assert.Equal(t, steps[0].Dir, runEnv(t, entry)["MODEL_SOURCE"], "run.sh copies what the preparation filled")
+	assert.Equal(t, "/lustre/checkpoints/.gke-rl/models/Qwen/Qwen2.5-72B-Instruct@"+model, overrides(framework(t, entry))["policy.model_name"])
+	assert.Equal(t, runEnv(t, entry)["MODEL_DIR"], overrides(framework(t, entry))["policy.model_name"], "and the run loads the copy")
 
 	r.Revisions = map[string]string{"Qwen/Qwen2.5-72B-Instruct": "refs/pr/1"}
 	assert.Equal(t, "/lustre/models/Qwen/Qwen2.5-72B-Instruct@refs--pr--1", workloads.NeMoRLPrepSteps(r)[0].Dir, "one directory, not three levels")
@@ -427,7 +431,7 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 		sentence  string
 		framework kinds.Framework
 		// directories and files (ending in .txt=<content>) under the root; {converted} is where
-		// NeMo RL converts the model it loads by path (NeMoRLConvertedDir)
+		// NeMo RL converts the model it loads by path (NeMoRLConvertedDir), in the checkpoints
 		before []string
 		after  []string // what exists afterwards, among before's paths
 		log    string
@@ -466,7 +470,8 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 		t.Run(tc.sentence, func(t *testing.T) {
 			r := run()
 			r.Layout.Root = t.TempDir()
-			converted, err := filepath.Rel(r.Layout.Root, workloads.NeMoRLConvertedDir(r.Layout, r.ModelDir()))
+			stageModel(t, r)
+			converted, err := filepath.Rel(r.Layout.Root, workloads.NeMoRLConvertedDir(r.Layout, r.TrainingModelDir()))
 			require.NoError(t, err)
 			for i := range tc.before {
 				tc.before[i] = strings.Replace(tc.before[i], "{converted}", converted, 1)
@@ -491,6 +496,7 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 			res := clitest.Run(t, nil, bash, "-c", onHead(t, workloads.Command(tc.framework, r, r.Layout.Root, []string{"true"})))
 			require.Equal(t, 0, res.Code, res.Stderr)
 			res.Stdout = strings.Replace(res.Stdout, "gke-rl run ray-a4-grpo: attempt 1 of 1\n", "", 1)
+			res.Stdout = regexp.MustCompile(`gke-rl run ray-a4-grpo: copied the model files .*\n`).ReplaceAllString(res.Stdout, "")
 			for _, p := range append(slices.Clone(tc.before), tc.after...) {
 				name, _, _ := strings.Cut(p, "=")
 				_, err := os.Stat(filepath.Join(r.Layout.Root, name))

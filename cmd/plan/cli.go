@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"gke-rl/cmd"
+	"gke-rl/infra"
 	"gke-rl/infra/offline"
 	"gke-rl/internal/cost"
 )
@@ -37,6 +38,9 @@ func Main(args []string, env cmd.Env) int {
 	}
 
 	sc, err := offline.LoadStackConfig(env.Dir, sa.Name, sa.Overrides)
+	if err == nil {
+		sc.Siblings = infra.ReadSiblings(env.Dir, sa.Name)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return cmd.ExitUsage

@@ -61,6 +61,9 @@ func run(args []string, env cmd.Env, clientsFor ClientsFor) int {
 		return code
 	}
 	sc, err := offline.LoadStackConfig(env.Dir, sa.Name, sa.Overrides)
+	if err == nil {
+		sc.Siblings = infra.ReadSiblings(env.Dir, sa.Name)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return cmd.ExitUsage

@@ -75,6 +75,7 @@ func resolve(rec *recorder.Recorder, sc *StackConfig, stack string, now time.Tim
 	}
 	cfg, err := infra.LoadConfig(ctx, sc.Keys())
 	if err == nil {
+		cfg.Siblings = sc.Siblings
 		var bp *infra.Blueprint
 		if bp, err = infra.Resolve(cfg, now); err == nil {
 			return ctx, bp, nil
@@ -96,7 +97,7 @@ func Run(sc *StackConfig, stack string, now time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	recording, err := rec.Run(ctx, infra.ProgramWithKeys(sc.Keys(), now))
+	recording, err := rec.Run(ctx, infra.ProgramWithKeys(sc.Keys(), sc.Siblings, now))
 	if err != nil {
 		return nil, err
 	}

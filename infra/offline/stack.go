@@ -24,6 +24,10 @@ type StackConfig struct {
 	Values map[string]string
 	// SecretKeys are the keys whose values are secrets.
 	SecretKeys []string
+	// Siblings are the other stacks of the directory, whose namespaces the stack's must not
+	// take: the plan command reads them (infra.ReadSiblings); the test kits plan each stack
+	// alone, so that a user's own stack files change no test's result.
+	Siblings []infra.Sibling
 }
 
 // Keys are the full names of every key the stack sets, sorted.
