@@ -6,6 +6,7 @@ require (
 	al.essio.dev/pkg/shellescape v1.6.1
 	github.com/GoogleCloudPlatform/gke-networking-api v0.2.11
 	github.com/VictoriaMetrics/metricsql v0.87.3
+	github.com/agext/levenshtein v1.2.3
 	github.com/google/cel-go v0.26.0
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510
 	github.com/mattfenwick/cyclonus v0.5.6
@@ -38,7 +39,6 @@ require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/ProtonMail/go-crypto v1.5.2 // indirect
 	github.com/VictoriaMetrics/metrics v1.35.3 // indirect
-	github.com/agext/levenshtein v1.2.3 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
 	github.com/aymanbagabas/go-osc52/v2 v2.0.1 // indirect

@@ -89,11 +89,27 @@ func (a *StackArgs) Parse(fs *flag.FlagSet, args []string, stdout io.Writer) (co
 		}
 		return ExitUsage, true
 	}
+	if path, value, ok := spacedConfig(args); ok {
+		// `pulumi config set PATH VALUE` takes two words; --config takes one.
+		fmt.Fprintf(fs.Output(), "error: --config takes PATH=VALUE, one word: did you mean --config %s=%s?\n", path, value)
+		return ExitUsage, true
+	}
 	if a.Name == "" || fs.NArg() > 0 {
 		fs.Usage()
 		return ExitUsage, true
 	}
 	return 0, false
+}
+
+// spacedConfig finds `--config PATH VALUE` (the habit of `pulumi config set`): a --config value
+// without "=" followed by one more word.
+func spacedConfig(args []string) (path, value string, ok bool) {
+	for i := 0; i+2 < len(args); i++ {
+		if a := args[i]; (a == "--config" || a == "-config") && !strings.Contains(args[i+1], "=") && !strings.HasPrefix(args[i+2], "-") {
+			return args[i+1], args[i+2], true
+		}
+	}
+	return "", "", false
 }
 
 // Env is what a command runs in: the directory holding Pulumi.yaml and the stack files, where it

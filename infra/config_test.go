@@ -133,6 +133,8 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"an untagged image is refused", "b200-spot", []string{"ray.image=rayproject/ray"}, "ray.image", "no tag"},
 		{"a malformed Ray version is refused", "b200-spot", []string{"ray.version=2.x"}, "ray.version", "Ray version"},
 		{"an unknown key inside an object is refused", "b200-spot", []string{"gpu.count=8"}, "gpu.count", "gpu takes maxNodes, minNodes, nodes, placement, provisioning, reservation, type"},
+		{"a key in the wrong case is named as it is spelled", "b200-spot", []string{"job.learningrate=1e-6"}, "job.learningrate", "unknown key; did you mean job.learningRate? job takes"},
+		{"a key one letter off is named", "b200-spot", []string{"gpu.node=2"}, "gpu.node", "unknown key; did you mean gpu.nodes? gpu takes"},
 		{"a minimum above the node count is refused", "b200-spot", []string{"gpu.minNodes=9"}, "gpu.minNodes", "0 to gpu.nodes (8)"},
 		{"a maximum below the node count is refused", "b200-spot", []string{"gpu.maxNodes=4"}, "gpu.maxNodes", "gpu.nodes (8) to 256"},
 		{"a malformed CPU machine type is refused", "b200-spot", []string{"cluster.cpuMachineType=big"}, "cluster.cpuMachineType", "n2-standard-16"},

@@ -38,7 +38,8 @@ func decodeObject(prefix, raw string, target any, errs *Errors) {
 		path := prefix + "." + k
 		i, ok := known[k]
 		if !ok {
-			errs.Add(path, "unknown key; %s takes %s", prefix, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+			keys := slices.Sorted(maps.Keys(known))
+			errs.Add(path, "unknown key;%s %s takes %s", didYouMean(prefix, k, keys), prefix, strings.Join(keys, ", "))
 			continue
 		}
 		if err := decodeValue(fields[k], v.FieldByIndex(i)); err != nil {

@@ -2,6 +2,7 @@ package infra
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"reflect"
@@ -86,9 +87,19 @@ func checkTopLevelKeys(present []string, errs *Errors) {
 			continue
 		}
 		if ok && !known[name] {
-			errs.Add(name, "unknown key; the %s namespace takes %s", ProjectName, strings.Join(knownTopLevelKeys, ", "))
+			errs.Add(name, "unknown key;%s the %s namespace takes %s", topLevelHint(name), ProjectName, strings.Join(knownTopLevelKeys, ", "))
 		}
 	}
+}
+
+// topLevelHint is what an unknown top-level key most likely meant: `pulumi config set gpu.nodes
+// 2` without --path stores a key named "gpu.nodes", not gpu's key nodes; otherwise the nearest
+// known key.
+func topLevelHint(name string) string {
+	if top, rest, dotted := strings.Cut(name, "."); dotted && slices.Contains(knownTopLevelKeys, top) {
+		return fmt.Sprintf(" %s is %s's key %s only when set with --path: `pulumi config rm %s`, then `pulumi config set --path %s <value>`.", quote(name), top, rest, name, name)
+	}
+	return didYouMean("", name, knownTopLevelKeys)
 }
 
 // EnvConfigKeys returns the config keys that the Pulumi engine passes to the program, read from

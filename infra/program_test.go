@@ -51,6 +51,23 @@ func TestProgramExportsWhatThePlannerPrints(t *testing.T) {
 	assert.Len(t, rec.Resources, len(planned.Resources))
 }
 
+// `pulumi config set gpu.nodes 2` without --path stores a key named "gpu.nodes": the refusal
+// shows the two commands that set gpu's key nodes instead.
+func TestProgramShowsTheKeySetWithoutPath(t *testing.T) {
+	sc, err := offline.LoadStackConfig(plantest.RepoRoot(), "smoke", yours[:2])
+	require.NoError(t, err)
+	sc.Values["gke-rl:gpu.nodes"] = "2"
+	env, err := json.Marshal(sc.Values)
+	require.NoError(t, err)
+	t.Setenv(pulumi.EnvConfig, string(env))
+	rec := recorder.New(sc.Project, "smoke")
+	ctx, err := rec.NewContext(recorder.Config{Project: sc.Project, Stack: "smoke", Values: sc.Values, SecretKeys: sc.SecretKeys})
+	require.NoError(t, err)
+	_, err = rec.Run(ctx, infra.Program)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `gpu.nodes: unknown key; "gpu.nodes" is gpu's key nodes only when set with --path: `+"`pulumi config rm gpu.nodes`, then `pulumi config set --path gpu.nodes <value>`.")
+}
+
 func TestProgramRejectsUnknownKeysFromTheEngine(t *testing.T) {
 	rec, err := runProgram(t, "b200-spot", "gpuType=b200")
 	require.Error(t, err)

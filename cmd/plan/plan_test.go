@@ -331,3 +331,11 @@ func TestCLIShowsEachExperimentsSettingsAndTheirKeys(t *testing.T) {
 	assert.Regexp(t, `(?m)^    actor_rollout_ref\.actor\.optim\.lr = 5e-06 +jobs\.b\.learningRate$`, b)
 	assert.Contains(t, b, "  c: stopped (jobs.c.enabled=false)\n")
 }
+
+// `--config gpu.nodes 2`, the habit of `pulumi config set`, is shown the one word it means.
+func TestCLIConfigInTwoWords(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "gpu.nodes", "2")
+	assert.Equal(t, cmd.ExitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "error: --config takes PATH=VALUE, one word: did you mean --config gpu.nodes=2?\n")
+}
