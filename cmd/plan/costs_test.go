@@ -24,7 +24,7 @@ func TestCLITreeShowsTheCosts(t *testing.T) {
 			require.Equal(t, cmd.ExitOK, code, errOut)
 			_, costs, found := strings.Cut(out, "Costs in USD at list prices, before discounts and taxes (prices of 2026-07-30: ")
 			require.True(t, found, "no costs section")
-			assert.Regexp(t, `\n  per hour while training  unknown: GPU nodes(, [A-Za-z ]+)* have no price \(plan --prices FILE adds them\); the rest: \$\d+\.\d\d\n`, costs, "the unknown items first: the known part is not the cost")
+			assert.Regexp(t, `\n  per hour while training  unknown: no price for GPU nodes(, [A-Za-z ]+)* \(plan --prices FILE adds them\); the rest: \$\d+\.\d\d\n`, costs, "the unknown items first: the known part is not the cost")
 			assert.Regexp(t, `\n  per month while idle     (unknown: .* the rest: )?\$[\d,]+\.\d\d`, costs)
 			assert.Contains(t, costs, "; prices of 2026-12-01: GKE pricing page (cluster management fee); current prices: https://cloud.google.com/skus):\n")
 			assert.Regexp(t, `\n    CPU nodes +1 × n2-standard-16, on-demand, `, costs)

@@ -93,12 +93,40 @@ func TestCLIHelp(t *testing.T) {
 	assert.Contains(t, errOut, "usage:")
 }
 
-func TestCLITreeEndsWithCount(t *testing.T) {
+// The tree ends with the resource count, then a summary of what printed before it and has
+// scrolled away: the placeholders and warnings, counted, the first of each in full, and the cost.
+func TestCLITreeEndsWithCountAndSummary(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "--stack", "b200-spot")
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	assert.Regexp(t, `^\d+ resources to create`, lines[len(lines)-1])
+	require.GreaterOrEqual(t, len(lines), 5)
+	assert.Regexp(t, `^\d+ resources to create`, lines[len(lines)-5])
+	assert.Equal(t, "Summary:", lines[len(lines)-4])
+	assert.Equal(t, "  2 placeholders (`pulumi preview` and `pulumi up` refuse a stack with one); the first: gcp:project: \"your-project-id\" is the shipped placeholder; set your project: pulumi config set gcp:project <project-id> (`gcloud projects list` lists yours)", lines[len(lines)-3])
+	assert.True(t, strings.HasPrefix(lines[len(lines)-2], "  1 warning: ray.image: "), lines[len(lines)-2])
+	assert.Contains(t, errOut, "warning: "+strings.TrimPrefix(lines[len(lines)-2], "  1 warning: ")+"\n", "the warning printed before the tree, in full")
+	assert.True(t, strings.HasPrefix(lines[len(lines)-1], "  per hour while training: unknown: no price for GPU nodes, Lustre instance ("), lines[len(lines)-1])
 	assert.Contains(t, out, "gcp:compute/network:Network networks-rdma")
+
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--config", "gcp:project=acme-rl", "--config", "cluster.authorizedNetworks[0]=198.18.0.7/32",
+		"--config", "ray.image=nvcr.io/nvidia/nemo-rl:v0.5.0@sha256:"+strings.Repeat("a", 64))
+	assert.Contains(t, out, "Summary:\n  no placeholder\n  no warning\n")
+}
+
+// --json carries the placeholders and warnings the text plan prints before its tree.
+func TestJSONCarriesPlaceholdersAndWarnings(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--json")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	var doc struct {
+		Placeholders []struct{ Key, Message string } `json:"placeholders"`
+		Warnings     []struct{ Key, Message string } `json:"warnings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.Len(t, doc.Placeholders, 2)
+	assert.Equal(t, "gcp:project", doc.Placeholders[0].Key)
+	assert.Contains(t, errOut, "placeholder: gcp:project: "+doc.Placeholders[0].Message+"\n")
+	require.Len(t, doc.Warnings, 1)
+	assert.Equal(t, "ray.image", doc.Warnings[0].Key)
 }
 
 // The tree shows the stack outputs, as `pulumi up` would set them: the commands a user runs

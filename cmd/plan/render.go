@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"gke-rl/infra"
 	"gke-rl/infra/offline"
 	"gke-rl/internal/recorder"
 )
@@ -43,7 +44,11 @@ func WriteJSON(w io.Writer, r *offline.Result) error {
 		Resources []jsonResource `json:"resources"`
 		Outputs   map[string]any `json:"outputs"`
 		Costs     jsonCosts      `json:"costs"`
-	}{Stack: r.Stack, Resources: []jsonResource{}, Outputs: r.Outputs, Costs: costsJSON(r.Costs)}
+		// Placeholders and Warnings are what the text plan prints before its tree.
+		Placeholders []jsonFinding `json:"placeholders"`
+		Warnings     []jsonFinding `json:"warnings"`
+	}{Stack: r.Stack, Resources: []jsonResource{}, Outputs: r.Outputs, Costs: costsJSON(r.Costs),
+		Placeholders: findingsJSON(r.Placeholders), Warnings: findingsJSON(r.Warnings)}
 	for _, res := range r.Resources {
 		opts := res.Options
 		if opts.IgnoreChanges == nil {
@@ -69,6 +74,20 @@ func WriteJSON(w io.Writer, r *offline.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// jsonFinding is a placeholder or a warning: the key and what to do about it.
+type jsonFinding struct {
+	Key     string `json:"key"`
+	Message string `json:"message"`
+}
+
+func findingsJSON(list infra.Errors) []jsonFinding {
+	out := []jsonFinding{}
+	for _, f := range list {
+		out = append(out, jsonFinding{Key: f.Key, Message: f.Message})
+	}
+	return out
 }
 
 // summaryKeys are the inputs the tree shows for a resource, in this order, when present.
@@ -138,7 +157,29 @@ func WriteTree(out io.Writer, r *offline.Result) error {
 		}
 	}
 	fmt.Fprintf(w, "%d resources to create (%d cloud and Kubernetes resources, %d components)\n", len(r.Resources), custom, components)
+	fmt.Fprintln(w, closingSummary(r))
 	return w.err
+}
+
+// closingSummary is the plan's last lines: what the user must still act on, which printed before
+// the tree and has scrolled away (the placeholders and warnings, counted, the first of each in
+// full), and what the stack costs.
+func closingSummary(r *offline.Result) string {
+	count := func(list infra.Errors, one, many, after string) string {
+		switch len(list) {
+		case 0:
+			return "no " + one
+		case 1:
+			return fmt.Sprintf("1 %s%s: %s: %s", one, after, list[0].Key, list[0].Message)
+		}
+		return fmt.Sprintf("%d %s%s; the first: %s: %s", len(list), many, after, list[0].Key, list[0].Message)
+	}
+	return strings.Join([]string{
+		"Summary:",
+		"  " + count(r.Placeholders, "placeholder", "placeholders", " (`pulumi preview` and `pulumi up` refuse a stack with one)"),
+		"  " + count(r.Warnings, "warning", "warnings", ""),
+		fmt.Sprintf("  per hour while training: %s; per month while idle: %s", r.Costs.TrainingPerHour, r.Costs.IdlePerMonth),
+	}, "\n")
 }
 
 // writeOutputs prints the stack outputs that `pulumi up` would set, sorted by name, one a line:

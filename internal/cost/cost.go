@@ -203,7 +203,7 @@ func (t Total) String() string {
 	default:
 		// The unknown items first: the known part alone would read as the cost, and the GPU
 		// nodes, the bulk of any bill, are the ones a table most often lacks.
-		return fmt.Sprintf("unknown: %s have no price (plan --prices FILE adds them); the rest: %s", strings.Join(t.Unknown, ", "), Dollars(t.KnownUSD))
+		return fmt.Sprintf("unknown: no price for %s (plan --prices FILE adds them); the rest: %s", strings.Join(t.Unknown, ", "), Dollars(t.KnownUSD))
 	}
 }
 

@@ -59,7 +59,7 @@ func TestAnUnknownQuantityIsUnknownEvenWithAPrice(t *testing.T) {
 
 func TestTotalsSayWhatTheyLack(t *testing.T) {
 	assert.Equal(t, "$1,234.57", Total{KnownUSD: 1234.567}.String())
-	assert.Equal(t, "unknown: GPU nodes, Lustre instance have no price (plan --prices FILE adds them); the rest: $0.82",
+	assert.Equal(t, "unknown: no price for GPU nodes, Lustre instance (plan --prices FILE adds them); the rest: $0.82",
 		Total{KnownUSD: 0.8215, Unknown: []string{"GPU nodes", "Lustre instance"}}.String())
 	assert.Equal(t, "unknown (GPU nodes)", Total{Unknown: []string{"GPU nodes"}}.String())
 	assert.Equal(t, "unknown", Amount{}.String())
