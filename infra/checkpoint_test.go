@@ -76,6 +76,7 @@ func TestFUSEWarningSaysWritesGoAtFUSESpeed(t *testing.T) {
 func TestUnknownModelSizeWarnsInsteadOfGuessing(t *testing.T) {
 	bp := plantest.Resolve(t, "b200-spot", "job.model=acme/custom-model")
 	assert.Equal(t, []string{"job.modelSize"}, warningKeysButPins(bp))
+	assert.Contains(t, bp.Warnings.Error(), "and the derived deadline (22h) guesses 60 min a step, which neither the size's allowance nor the step's work bounds: set job.modelSize, or job.activeDeadlineSeconds to what the run may take")
 	assert.Nil(t, bp.Checkpoint, "no estimate from a guess")
 }
 

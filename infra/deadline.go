@@ -3,9 +3,11 @@ package infra
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"gke-rl/internal/kinds"
+	"gke-rl/workloads"
 )
 
 // The run's default deadline (`job.activeDeadlineSeconds` when unset): a bound that turns a run
@@ -40,6 +42,54 @@ func stepAllowance(billions float64) time.Duration {
 	}
 }
 
+// sizeAllowanceBasis names the model size's class of stepAllowance.
+func sizeAllowanceBasis(billions float64) string {
+	switch {
+	case billions > 0 && billions <= 8:
+		return "the allowance of models up to 8B"
+	case billions > 0 && billions <= 35:
+		return "the allowance of models up to 35B"
+	case billions > 0:
+		return "the allowance of models above 35B"
+	}
+	return "the largest allowance: the model's size is unknown"
+}
+
+// A step's work, for runs whose steps the size's allowance does not bound: a GRPO step runs about
+// 12 operations a parameter for each token of each rollout (2 to generate it, 2 for the old
+// log-probabilities, 2 for the reference's, 6 for the update's forward and backward passes), and
+// the allowance is 4 times that at 10 % of the GPUs' dense bf16 peak: generous, since it must
+// never end a healthy run.
+const (
+	stepOperationsPerParameterToken = 12
+	stepEfficiency                  = 0.10
+	stepWorkMargin                  = 4
+)
+
+// stepWork is the time a step's work may take and how it was counted; false when the model's
+// size, the GPU's peak or the sequence length is unknown.
+func stepWork(c *Config, params float64) (time.Duration, string, bool) {
+	spec, ok := gpuCatalog[string(c.GPU.Type)]
+	if !ok || spec.BF16TFLOPS <= 0 || params <= 0 || c.GPU.Nodes <= 0 {
+		return 0, "", false
+	}
+	run := workloads.Run{Model: c.Job.Model, ModelBillions: params / 1e9, Dataset: c.Job.Dataset, Recipe: c.Job.Recipe,
+		Nodes: c.GPU.Nodes, GPUsPerNode: spec.GPUsPerNode, PromptsPerStep: c.Job.PromptsPerStep, GenerationsPerPrompt: c.Job.GenerationsPerPrompt,
+		CheckpointPeriod: c.Job.CheckpointPeriod, KeepCheckpoints: c.Job.KeepCheckpoints, Tuning: c.Job.Tuning, Extra: c.Job.Args,
+		Layout: workloads.Layout{Root: c.Storage.MountPath, Run: "deadline"}}
+	seq, ok := workloads.StepSequenceTokens(c.Framework, run)
+	if !ok {
+		return 0, "", false
+	}
+	rollouts := c.Job.PromptsPerStep * c.Job.GenerationsPerPrompt
+	gpus := c.GPU.Nodes * spec.GPUsPerNode
+	operations := stepOperationsPerParameterToken * params * float64(rollouts) * float64(seq)
+	seconds := stepWorkMargin * operations / (float64(gpus) * spec.BF16TFLOPS * 1e12 * stepEfficiency)
+	basis := fmt.Sprintf("%d × the step's work: %d rollouts × %d tokens × %gB parameters × %d operations at %.0f%% of %d %s GPUs' dense bf16 peak",
+		stepWorkMargin, rollouts, seq, math.Round(params/1e8)/10, stepOperationsPerParameterToken, stepEfficiency*100, gpus, strings.ToUpper(string(c.GPU.Type)))
+	return time.Duration(math.Ceil(seconds/60)) * time.Minute, basis, true
+}
+
 // RunDeadline is the derived deadline and its arithmetic.
 type RunDeadline struct {
 	Seconds int
@@ -47,6 +97,11 @@ type RunDeadline struct {
 	Steps      int
 	StepsBasis string
 	Step       time.Duration
+	// StepBasis says where Step comes from: the model size's allowance, or the step's work.
+	StepBasis string
+	// SizeUnknown is set when neither the model's size nor its work bounds a step: Step is the
+	// largest allowance, a guess.
+	SizeUnknown bool
 	// Scope says what the deadline bounds, as it really applies in the run's mode.
 	Scope DeadlineScope
 	// Retries is the room the deadline leaves for retries (a run's deadline); Attempts is how
@@ -107,9 +162,12 @@ func deriveDeadline(c *Config) *RunDeadline {
 	if !ok {
 		return nil
 	}
-	billions, _ := modelParameters(c)
+	billions, known := modelParameters(c)
 	d := &RunDeadline{Steps: steps, StepsBasis: basis, Step: stepAllowance(billions / 1e9),
-		Scope: DeadlineScopeOf(queueMode(c))}
+		StepBasis: sizeAllowanceBasis(billions / 1e9), SizeUnknown: !known, Scope: DeadlineScopeOf(queueMode(c))}
+	if work, workBasis, ok := stepWork(c, billions); ok && work > d.Step {
+		d.Step, d.StepBasis = work, workBasis
+	}
 	total := DeadlineStartup + time.Duration(steps)*d.Step
 	if d.Scope == PerAttempt {
 		d.Attempts = c.Job.BackoffLimit + 1
@@ -126,11 +184,11 @@ func deriveDeadline(c *Config) *RunDeadline {
 func (d RunDeadline) Summary() string {
 	limit := time.Duration(d.Seconds) * time.Second
 	if d.Scope == PerAttempt {
-		return fmt.Sprintf("%s per attempt (job.activeDeadlineSeconds %d; KubeRay restarts the clock on each of up to %d attempts, so a run can take up to %s): startup %s + %d steps (%s) × %s",
-			hours(limit), d.Seconds, d.Attempts, hours(time.Duration(d.Attempts)*limit), hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step))
+		return fmt.Sprintf("%s per attempt (job.activeDeadlineSeconds %d; KubeRay restarts the clock on each of up to %d attempts, so a run can take up to %s): startup %s + %d steps (%s) × %s (%s)",
+			hours(limit), d.Seconds, d.Attempts, hours(time.Duration(d.Attempts)*limit), hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step), d.StepBasis)
 	}
-	return fmt.Sprintf("%s for the run, retries included (job.activeDeadlineSeconds %d; no attempt starts after it and the one running is stopped): startup %s + %d steps (%s) × %s + %d retries × (startup + job.checkpointPeriod's steps)",
-		hours(limit), d.Seconds, hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step), d.Retries)
+	return fmt.Sprintf("%s for the run, retries included (job.activeDeadlineSeconds %d; no attempt starts after it and the one running is stopped): startup %s + %d steps (%s) × %s (%s) + %d retries × (startup + job.checkpointPeriod's steps)",
+		hours(limit), d.Seconds, hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step), d.StepBasis, d.Retries)
 }
 
 func hours(d time.Duration) string   { return fmt.Sprintf("%gh", math.Round(d.Hours()*10)/10) }

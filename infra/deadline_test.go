@@ -25,14 +25,19 @@ func TestRunDeadlineFollowsTheRunsSize(t *testing.T) {
 	}{
 		// 2 h + 20 × 60 min = 22 h an attempt.
 		{"72B for 20 steps, per attempt", "b200-spot", nil, 22, infra.PerAttempt},
-		// 7473 / 256 = 29 full batches × 2 epochs = 58 steps; 2 h + 58 × 30 min + 3 × (2 h + 10 × 30 min) = 52 h.
-		{"32B for 2 epochs of GSM8K, for the run", "h200-reserved", nil, 52, infra.PerRun},
-		// Steps bound the run before the epochs do: 2 h + 10 × 30 min + 3 × (2 h + 10 × 30 min) = 28 h.
-		{"the smaller of steps and epochs", "h200-reserved", []string{"job.maxSteps=10"}, 28, infra.PerRun},
+		// 7473 / 256 = 29 full batches × 2 epochs = 58 steps of 2048 rollouts of 1536 tokens: 4 ×
+		// 12 × 32e9 × 2048 × 1536 / (16 × 989e12 × 10 %) = 51 min a step, above the 32B class's 30;
+		// 2 h + 58 × 51 min + 3 × (2 h + 10 × 51 min) = 82.8 h.
+		{"32B for 2 epochs of GSM8K, for the run, by the step's work", "h200-reserved", nil, 82.8, infra.PerRun},
+		// Steps bound the run before the epochs do: 2 h + 10 × 51 min + 3 × (2 h + 10 × 51 min) = 42 h.
+		{"the smaller of steps and epochs", "h200-reserved", []string{"job.maxSteps=10"}, 42, infra.PerRun},
+		// A step of 8,192 rollouts of 33k tokens of a 7B model on 8 B200s: 4 × 12 × 7e9 × 8192 ×
+		// 33280 / (8 × 2250e12 × 10 %) = 849 min, not the 15 of the class; 2 h + 4 × 849 min.
+		{"long rollouts scale the step", "smoke", []string{"job.model=Qwen/Qwen2.5-7B-Instruct", "job.maxResponseLength=32768", "job.promptsPerStep=1024", "job.generationsPerPrompt=8"}, 2 + 4*849.0/60, infra.PerAttempt},
 		// 8B: 15 min a step; 2 h + 20 × 15 min = 7 h.
 		{"a small model", "b200-spot", []string{"job.model=Qwen/Qwen3-8B", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]"}, 7, infra.PerAttempt},
 		// Retries beyond three do not add up: a deadline is for hangs.
-		{"one retry", "h200-reserved", []string{"job.backoffLimit=1"}, 2 + 29 + (2 + 5), infra.PerRun},
+		{"one retry", "h200-reserved", []string{"job.backoffLimit=1"}, 2 + 58*51/60.0 + (2 + 10*51/60.0), infra.PerRun},
 		{"the long-lived cluster on on-demand capacity", "b200-spot", append(plantest.GPU("h200"), "gpu.provisioning=on-demand"), 2 + 20 + 3*(2+2), infra.PerRun},
 	}
 	for _, tc := range cases {
@@ -72,9 +77,9 @@ func TestRunDeadlineSetOrUnknown(t *testing.T) {
 	assert.Contains(t, unknown.Warnings.Error(), `job.activeDeadlineSeconds: the run has no deadline: its length is unknown (job.epochs 2 on "math"`)
 
 	res := plantest.Plan(t, "b200-spot")
-	assert.Equal(t, "22h per attempt (job.activeDeadlineSeconds 79200; KubeRay restarts the clock on each of up to 11 attempts, so a run can take up to 242h): startup 2h + 20 steps (job.maxSteps 20) × 60 min", res.Outputs["runDeadline"])
+	assert.Equal(t, "22h per attempt (job.activeDeadlineSeconds 79200; KubeRay restarts the clock on each of up to 11 attempts, so a run can take up to 242h): startup 2h + 20 steps (job.maxSteps 20) × 60 min (the allowance of models above 35B)", res.Outputs["runDeadline"])
 	res = plantest.Plan(t, "h200-reserved")
-	assert.Equal(t, "52h for the run, retries included (job.activeDeadlineSeconds 187200; no attempt starts after it and the one running is stopped): startup 2h + 58 steps (job.epochs 2 × 29 steps (7473 gsm8k rows / job.promptsPerStep 256)) × 30 min + 3 retries × (startup + job.checkpointPeriod's steps)", res.Outputs["runDeadline"])
+	assert.Equal(t, "82.8h for the run, retries included (job.activeDeadlineSeconds 298080; no attempt starts after it and the one running is stopped): startup 2h + 58 steps (job.epochs 2 × 29 steps (7473 gsm8k rows / job.promptsPerStep 256)) × 51 min (4 × the step's work: 2048 rollouts × 1536 tokens × 32B parameters × 12 operations at 10% of 16 H200 GPUs' dense bf16 peak) + 3 retries × (startup + job.checkpointPeriod's steps)", res.Outputs["runDeadline"])
 	assert.Equal(t, 2*3600, int(infra.DeadlineStartup.Seconds()))
 }
 

@@ -48,10 +48,10 @@ func TestTheRecipeFollowsTheModelsSize(t *testing.T) {
 // that names the recipe for the model's size; the recipe for that size, or a larger one, is not
 // warned about.
 func TestARecipeForASmallerModelIsWarnedAbout(t *testing.T) {
-	bp := plantest.Resolve(t, "b200-spot", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]", "job.rolloutTensorParallel=2", "gpu.nodes=1")
+	bp := plantest.Resolve(t, "b200-spot", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]", "job.model=Qwen/Qwen2.5-32B-Instruct", "gpu.nodes=1")
 	w := recipeWarning(bp)
-	assert.Contains(t, w, "written for meta-llama/Llama-3.1-8B-Instruct, a smaller model than Qwen/Qwen2.5-72B-Instruct (72B parameters)")
-	assert.Contains(t, w, "the recipe for this size is examples/configs/grpo_math_70B_megatron.yaml")
+	assert.Contains(t, w, "written for meta-llama/Llama-3.1-8B-Instruct, a smaller model than Qwen/Qwen2.5-32B-Instruct (32B parameters)")
+	assert.Contains(t, w, "the recipe for this size is examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml")
 	assert.Empty(t, recipeWarning(plantest.Resolve(t, "b200-spot")), "the shipped 70B recipe for a 72B model")
 	assert.Empty(t, recipeWarning(plantest.Resolve(t, "b200-spot", "job.model=Qwen/Qwen2.5-7B-Instruct")), "a larger recipe")
 }

@@ -20,9 +20,15 @@ type GPUSpec struct {
 	Accelerator string
 	// GPUsPerNode is the number of GPUs attached to one node.
 	GPUsPerNode int
-	// GPUMemoryGB is one GPU's memory in GB (10^9 bytes), as its device name says it: it bounds
-	// the model a run can train (workloads.CheckFit).
+	// GPUMemoryGB is one GPU's memory in GB (10^9 bytes) as the device reports it to CUDA and
+	// PyTorch (total_memory), not as its name says it: it bounds the model a run can train
+	// (workloads.CheckFit). H200: 139.8 GiB (150.1e9 bytes), measured on a real H200
+	// (testdata/recorded/gpu-memory); B200: 178.35 GiB (191.5e9 bytes), cudaGetDeviceProperties'
+	// totalGlobalMem on a B200 as pytorch/ao pull request 4002 prints it (2026-03-05).
 	GPUMemoryGB float64
+	// BF16TFLOPS is one GPU's dense bf16 peak, in 10^12 operations a second: it scales the time a
+	// step's compute may take (stepWork).
+	BF16TFLOPS float64
 	// Provisionings are the consumption options Compute Engine offers for the machine type; nil
 	// when no source the program cites restricts them.
 	Provisionings []kinds.Provisioning
@@ -83,8 +89,11 @@ var gpuCatalog = map[string]GPUSpec{
 		CatalogSlice: "A4 Nvidia B200 (1 gpu slice)",
 		GPUsPerNode:  8,
 		// "NVIDIA B200-SXM-180GB", as NVIDIA's MLPerf submissions name the device (their
-		// systems are "B200-SXM-180GBx8").
-		GPUMemoryGB:     180,
+		// systems are "B200-SXM-180GBx8"); 191.5 GB as CUDA reports it (GPUMemoryGB).
+		GPUMemoryGB: 191.5,
+		// Dense bf16: pytorch/ao torchao/testing/training/roofline_utils.py, "bf16_peak_tops":
+		// 2.25e15 for the B200 (pull request 4002, 2026-03-05).
+		BF16TFLOPS:      2250,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a4.txtpb",
 		LocalSSDs:       32,
@@ -105,8 +114,12 @@ var gpuCatalog = map[string]GPUSpec{
 		Accelerator: "nvidia-h200-141gb",
 		QuotaMetric: "NVIDIA_H200_GPUS",
 		GPUsPerNode: 8,
-		// The accelerator's name says it: nvidia-h200-141gb (and the SKU, "H200 141GB GPU").
-		GPUMemoryGB:     141,
+		// The accelerator's name says 141 (nvidia-h200-141gb, the SKU "H200 141GB GPU"); CUDA
+		// reports 150.1 GB (GPUMemoryGB).
+		GPUMemoryGB: 150.1,
+		// Dense bf16: the H200 has the H100 SXM's Hopper tensor cores, 989 TFLOPS dense (NVIDIA's
+		// H100 and H200 datasheets print 1,979 "with sparsity", twice the dense rate).
+		BF16TFLOPS:      989,
 		RDMANICs:        8,
 		NCCLTunerConfig: "/usr/local/gib/configs/tuner_config_a3u.txtpb",
 		LocalSSDs:       32,

@@ -346,6 +346,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		Recipe:               c.Job.Recipe,
 		Nodes:                c.GPU.Nodes,
 		GPUsPerNode:          bp.Hardware.GPUsPerNode,
+		GPUMemoryGB:          bp.Hardware.GPUMemoryGB,
 		MaxSteps:             c.Job.MaxSteps,
 		Epochs:               c.Job.Epochs,
 		PromptsPerStep:       c.Job.PromptsPerStep,

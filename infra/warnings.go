@@ -38,7 +38,14 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) E
 	}
 	switch {
 	case e == nil:
-		warns.Add("job.modelSize", "the parameter count of %s is not in its name; set job.modelSize (e.g. 8B) to get a checkpoint time estimate", quote(c.Job.Model))
+		// The same unknown size leaves the memory check out and the deadline a guess: one warning,
+		// naming what each needs.
+		deadline := ""
+		if c.Job.Enabled && !c.explicit["job.activeDeadlineSeconds"] && d != nil && d.SizeUnknown {
+			deadline = fmt.Sprintf(", and the derived deadline (%s) guesses %s a step, which neither the size's allowance nor the step's work bounds: set job.modelSize, or job.activeDeadlineSeconds to what the run may take",
+				hours(time.Duration(d.Seconds)*time.Second), minutes(d.Step))
+		}
+		warns.Add("job.modelSize", "the parameter count of %s is not in its name; set job.modelSize (e.g. 8B) to get a checkpoint time estimate and a memory check%s", quote(c.Job.Model), deadline)
 	case e.Seconds > float64(c.Storage.CheckpointBudgetSeconds):
 		advice := "raise storage.throughput or storage.capacityGib, or checkpoint less often (job.checkpointPeriod)"
 		if c.Storage.Type == kinds.GCSFuse {

@@ -9,7 +9,8 @@ import (
 
 // NodeMemory is the memory one GPU node gives a run.
 type NodeMemory struct {
-	// GPUGB is one GPU's memory in GB (10^9 bytes).
+	// GPUGB is one GPU's memory in GB (10^9 bytes) as the device reports it to PyTorch
+	// (torch.cuda.get_device_properties(0).total_memory).
 	GPUGB float64
 	// HostGiB is what the Ray worker of one node may use of the host's memory.
 	HostGiB int
@@ -61,6 +62,9 @@ type Fit struct {
 	RolloutGB, RolloutLimitGB float64
 	RolloutTensorParallel     int
 	RolloutMemory             float64
+	// Phases are the peaks of a step's phases on one GPU; PhaseLimitGB what each may be.
+	Phases       []Phase
+	PhaseLimitGB float64
 	// rolloutKeys decide the rollout's part; rolloutOrigin is the stack key that set one of
 	// them, if any.
 	rolloutKeys   []string
@@ -83,12 +87,16 @@ func EstimateFit(f kinds.Framework, r Run, m NodeMemory) (Fit, bool) {
 		return Fit{}, false
 	}
 	params := r.ModelBillions * 1e9
+	shape := ModelShape(r.Model, r.ModelBillions)
 	var fit Fit
 	if f == kinds.Verl {
 		fit = verlFit(eff, params)
+		fit.Phases = verlPhases(eff, params, shape, m, r.lengthSet())
 	} else {
 		fit = nemoRLFit(eff, params)
+		fit.Phases = nemoRLPhases(eff, fit, shape, m, r.lengthSet())
 	}
+	fit.PhaseLimitGB = phaseLimitGB(m)
 	fit.rolloutOrigin = stackOrigin(eff, fit.rolloutKeys...)
 	fit.TrainLimitGB = trainingShare * m.GPUGB
 	fit.HostLimitGB = hostShare * float64(m.HostGiB) * (1 << 30) / 1e9
@@ -97,6 +105,11 @@ func EstimateFit(f kinds.Framework, r Run, m NodeMemory) (Fit, bool) {
 }
 
 func gb(bytes float64) float64 { return bytes / 1e9 }
+
+// lengthSet reports whether the stack set the prompt or the response length.
+func (r Run) lengthSet() bool {
+	return r.Tuning.MaxPromptLength != nil || r.Tuning.MaxResponseLength != nil
+}
 
 // nemoRLFit counts NeMo RL v0.5.0's policy and its colocated vLLM.
 func nemoRLFit(e *frameworkconfig.Effective, params float64) Fit {
@@ -164,11 +177,8 @@ func verlFit(e *frameworkconfig.Effective, params float64) Fit {
 	place(fp32MasterState-fsdpOptimizerState, e.Bool(ar+"actor.fsdp_config.param_offload"))
 	place(fsdpOptimizerState, e.Bool(ar+"actor.fsdp_config.optimizer_offload"))
 	basis := fmt.Sprintf("%d bytes per parameter for the actor (fp32 weights, gradients and Adam's two moments)", fp32MasterState)
-	// The reference model, in bf16, exists when a KL term needs it.
-	if e.Bool(ar+"actor.use_kl_loss") || e.Bool("algorithm.use_kl_in_reward") {
-		place(bf16, e.Bool(ar+"ref.fsdp_config.param_offload"))
-		basis += fmt.Sprintf(" and %d for the reference model", bf16)
-	}
+	// The reference model, when a KL term needs it, is not counted: verl keeps it in host memory
+	// whatever its config says (verlPhases), and it counts against no GPU budget.
 	fit := Fit{
 		Backend:    "FSDP",
 		TrainGB:    gb(params * onGPU / float64(world)),
@@ -201,7 +211,18 @@ func (fit Fit) Summary() string {
 	if fit.HostGB > 0 {
 		s += fmt.Sprintf(", offloaded ≈ %s GB per node (up to %.0f GB)", gbText(fit.HostGB), fit.HostLimitGB)
 	}
-	return s + fmt.Sprintf("; vLLM with tensor parallel %d: weights ≈ %s GB per GPU (up to %.0f GB)", fit.RolloutTensorParallel, gbText(fit.RolloutGB), fit.RolloutLimitGB)
+	s += fmt.Sprintf("; vLLM with tensor parallel %d: weights ≈ %s GB per GPU (up to %.0f GB)", fit.RolloutTensorParallel, gbText(fit.RolloutGB), fit.RolloutLimitGB)
+	if len(fit.Phases) > 0 {
+		s += "; peaks per GPU:"
+		for i, p := range fit.Phases {
+			if i > 0 {
+				s += ","
+			}
+			s += fmt.Sprintf(" %s ≈ %s GB", p.Name, gbText(p.GB))
+		}
+		s += fmt.Sprintf(" (up to %.0f GB)", fit.PhaseLimitGB)
+	}
+	return s
 }
 
 // gbText is a size in GB with one decimal below 10, so that a small model does not read 0.
@@ -306,6 +327,30 @@ func (fit Fit) Problems(f kinds.Framework, r Run, m NodeMemory, modelKey, gpuNam
 			origin = fit.rolloutOrigin
 		}
 		out = append(out, Problem{Origin: origin, Message: fit.rolloutMessage(r.Model, m)})
+	}
+	for i, p := range fit.Phases {
+		if p.GB <= fit.PhaseLimitGB {
+			continue
+		}
+		remedy := p.Remedy
+		if p.stateOnly {
+			remedy = fmt.Sprintf("the state on each GPU leaves too little room, and no gpu.nodes up to %d shards it thin enough; take a larger GPU, or a smaller model", maxNodes)
+			for n := r.Nodes + 1; n <= maxNodes; n++ {
+				more := r
+				more.Nodes = n
+				if bigger, ok := EstimateFit(f, more, m); ok && bigger.Phases[i].GB <= bigger.PhaseLimitGB {
+					remedy = fmt.Sprintf("the state on each GPU leaves too little room: the smallest gpu.nodes that holds it is %d", n)
+					break
+				}
+			}
+		}
+		origin := firstOf(p.Origin, modelKey)
+		if p.stateOnly {
+			origin = modelKey // the model's state, not a batch, is what does not fit
+		}
+		out = append(out, Problem{Origin: origin, Message: fmt.Sprintf(
+			"%s does not fit the %s phase: ≈ %.0f GB per GPU (%s), above a %s's %.1f GB less %d GB for CUDA and NCCL (%.0f GB); %s",
+			r.Model, p.Name, p.GB, p.Basis, gpuName, m.GPUGB, GPUReserveGB, fit.PhaseLimitGB, remedy)})
 	}
 	return out
 }

@@ -24,6 +24,9 @@ type Run struct {
 	Recipe      string
 	Nodes       int
 	GPUsPerNode int
+	// GPUMemoryGB is one GPU's memory as the device reports it: the defaults the program sizes
+	// (verl's micro batches) are chosen to fit it. 0 sizes them from the model alone.
+	GPUMemoryGB float64
 	// MaxSteps and Epochs bound the run; 0 leaves the framework's value.
 	MaxSteps             int
 	Epochs               int

@@ -33,6 +33,36 @@ func SizeVerl(billions float64, gpusPerNode int) VerlSizing {
 	}
 }
 
+// verlFittingMicro is the largest micro batch up to want sequences of seq tokens whose update
+// (or, logProb, log-probability pass) fits one GPU by verl's phase estimate (verlPhases), at least
+// one: the default the model's size gives, lowered for long sequences. Without the GPU's memory or
+// the model's size it is want.
+func (r Run) verlFittingMicro(want, seq int, offload, logProb bool) int {
+	if r.GPUMemoryGB <= 0 || r.ModelBillions <= 0 || seq <= 0 {
+		return want
+	}
+	shape := ModelShape(r.Model, r.ModelBillions)
+	perGPU := r.ModelBillions * 1e9 / float64(max(1, r.Nodes*r.GPUsPerNode))
+	resident, perToken := perGPU*fp32MasterState, UpdateActivationBytesPerToken(shape, true)
+	if logProb {
+		resident, perToken = perGPU*verlLogProbResident(offload), verlLogProbBytesPerToken(shape)
+	}
+	room := (r.GPUMemoryGB-GPUReserveGB)*1e9 - resident
+	return max(1, min(want, int(room/(float64(seq)*perToken))))
+}
+
+// lengthOrigin is the key that lowered a micro batch sized from the model: the length the stack
+// set, or the model.
+func lengthOrigin(t Tuning) string {
+	switch {
+	case t.MaxResponseLength != nil:
+		return "job.maxResponseLength"
+	case t.MaxPromptLength != nil:
+		return "job.maxPromptLength"
+	}
+	return "job.model"
+}
+
 // VerlOverrides are the overrides of verl's PPO trainer for GRPO, in a fixed order. Every key is
 // a key of verl v0.6.0's composed config (frameworkconfig/data), which the plan checks. The
 // knobs (Tuning) replace what the model's size decides.
@@ -46,12 +76,6 @@ func VerlOverrides(r Run) []Override {
 	size := SizeVerl(r.ModelBillions, r.GPUsPerNode)
 	micro, logProbMicro, rolloutTP, rolloutMemory := size.MicroBatchPerGPU, size.LogProbMicroBatchPerGPU, size.RolloutTensorParallel, 0.6
 	microOrigin, logProbOrigin, tpOrigin, memoryOrigin := "job.model", "job.model", "job.model", "job.model"
-	if t.MicroBatchSize != nil {
-		micro, microOrigin = *t.MicroBatchSize, "job.microBatchSize"
-	}
-	if t.LogProbMicroBatchSize != nil {
-		logProbMicro, logProbOrigin = *t.LogProbMicroBatchSize, "job.logProbMicroBatchSize"
-	}
 	if t.RolloutTensorParallel != nil {
 		rolloutTP, tpOrigin = *t.RolloutTensorParallel, "job.rolloutTensorParallel"
 	}
@@ -67,6 +91,16 @@ func VerlOverrides(r Run) []Override {
 	}
 	if t.MaxResponseLength != nil {
 		response = *t.MaxResponseLength
+	}
+	if t.MicroBatchSize != nil {
+		micro, microOrigin = *t.MicroBatchSize, "job.microBatchSize"
+	} else if fits := r.verlFittingMicro(micro, prompt+response, size.Offload, false); fits < micro {
+		micro, microOrigin = fits, lengthOrigin(t)
+	}
+	if t.LogProbMicroBatchSize != nil {
+		logProbMicro, logProbOrigin = *t.LogProbMicroBatchSize, "job.logProbMicroBatchSize"
+	} else if fits := r.verlFittingMicro(logProbMicro, prompt+response, size.Offload, true); fits < logProbMicro {
+		logProbMicro, logProbOrigin = fits, lengthOrigin(t)
 	}
 	o := []Override{
 		fixed("algorithm.adv_estimator", "grpo", whyGRPO),

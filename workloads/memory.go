@@ -1,0 +1,95 @@
+package workloads
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"strings"
+)
+
+// Shape is what sizes a model's activations: its hidden size, its layers and its vocabulary
+// (config.json's hidden_size, num_hidden_layers, vocab_size).
+type Shape struct {
+	Hidden, Layers, Vocab int
+	// Source says where the numbers come from.
+	Source string
+}
+
+// knownShapes are config.json's values of the models the shipped stacks and the docs use, by the
+// start of the repository's name (an -Instruct variant has its base's shape).
+var knownShapes = []struct {
+	Name     string
+	Billions float64
+	Shape
+}{
+	{"qwen2.5-0.5b", 0.49, Shape{896, 24, 151936, ""}},
+	{"qwen2.5-1.5b", 1.54, Shape{1536, 28, 151936, ""}},
+	{"qwen2.5-3b", 3.09, Shape{2048, 36, 151936, ""}},
+	{"qwen2.5-7b", 7.62, Shape{3584, 28, 152064, ""}},
+	{"qwen2.5-14b", 14.8, Shape{5120, 48, 152064, ""}},
+	{"qwen2.5-32b", 32.8, Shape{5120, 64, 152064, ""}},
+	{"qwen2.5-72b", 72.7, Shape{8192, 80, 152064, ""}},
+	{"llama-3.1-8b", 8.03, Shape{4096, 32, 128256, ""}},
+	{"llama-3.1-70b", 70.6, Shape{8192, 80, 128256, ""}},
+	{"llama-3.3-70b", 70.6, Shape{8192, 80, 128256, ""}},
+}
+
+// ModelShape is the shape of model (a Hub ID) of billions parameters: config.json's values for
+// the models knownShapes holds; for another, the known model nearest in size, its hidden size
+// times layers scaled with the size, and the largest vocabulary known (the logits, which
+// dominate the activations, are never underestimated for a Qwen or Llama model).
+func ModelShape(model string, billions float64) Shape {
+	name := strings.ToLower(path.Base(model))
+	for _, k := range knownShapes {
+		if strings.HasPrefix(name, k.Name) && (len(name) == len(k.Name) || !isDigit(name[len(k.Name)])) {
+			s := k.Shape
+			s.Source = "config.json of " + model
+			return s
+		}
+	}
+	if billions <= 0 {
+		billions = 8
+	}
+	nearest := knownShapes[0]
+	for _, k := range knownShapes {
+		if math.Abs(math.Log(k.Billions/billions)) < math.Abs(math.Log(nearest.Billions/billions)) {
+			nearest = k
+		}
+	}
+	s := nearest.Shape
+	s.Layers = int(math.Ceil(float64(s.Layers) * billions / nearest.Billions))
+	s.Vocab = 152064
+	s.Source = fmt.Sprintf("estimated from %s's (%s is not in the program's table)", nearest.Name, model)
+	return s
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// The activations of one micro batch of the policy update, per token of the micro batch,
+// calibrated on a real H200 (testdata/recorded/gpu-memory: fp32 master weights, bf16 autocast,
+// AdamW, the response tokens' log-probabilities over the whole vocabulary and the entropy,
+// unfused): the vocabulary-wide logits and their fp32 companions (the float copy, log_softmax,
+// the entropy's exp, their gradients) take about 16 bytes per vocabulary entry, and each layer's
+// saved input about 4.5 bytes per hidden unit with gradient checkpointing, 77 without (one
+// measured model). memory_test.go holds the estimate within 15 % of every recorded peak. The
+// frameworks' fused or chunked paths may need less: this is the bound the plan holds runs to.
+const (
+	updateBytesPerVocabEntry         = 16
+	updateBytesPerHiddenCheckpointed = 4.5
+	updateBytesPerHiddenFull         = 77
+)
+
+// UpdateActivationBytesPerToken is what one token of an update's micro batch adds to one GPU's
+// peak, the whole model on that GPU (divide by the tensor and sequence parallelism that split it).
+func UpdateActivationBytesPerToken(s Shape, checkpointing bool) float64 {
+	perHidden := float64(updateBytesPerHiddenFull)
+	if checkpointing {
+		perHidden = updateBytesPerHiddenCheckpointed
+	}
+	return updateBytesPerVocabEntry*float64(s.Vocab) + perHidden*float64(s.Hidden*s.Layers)
+}
+
+// GPUReserveGB is what a GPU keeps beyond the tensors the estimate counts: CUDA's context, NCCL's
+// buffers and the caching allocator's fragmentation. The recorded H200 ran a 141 GB peak of
+// allocated tensors on its 150.1 GB.
+const GPUReserveGB = 3
