@@ -9,7 +9,7 @@ import (
 	"gke-rl/internal/kinds"
 )
 
-// hubFetch (hub_fetch.py, run as `python3 -c SCRIPT TYPE REPOSITORY REVISION [LOCAL_DIR]`)
+// hubFetch (hub_fetch.py, run as `python3 -I -c SCRIPT TYPE REPOSITORY REVISION [LOCAL_DIR]`)
 // downloads one Hub repository. It resolves REVISION (empty: the default branch) to its commit
 // first, logs it, and downloads that commit: the log names exactly what was fetched, even if a
 // branch moves meanwhile. Without LOCAL_DIR the files go to the hub cache under HF_HOME, and a
@@ -25,9 +25,12 @@ const (
 	hubDataset = "dataset"
 )
 
-// fetchCommand fetches a Hub repository at revision into localDir (empty: the hub cache).
+// fetchCommand fetches a Hub repository at revision into localDir (empty: the hub cache). The
+// download holds the Hugging Face token, so Python runs isolated (-I): no PYTHON* variable, no
+// user site directory and not the working directory is on its import path, so nothing a writer
+// of the volume or of the container's environment planted is imported in its place.
 func fetchCommand(repoType, repo, revision, localDir string) []string {
-	cmd := []string{"python3", "-c", hubFetch, repoType, repo, revision}
+	cmd := []string{"python3", "-I", "-c", hubFetch, repoType, repo, revision}
 	if localDir != "" {
 		cmd = append(cmd, localDir)
 	}

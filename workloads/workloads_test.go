@@ -276,10 +276,10 @@ func TestNeMoRLPrepStagesTheModelByPathAndTheDatasetsInTheCache(t *testing.T) {
 	steps := workloads.NeMoRLPrepSteps(run())
 	require.Len(t, steps, 3, "the model, then each Hub dataset DeepScaler loads")
 	assert.Equal(t, "/lustre/models/Qwen/Qwen2.5-72B-Instruct", steps[0].Dir)
-	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-72B-Instruct", "", "/lustre/models/Qwen/Qwen2.5-72B-Instruct"}, steps[0].Command[3:],
+	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-72B-Instruct", "", "/lustre/models/Qwen/Qwen2.5-72B-Instruct"}, steps[0].Command[4:],
 		"unpinned: the default branch, into the directory policy.model_name names")
-	assert.Equal(t, []string{"dataset", "agentica-org/DeepScaleR-Preview-Dataset", ""}, steps[1].Command[3:], "into the cache, where load_dataset finds it offline")
-	assert.Equal(t, []string{"dataset", "HuggingFaceH4/aime_2024", ""}, steps[2].Command[3:])
+	assert.Equal(t, []string{"dataset", "agentica-org/DeepScaleR-Preview-Dataset", ""}, steps[1].Command[4:], "into the cache, where load_dataset finds it offline")
+	assert.Equal(t, []string{"dataset", "HuggingFaceH4/aime_2024", ""}, steps[2].Command[4:])
 	for _, s := range steps {
 		assert.False(t, s.Fresh, "downloads resume after an interruption")
 	}
@@ -291,6 +291,22 @@ func TestNeMoRLPrepStagesTheModelByPathAndTheDatasetsInTheCache(t *testing.T) {
 	assert.Equal(t, []string{"/lustre/huggingface/hub/datasets--HuggingFaceH4--aime_2024"}, steps[2].SizeOf)
 }
 
+// The downloads hold the token: Python runs isolated, so a package planted in the working
+// directory (or named by PYTHONPATH) is not imported in place of huggingface_hub.
+func TestHubDownloadsImportNothingPlanted(t *testing.T) {
+	clitest.Tool(t, "python3")
+	cwd := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(cwd, "huggingface_hub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cwd, "huggingface_hub", "__init__.py"), []byte("print('PLANTED: the token is read')\nraise SystemExit(0)\n"), 0o644))
+	cmd := workloads.NeMoRLPrepSteps(run())[0].Command
+	require.Equal(t, []string{"python3", "-I", "-c"}, cmd[:3])
+	res := clitest.RunIn(t, cwd, []string{"PYTHONPATH=" + cwd}, cmd[0], cmd[1:]...)
+	assert.NotContains(t, res.Stdout, "PLANTED")
+	// Without -I the same line imports the planted package.
+	res = clitest.RunIn(t, cwd, nil, cmd[0], cmd[2:]...)
+	assert.Contains(t, res.Stdout, "PLANTED", "the test plants what a non-isolated run imports")
+}
+
 // A pin names the directory it fills, so that pinning another revision prepares again instead
 // of finding the old one complete; the entrypoint loads what the preparation filled.
 func TestPinnedRevisionsNameWhatTheyPrepare(t *testing.T) {
@@ -299,9 +315,9 @@ func TestPinnedRevisionsNameWhatTheyPrepare(t *testing.T) {
 	r.Revisions = map[string]string{"Qwen/Qwen2.5-72B-Instruct": model, "HuggingFaceH4/aime_2024": dataset, "other/model": "main"}
 	steps := workloads.NeMoRLPrepSteps(r)
 	assert.Equal(t, "/lustre/models/Qwen/Qwen2.5-72B-Instruct@"+model, steps[0].Dir)
-	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-72B-Instruct", model, steps[0].Dir}, steps[0].Command[3:])
-	assert.Equal(t, "", steps[1].Command[5], "DeepScaleR is not pinned")
-	assert.Equal(t, []string{"dataset", "HuggingFaceH4/aime_2024", dataset}, steps[2].Command[3:])
+	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-72B-Instruct", model, steps[0].Dir}, steps[0].Command[4:])
+	assert.Equal(t, "", steps[1].Command[6], "DeepScaleR is not pinned")
+	assert.Equal(t, []string{"dataset", "HuggingFaceH4/aime_2024", dataset}, steps[2].Command[4:])
 	assert.Equal(t, "/lustre/prepared/datasets/HuggingFaceH4/aime_2024@"+dataset, steps[2].Dir)
 	entry := words(t, workloads.NeMoRLEntrypoint(r))
 	assert.Equal(t, steps[0].Dir, runEnv(t, entry)["MODEL_SOURCE"], "run.sh copies what the preparation filled")
@@ -369,13 +385,13 @@ func TestVerlPrepSteps(t *testing.T) {
 	assert.Equal(t, []string{"checkout_commit", "/data/verl/v0.6.0", "https://github.com/volcengine/verl.git", "ddd86f527a4af75095e4677b02b5aa272913a088"}, steps[0].Command)
 	raw := "/data/datasets/hub/openai/gsm8k@740312add88f781978c0658806c59bc2815b9866"
 	assert.Equal(t, raw, steps[1].Dir)
-	assert.Equal(t, []string{"dataset", "openai/gsm8k", "740312add88f781978c0658806c59bc2815b9866", raw}, steps[1].Command[3:])
+	assert.Equal(t, []string{"dataset", "openai/gsm8k", "740312add88f781978c0658806c59bc2815b9866", raw}, steps[1].Command[4:])
 	assert.Equal(t, []string{"run_verified", "/data/verl/v0.6.0/examples/data_preprocess", "d4b2959ebe2b070646015de73a487a558325cd13",
 		"/data/verl/v0.6.0/verl", "21dba16c55f23a0d01e69f444817769d91ce3465", "--", "python3", "/data/verl/v0.6.0/examples/data_preprocess/gsm8k.py", "--local_dataset_path", raw,
 		"--local_save_dir", "/data/datasets/gsm8k@740312add88f781978c0658806c59bc2815b9866"}, steps[2].Command,
 		"verl's script converts the pinned copy, once its directory is the pinned tree, instead of downloading the default branch itself")
 	assert.Equal(t, "/data/models/Qwen/Qwen2.5-32B-Instruct", steps[3].Dir)
-	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-32B-Instruct", "", "/data/models/Qwen/Qwen2.5-32B-Instruct"}, steps[3].Command[3:])
+	assert.Equal(t, []string{"model", "Qwen/Qwen2.5-32B-Instruct", "", "/data/models/Qwen/Qwen2.5-32B-Instruct"}, steps[3].Command[4:])
 	for _, name := range []string{"gsm8k", "math"} {
 		assert.NotEmpty(t, workloads.VerlDatasetSources[name], name)
 	}

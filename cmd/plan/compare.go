@@ -15,6 +15,7 @@ import (
 	"gke-rl/infra/offline"
 	"gke-rl/internal/lifecycle"
 	"gke-rl/internal/recorder"
+	"gke-rl/internal/termtext"
 )
 
 // ChangeKind is what `pulumi up` would do to a resource, as far as the plans can tell.
@@ -72,7 +73,34 @@ func LoadEarlierPlan(path string) (*EarlierPlan, error) {
 	if p.Stack == "" || len(p.Resources) == 0 {
 		return nil, fmt.Errorf("%s: not a plan --json document: no stack or no resources", path)
 	}
+	// The file may come from anyone (a pull request's artifact): the names it brings reach the
+	// terminal without their control characters.
+	p.Stack = termtext.Clean(p.Stack)
+	for i := range p.Resources {
+		r := &p.Resources[i]
+		r.URN, r.Type, r.Name = termtext.Clean(r.URN), termtext.Clean(r.Type), termtext.Clean(r.Name)
+	}
+	for name, v := range p.Outputs {
+		p.Outputs[name] = cleanValue(v)
+	}
 	return &p, nil
+}
+
+// cleanValue is a decoded JSON value with termtext.Clean applied to every string in it.
+func cleanValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		return termtext.Clean(v)
+	case []any:
+		for i := range v {
+			v[i] = cleanValue(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = cleanValue(v[k])
+		}
+	}
+	return v
 }
 
 // Compare lists what differs between an earlier plan (`plan --json`, from the version that

@@ -42,6 +42,22 @@ func TestCompareListsCreatedAndDeletedResourcesAndPoolRolls(t *testing.T) {
 	assert.Contains(t, out, "\n  ~  gcp:container/nodePool:NodePool cluster-cpu: nodeConfig.machineType\n       GKE re-creates the nodes one at a time")
 }
 
+// The earlier plan is a file anyone could have written: a resource name in it that carries
+// terminal escape sequences is printed with them escaped.
+func TestCompareEscapesControlCharactersOfTheEarlierPlan(t *testing.T) {
+	before := plantest.PlanFile(t, "b200-spot", func(doc map[string]any) {
+		resources := doc["resources"].([]any)
+		r := resources[len(resources)-1].(map[string]any)
+		r["name"] = "gone\x1b]0;pwned\x07\x1b[2J"
+		r["urn"] = r["urn"].(string) + "-renamed\x1b[2J"
+	})
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.NotContains(t, out, "\x1b")
+	assert.NotContains(t, out, "\x07")
+	assert.Contains(t, out, `gone\u001b]0;pwned\u0007\u001b[2J`)
+}
+
 // A resource renamed with an alias to its old URN is the same resource.
 func TestCompareFollowsAliases(t *testing.T) {
 	r := plantest.Plan(t, "b200-spot")

@@ -15,6 +15,7 @@ import (
 
 	"gke-rl/cmd"
 	"gke-rl/infra"
+	"gke-rl/internal/termtext"
 )
 
 // The Hub's checks, after the project's: what the data preparation downloads.
@@ -111,6 +112,8 @@ func (h *Hub) get(ctx context.Context, path string, query url.Values, out any) e
 		if e.Message == "" && json.Unmarshal(body, &b) == nil {
 			e.Message = b.Error
 		}
+		// The Hub's words reach the terminal: no control character of theirs does.
+		e.Message = termtext.Clean(e.Message)
 		return e
 	}
 	if out == nil {
@@ -178,7 +181,7 @@ func checkHubModel(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) (
 		f.Fix = "set job.model to a causal language model's repository (its config.json names e.g. Qwen2ForCausalLM)"
 		return f, nil
 	}
-	parts = append(parts, strings.Join(info.Config.Architectures, ", "))
+	parts = append(parts, strings.Join(termtext.CleanAll(info.Config.Architectures), ", "))
 	f.Status = cmd.OK
 	if info.Safetensors != nil && info.Safetensors.Total > 0 {
 		params := info.Safetensors.Total

@@ -2,16 +2,20 @@ package preflight
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/cmd"
+	"gke-rl/infra"
 	"gke-rl/test/plantest"
 )
 
@@ -133,4 +137,28 @@ func TestEachExperimentsDownloadsAreAskedAbout(t *testing.T) {
 	assert.Contains(t, out, "ok    hub model     experiment good: Qwen/Qwen2.5-0.5B-Instruct at commit 7ae557604adf (pinned)")
 	assert.Contains(t, out, "FAIL  hub model     experiment typo: Qwen/Qwen2.5-0.5B-Instrukt is not a repository the Hub shows")
 	assert.Contains(t, out, "ok    hub dataset   experiment typo: openai/gsm8k at commit 740312add88f (pinned)")
+}
+
+// What the Hub says reaches the terminal without its control characters: an endpoint that answers
+// with escape sequences (a proxy on the way, a compromised mirror) cannot clear the screen,
+// retitle the window or forge a line of the report. (In a header, Go's HTTP client refuses them
+// itself: "malformed MIME header line"; the JSON body's error and fields carry them.)
+func TestTheHubsWordsAreEscaped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/api/models/hostile/refused/") {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":"Repository not found\u001b[2J\u001b]0;pwned\u0007\nok    hub model     forged"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"sha":"7ae557604adf67be50417f59c2c2f167def9a775","config":{"architectures":["Qwen2\u001b[31mForCausalLM"]}}`)
+	}))
+	defer srv.Close()
+	h := &Hub{Endpoint: srv.URL, HTTP: srv.Client()}
+	_, err := h.repoInfo(context.Background(), "models", "hostile/refused", "")
+	require.Error(t, err)
+	assert.Equal(t, `404 Repository not found\u001b[2J\u001b]0;pwned\u0007\u000aok    hub model     forged`, err.Error())
+
+	f, _ := checkHubModel(context.Background(), h, Needs{}, infra.HubDownloads{Model: "hostile/answers"})
+	assert.Contains(t, f.Detail, `Qwen2\u001b[31mForCausalLM`)
+	assert.NotContains(t, f.Detail, "\x1b")
 }
