@@ -353,7 +353,7 @@ func TestCheckRevision(t *testing.T) {
 func TestHubFetchScriptCompiles(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	require.NoError(t, err, "python3 checks the script's syntax")
-	script := workloads.NeMoRLPrepSteps(run())[0].Command[2]
+	script := workloads.NeMoRLPrepSteps(run())[0].Command[3]
 	out, err := exec.Command(python, "-c", "import ast, sys; ast.parse(sys.argv[1])", script).CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Contains(t, script, "repo_type, repo_id, revision = sys.argv[1], sys.argv[2], sys.argv[3] or None")
