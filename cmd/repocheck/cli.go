@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"time"
@@ -25,8 +26,14 @@ var repoPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z
 // Main runs `go run . repo-check`: the token is GITHUB_TOKEN's (or GH_TOKEN's), never an
 // argument, so that it is on no command line.
 func Main(args []string, stdout, stderr io.Writer) int {
+	base := envOr("GITHUB_API_URL", DefaultBase)
+	if u, err := url.Parse(base); err != nil || u.Scheme != "https" || u.Host == "" {
+		// The token goes with every request: never in the clear, never to no host.
+		fmt.Fprintf(stderr, "error: GITHUB_API_URL %q is not an https address: the token would travel in the clear; allowed: unset (%s), or GitHub Enterprise Server's https://HOST/api/v3\n", base, DefaultBase)
+		return cmd.ExitUsage
+	}
 	return run(args, stdout, stderr, &Client{
-		Base:  envOr("GITHUB_API_URL", DefaultBase),
+		Base:  base,
 		Token: envOr("GITHUB_TOKEN", os.Getenv("GH_TOKEN")),
 		HTTP:  &http.Client{Timeout: 30 * time.Second},
 	})

@@ -13,9 +13,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"unicode"
 
 	"gke-rl/cmd"
+	"gke-rl/internal/termtext"
 )
 
 // The settings, in docs/ci.md's order, and the deploy environment's name (.github/workflows/
@@ -75,6 +75,10 @@ type rule struct {
 	RulesetID  int    `json:"ruleset_id"`
 	Parameters struct {
 		RequiredApprovingReviewCount int `json:"required_approving_review_count"`
+		// DismissStaleReviewsOnPush and RequireLastPushApproval keep an approval to the
+		// commits it saw: without them, commits pushed after the approval merge unreviewed.
+		DismissStaleReviewsOnPush bool `json:"dismiss_stale_reviews_on_push"`
+		RequireLastPushApproval   bool `json:"require_last_push_approval"`
 	} `json:"parameters"`
 }
 
@@ -150,24 +154,33 @@ func describe(err error) string {
 // checkMain wants main's effective rules to require a pull request with an approval, and to
 // refuse force pushes and deletion.
 func checkMain(rules []rule, err error, fix string) cmd.Finding {
-	f := cmd.Finding{Name: SettingMain, Fix: fix + ": a branch ruleset on main: require a pull request with 1 approval, block force pushes, restrict deletions"}
+	f := cmd.Finding{Name: SettingMain, Fix: fix + ": a branch ruleset on main: require a pull request with 1 approval, dismiss stale approvals on push, require approval of the most recent push, block force pushes, restrict deletions"}
 	if err != nil {
 		f.Status, f.Detail = cmd.Unknown, "main's rules are not shown to this token: "+describe(err)
 		return f
 	}
 	has := map[string]bool{}
-	approvals := 0
+	approvals, dismissStale, lastPush := 0, false, false
 	for _, r := range rules {
 		has[r.Type] = true
 		if r.Type == "pull_request" {
 			approvals = max(approvals, r.Parameters.RequiredApprovingReviewCount)
+			dismissStale = dismissStale || r.Parameters.DismissStaleReviewsOnPush
+			lastPush = lastPush || r.Parameters.RequireLastPushApproval
 		}
 	}
 	var missing []string
-	if !has["pull_request"] {
+	switch {
+	case !has["pull_request"]:
 		missing = append(missing, "changes through pull requests")
-	} else if approvals < 1 {
+	case approvals < 1:
 		missing = append(missing, "an approving review (required_approving_review_count is 0)")
+	}
+	if has["pull_request"] && !dismissStale {
+		missing = append(missing, "approvals dismissed when new commits are pushed (dismiss_stale_reviews_on_push)")
+	}
+	if has["pull_request"] && !lastPush {
+		missing = append(missing, "the last push approved by someone other than its author (require_last_push_approval)")
 	}
 	if !has["non_fast_forward"] {
 		missing = append(missing, "no force push")
@@ -184,21 +197,10 @@ func checkMain(rules []rule, err error, fix string) cmd.Finding {
 		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("main's rules (%s) lack %s", orNone(types), strings.Join(missing, ", "))
 		return f
 	}
-	f.Status, f.Detail, f.Fix = cmd.OK, fmt.Sprintf("main takes changes through pull requests with %d approval(s), and refuses force pushes and deletion", approvals), ""
+	f.Status, f.Detail, f.Fix = cmd.OK, fmt.Sprintf("main takes changes through pull requests with %d approval(s) of their last push, and refuses force pushes and deletion", approvals), ""
 	return f
 }
 
-// printable is s as a terminal may show it: what the API returns is named by the repository's
-// writers, and a control character in a ruleset's or a branch policy's name could rewrite the
-// lines around it.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, s)
-}
 
 func orNone(xs []string) string {
 	if len(xs) == 0 {
@@ -238,7 +240,7 @@ func checkBypass(ctx context.Context, c *Client, p string, rules []rule, rulesEr
 		}
 		read = append(read, fmt.Sprintf("%q", rs.Name))
 		for _, a := range *rs.BypassActors {
-			bypassed = append(bypassed, printable(fmt.Sprintf("%s %s (%s)", rs.Name, a.ActorType, a.BypassMode)))
+			bypassed = append(bypassed, termtext.Clean(fmt.Sprintf("%s %s (%s)", rs.Name, a.ActorType, a.BypassMode)))
 		}
 	}
 	if len(bypassed) > 0 {
@@ -315,7 +317,7 @@ func checkBranches(ctx context.Context, c *Client, p string, env environment, en
 		if b.Type == "tag" {
 			name = "tag " + name
 		}
-		names = append(names, printable(name))
+		names = append(names, termtext.Clean(name))
 	}
 	if len(names) != 1 || names[0] != branch {
 		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("%s takes deployments from %s, not main alone", Environment, orNone(names))

@@ -85,7 +85,7 @@ func line(t *testing.T, out, setting string) string {
 func TestAProtectedRepositoryPasses(t *testing.T) {
 	code, out, auth := check(t, protected)
 	assert.Equal(t, cmd.ExitOK, code, out)
-	assert.Contains(t, line(t, out, SettingMain), "ok       main protected      main takes changes through pull requests with 1 approval(s), and refuses force pushes and deletion")
+	assert.Contains(t, line(t, out, SettingMain), "ok       main protected      main takes changes through pull requests with 1 approval(s) of their last push, and refuses force pushes and deletion")
 	assert.Contains(t, line(t, out, SettingBypass), `no one bypasses "protect-fork-rails"`)
 	assert.Contains(t, line(t, out, SettingEnvironment), "production requires 2 reviewer(s), prevents self-review, and administrators may not bypass it")
 	assert.Contains(t, line(t, out, SettingBranches), "production takes deployments from main alone")
@@ -105,6 +105,31 @@ func TestMainProtectedAgainstDeletionOnlyFails(t *testing.T) {
 	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, line(t, out, SettingMain), "FAIL     main protected      main's rules (deletion) lack changes through pull requests, no force push")
 	assert.Contains(t, out, "fix: https://github.com/acme/gke-rl/settings/rules: a branch ruleset on main")
+}
+
+// An approval that stays valid when commits are pushed after it lets those commits reach main,
+// and the deploy environment, unreviewed.
+func TestApprovalsThatOutliveTheirCommitsFail(t *testing.T) {
+	code, out, _ := check(t, protected.with("/repos/acme/gke-rl/rules/branches/main", "rules-branches-main-stale-approvals.json"))
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
+	assert.Contains(t, line(t, out, SettingMain), "lack approvals dismissed when new commits are pushed (dismiss_stale_reviews_on_push), the last push approved by someone other than its author (require_last_push_approval)")
+	assert.NotContains(t, out, "every setting holds")
+}
+
+// The token goes with every request: an API address that is not https is refused before any.
+func TestTheAPIAddressMustBeHTTPS(t *testing.T) {
+	asked := false
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { asked = true }))
+	defer srv.Close()
+	for _, base := range []string{srv.URL, "ftp://example.com", "https://"} {
+		t.Setenv("GITHUB_API_URL", base)
+		t.Setenv("GITHUB_TOKEN", "ghp_test")
+		var out bytes.Buffer
+		assert.Equal(t, cmd.ExitUsage, Main([]string{"--repo", repo}, &out, &out), base)
+		assert.Contains(t, out.String(), "is not an https address: the token would travel in the clear")
+		assert.NotContains(t, out.String(), "ghp_test")
+	}
+	assert.False(t, asked, "no request")
 }
 
 func TestAnAdministratorBypassFails(t *testing.T) {
@@ -168,8 +193,4 @@ func TestUsage(t *testing.T) {
 	assert.Contains(t, out.String(), "error: cannot ask GitHub's API at http://127.0.0.1:1")
 }
 
-// Names the repository's writers choose reach the terminal without control sequences.
-func TestPrintable(t *testing.T) {
-	assert.Equal(t, "main?[2Jx", printable("main\x1b[2Jx"))
-	assert.Equal(t, "release/*", printable("release/*"))
-}
+
