@@ -201,7 +201,6 @@ func checkMain(rules []rule, err error, fix string) cmd.Finding {
 	return f
 }
 
-
 func orNone(xs []string) string {
 	if len(xs) == 0 {
 		return "none"

@@ -192,5 +192,3 @@ func TestUsage(t *testing.T) {
 	assert.Equal(t, cmd.ExitCannotAsk, run([]string{"--repo", repo}, &out, &out, &Client{Base: "http://127.0.0.1:1", HTTP: http.DefaultClient}))
 	assert.Contains(t, out.String(), "error: cannot ask GitHub's API at http://127.0.0.1:1")
 }
-
-
