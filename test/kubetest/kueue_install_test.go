@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -75,7 +77,9 @@ func releaseManifest(t *testing.T, dir string) string {
 // someone else's is used as it is, and refused when it does not manage RayJobs.
 func TestKueueInstallStep(t *testing.T) {
 	clitest.Tool(t, "kubectl")
-	cp := kubetest.Start(t, kubetest.Options{})
+	// kueue-blind reads the CRDs and nothing in kueue-system: an identity the install step cannot
+	// judge the cluster's Kueue with.
+	cp := kubetest.Start(t, kubetest.Options{Users: []string{"kueue-blind"}})
 	nodes := cp.NewNodes(t)
 	ctx := context.Background()
 	require.NoError(t, nodes.CreatePool(ctx, kubetest.Pool{Name: "cpu", Machine: "n2-standard-16",
@@ -128,6 +132,24 @@ func TestKueueInstallStep(t *testing.T) {
 	require.Zero(t, theirs.Code)
 	assert.Contains(t, theirs.Stdout, "the cluster runs a Kueue already (API v1beta1 v1beta2): using it")
 	assert.NotContains(t, theirs.Stdout, "installing")
+
+	// An identity that cannot read kueue-system cannot tell ours from theirs: the step fails
+	// instead of reporting success on a Kueue it did not look at.
+	_, err = cp.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "crd-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "crd-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "crd-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "kueue-blind"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	blindConfig, err := os.ReadFile(cp.Kubeconfig(t, "kueue-blind"))
+	require.NoError(t, err)
+	blind := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), append(slices.Clone(env), "KUBECONFIG_DATA="+string(blindConfig))...)
+	t.Logf("install step as kueue-blind (exit %d):\n%s%s", blind.Code, blind.Stdout, blind.Stderr)
+	assert.Equal(t, 1, blind.Code)
+	assert.Contains(t, blind.Stderr, "cannot read deployment "+queue.Namespace+"/"+queue.Deployment+" (")
+	assert.Contains(t, blind.Stderr, "forbidden")
+	assert.NotContains(t, blind.Stdout, "using it")
 
 	config, err := cp.Client.CoreV1().ConfigMaps(queue.Namespace).Get(ctx, "kueue-manager-config", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -9,15 +9,25 @@ ns=$KUEUE_NAMESPACE
 deploy=$KUEUE_DEPLOYMENT
 installed_by=gke-rl/installed-by
 
+# unreadable WHAT OUTPUT fails the step: what it cannot read, it cannot judge. (Taking an
+# unreadable Kueue for someone else's would skip an upgrade and report success.)
+unreadable() {
+  echo "cannot read $1 ($2): the install step cannot tell whether the cluster's Kueue is this program's, to upgrade, or another's, to check; give the identity that runs pulumi up read access to namespace $ns (docs/ci.md)" >&2
+  exit 1
+}
+
 if kubectl get crd "$crd" -o name >/dev/null 2>&1; then
-  owner=$(kubectl -n "$ns" get deployment "$deploy" -o "jsonpath={.metadata.annotations.gke-rl/installed-by}" 2>/dev/null || true)
+  # --ignore-not-found: no deployment prints nothing and succeeds; a refusal fails.
+  owner=$(kubectl -n "$ns" get deployment "$deploy" --ignore-not-found -o "jsonpath={.metadata.annotations.gke-rl/installed-by}" 2>&1) ||
+    unreadable "deployment $ns/$deploy" "$owner"
   if [ -z "$owner" ]; then
     versions=$(kubectl get crd "$crd" -o 'jsonpath={.spec.versions[?(@.served==true)].name}')
     if ! grep -qw v1beta2 <<<"$versions"; then
       echo "the cluster runs a Kueue whose API serves $versions, not kueue.x-k8s.io/v1beta2, which the queue's objects use: upgrade it to $KUEUE_VERSION or later, or remove it and run pulumi up again to install $KUEUE_VERSION" >&2
       exit 1
     fi
-    config=$(kubectl -n "$ns" get configmap kueue-manager-config -o 'jsonpath={.data.controller_manager_config\.yaml}' 2>/dev/null || true)
+    config=$(kubectl -n "$ns" get configmap kueue-manager-config --ignore-not-found -o 'jsonpath={.data.controller_manager_config\.yaml}' 2>&1) ||
+      unreadable "configmap $ns/kueue-manager-config" "$config"
     if [ -n "$config" ] && ! grep -q 'ray.io/rayjob' <<<"$config"; then
       echo "the cluster's Kueue ($ns/kueue-manager-config) does not manage RayJobs: add \"ray.io/rayjob\" to integrations.frameworks and restart its manager" >&2
       exit 1
