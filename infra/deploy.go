@@ -235,7 +235,7 @@ func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.P
 	job := run.RayJob.Name
 	outputs["rayJob"] = pulumi.String(job)
 	outputs["rayJobStatus"] = pulumi.String(fmt.Sprintf("kubectl -n %s get rayjob %s -w", ns, job))
-	outputs["rayJobLogs"] = pulumi.String(fmt.Sprintf("kubectl -n %s logs -f job/%s", ns, job))
+	outputs["rayJobLogs"] = pulumi.String(ray.JobLogsCommand(ns, job))
 	outputs["rayJobAttempts"] = pulumi.String(ray.JobAttemptsCommand(ns, job))
 	if run.MemoryEstimate != "" {
 		outputs["memoryEstimate"] = pulumi.String(run.MemoryEstimate)
@@ -280,6 +280,7 @@ func deployExperiments(ctx *pulumi.Context, run RunPlan, kubeconfig pulumi.Strin
 		}
 		about["rayJob"] = pulumi.String(x.RayJob.Name)
 		about["status"] = pulumi.String(ray.JobAttemptsCommand(ns, x.RayJob.Name))
+		about["logs"] = pulumi.String(ray.JobLogsCommand(ns, x.RayJob.Name))
 		if x.MemoryEstimate != "" {
 			about["memoryEstimate"] = pulumi.String(x.MemoryEstimate)
 		}

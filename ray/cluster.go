@@ -64,6 +64,12 @@ func NewLongLivedCluster(ctx *pulumi.Context, name string, args *LongLivedCluste
 	return c, nil
 }
 
+// JobLogsCommand follows a RayJob's training log: KubeRay v1.5.0 submits it from a Job named
+// after the RayJob (K8sJobMode), whose pod tails the Ray job's driver log.
+func JobLogsCommand(namespace, job string) string {
+	return "kubectl -n " + namespace + " logs -f job/" + job
+}
+
 // JobAttemptsCommand lists RayJobs (one, or all in the namespace when job is empty) with their
 // status and the attempt counts. KubeRay v1.5.0's printer columns show the job and deployment
 // status but not the counts, which are .status.failed and .status.succeeded

@@ -340,6 +340,18 @@ func TestCLIQueueTableHoldsLongNamesAndMapOutputsReadAsText(t *testing.T) {
 	assert.Regexp(t, `(?m)^  experiments +b=\{checkpointDir=/data/checkpoints/b-[0-9a-f]{6}; gpus=8; `, out)
 }
 
+// Each experiment that trains has the command that follows its training log, as the single run
+// has rayJobLogs; a stopped one has none.
+func TestEachExperimentHasItsLogCommand(t *testing.T) {
+	res := plantest.Plan(t, "smoke", "jobs.a.maxSteps=4", "jobs.b.enabled=false")
+	experiments := res.Outputs["experiments"].(map[string]any)
+	a := experiments["a"].(map[string]any)
+	assert.Equal(t, "kubectl -n gke-rl-smoke logs -f job/"+a["rayJob"].(string), a["logs"])
+	assert.NotContains(t, experiments["b"].(map[string]any), "logs", "a stopped experiment trains nothing")
+	single := plantest.Plan(t, "smoke")
+	assert.Equal(t, "kubectl -n gke-rl-smoke logs -f job/"+single.Outputs["rayJob"].(string), single.Outputs["rayJobLogs"])
+}
+
 // The plan shows what each experiment trains with and the key that set each value: the entry's
 // own, job's, which it inherits, or a key's default; so a researcher tells the experiments apart
 // without reading their RayJobs.
