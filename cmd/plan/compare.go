@@ -58,6 +58,9 @@ type EarlierPlan struct {
 		Name   string         `json:"name"`
 		Inputs map[string]any `json:"inputs"`
 	} `json:"resources"`
+	// Settings are each experiment's framework values that a config key set (plans of this
+	// version on; absent from earlier ones, which then compare without them).
+	Settings map[string]map[string]jsonSetting `json:"settings"`
 }
 
 // LoadEarlierPlan reads a `plan --json` document written by this or an earlier version.
@@ -83,6 +86,15 @@ func LoadEarlierPlan(path string) (*EarlierPlan, error) {
 	for name, v := range p.Outputs {
 		p.Outputs[name] = cleanValue(v)
 	}
+	settings := map[string]map[string]jsonSetting{}
+	for x, m := range p.Settings {
+		clean := map[string]jsonSetting{}
+		for k, v := range m {
+			clean[termtext.Clean(k)] = jsonSetting{Value: termtext.Clean(v.Value), From: termtext.Clean(v.From)}
+		}
+		settings[termtext.Clean(x)] = clean
+	}
+	p.Settings = settings
 	return &p, nil
 }
 

@@ -207,13 +207,13 @@ func TestCompareSaysWhichExperimentRuns(t *testing.T) {
 
 	_, out, _ := plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.model=Qwen/Qwen2.5-1.5B-Instruct")
 	assert.Regexp(t, `\nExperiment qwen2-5-1-5b-instruct-gsm8k-[0-9a-f]{6}: a new one \([^)]*\); it starts from step 0 in /data/checkpoints/qwen2-5-1-5b-instruct-gsm8k-[0-9a-f]{6}; `+
-		`qwen2-5-0-5b-instruct-gsm8k-[0-9a-f]{6}'s checkpoints stay in `+old+`\.\n`, out)
+		`qwen2-5-0-5b-instruct-gsm8k-[0-9a-f]{6}'s checkpoints stay in `+old+`\. Changed: actor_rollout_ref\.model\.path [^ ]*Qwen2\.5-0\.5B-Instruct@[0-9a-f]+ → [^ ]*Qwen2\.5-1\.5B-Instruct \(job\.model\)\.\n`, out)
 	assert.Contains(t, out, "the running attempt stops; the new experiment starts from step 0\n")
 	assert.True(t, strings.HasSuffix(out, "A running run stops, and the new experiment starts in its own directory: the earlier experiment's checkpoints stay, and it resumes if its job.name comes back.\n"), out)
 
 	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.klCoef=0.01")
 	assert.Contains(t, out, "the running attempt stops; the new RayJob resumes from the newest checkpoint")
-	assert.Contains(t, out, "\nExperiment "+filepath.Base(old)+": the same one; a replaced RayJob resumes from its newest checkpoint in "+old+".\n")
+	assert.Contains(t, out, "\nExperiment "+filepath.Base(old)+": the same one; a replaced RayJob resumes from its newest checkpoint in "+old+". Changed: actor_rollout_ref.actor.kl_loss_coef 0.001 → 0.01 (job.klCoef).\n")
 
 	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.klCoef=0.01", "--config", "job.name=kl-0-01", "--config", "job.resumeFrom="+filepath.Base(old))
 	assert.Contains(t, out, "\nExperiment kl-0-01: a new one (")
@@ -335,4 +335,28 @@ func TestCompareTellsTheTruthOfQueueChanges(t *testing.T) {
 	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--compare", old, "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--config", "jobs.b.maxSteps=4")
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "  none: `pulumi up` with this version proposes no change")
+}
+
+// `--compare` names the values an update changes in what an experiment trains, with the key
+// that set the new one: for the single run, and for each experiment of jobs.
+func TestCompareNamesTheChangedValues(t *testing.T) {
+	before := plantest.PlanFile(t, "smoke", nil)
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.learningRate=5e-6", "--config", "job.maxSteps=8")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "the same one; a replaced RayJob resumes from its newest checkpoint in /data/checkpoints/qwen2-5-0-5b-instruct-gsm8k-9f3889. "+
+		"Changed: actor_rollout_ref.actor.optim.lr set to 5e-06 (job.learningRate); trainer.total_training_steps 4 → 8 (job.maxSteps).")
+
+	before = plantest.PlanFile(t, "smoke", nil, "jobs.a.maxSteps=4", "jobs.b.learningRate=1e-6")
+	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "jobs.a.maxSteps=4", "--config", "jobs.b.learningRate=5e-6")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "Experiment b (queue): the same one;")
+	assert.Contains(t, out, "Changed: actor_rollout_ref.actor.optim.lr 1e-06 → 5e-06 (jobs.b.learningRate).")
+	_, a, _ := strings.Cut(out, "Experiment a (queue)")
+	a, _, _ = strings.Cut(a, "\n")
+	assert.NotContains(t, a, "Changed:", "a changes nothing")
+
+	// A plan of an earlier version carries no settings: the comparison says no more than before.
+	before = plantest.PlanFile(t, "smoke", func(doc map[string]any) { delete(doc, "settings") })
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.learningRate=5e-6")
+	assert.NotContains(t, out, "Changed:")
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 
 	"gke-rl/infra"
 	"gke-rl/infra/offline"
@@ -27,6 +28,9 @@ type ExperimentShift struct {
 	// model_world_size_{W}_rank_{r}.pt), which another world size cannot load.
 	ShardsLost       bool
 	GPUsBefore, GPUs int
+	// Changes are the values the experiment trains with that the update changes
+	// (changedSettings); none when the earlier plan does not carry them.
+	Changes []string
 }
 
 // New reports whether the update starts another experiment.
@@ -60,7 +64,49 @@ func CompareExperiment(before *EarlierPlan, after *offline.Result) *ExperimentSh
 		verl = m[1] == string(kinds.Verl)
 	}
 	s.ShardsLost = verl && !s.New() && s.Before != "" && s.GPUsBefore > 0 && s.GPUs != s.GPUsBefore
+	was, _ := before.Outputs["experiment"].(string)
+	is, _ := after.Outputs["experiment"].(string)
+	s.Changes = changedSettings(before.Settings[was], settingsJSON(after)[is])
 	return s
+}
+
+// changedSettings names each framework value that differs between two plans of an experiment,
+// with the key that set the new one: "actor_rollout_ref.actor.optim.lr 1e-06 → 5e-06
+// (jobs.b.learningRate)". None when either plan does not carry its settings (plans of earlier
+// versions).
+func changedSettings(before, after map[string]jsonSetting) []string {
+	if before == nil || after == nil {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(after))
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		b, had := before[k]
+		a, has := after[k]
+		switch {
+		case had && has && a.Value != b.Value:
+			out = append(out, fmt.Sprintf("%s %s → %s (%s)", k, b.Value, a.Value, a.From))
+		case has && !had:
+			out = append(out, fmt.Sprintf("%s set to %s (%s)", k, a.Value, a.From))
+		case had && !has:
+			out = append(out, fmt.Sprintf("%s back to the framework's own (was %s, %s)", k, b.Value, b.From))
+		}
+	}
+	return out
+}
+
+// changesText is " Changed: ...; ..." for a line of the comparison, or "".
+func changesText(changes []string) string {
+	if len(changes) == 0 {
+		return ""
+	}
+	return " Changed: " + strings.Join(changes, "; ") + "."
 }
 
 // gpusOf is the GPU count of a plan's stack outputs, or 0 when they do not say it.
@@ -87,15 +133,15 @@ func (s *ExperimentShift) Line(newStorage bool) string {
 		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework, model, dataset, revisions, recipe, verl's GPU count); it starts from %s's newest checkpoint (job.resumeFrom) and saves in %s; %s's checkpoints stay in %s.",
 			name, path.Base(s.ResumeFrom), s.After, path.Base(s.Before), s.Before)
 	case s.New():
-		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework, model, dataset, revisions, recipe, verl's GPU count); it starts from step 0 in %s; %s's checkpoints stay in %s.",
-			name, s.After, path.Base(s.Before), s.Before)
+		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework, model, dataset, revisions, recipe, verl's GPU count); it starts from step 0 in %s; %s's checkpoints stay in %s.%s",
+			name, s.After, path.Base(s.Before), s.Before, changesText(s.Changes))
 	case newStorage:
 		return fmt.Sprintf("Experiment %s: the same name, on new storage: it starts from step 0.", name)
 	case s.ShardsLost:
 		return fmt.Sprintf("Experiment %s: the same one, but verl's checkpoints in %s are %d shards, one per GPU, and the run now has %d GPUs: verl cannot load them and the next attempt fails. Name a new experiment (job.name), or keep %d GPUs.",
 			name, s.After, s.GPUsBefore, s.GPUs, s.GPUsBefore)
 	default:
-		return fmt.Sprintf("Experiment %s: the same one; a replaced RayJob resumes from its newest checkpoint in %s.", name, s.After)
+		return fmt.Sprintf("Experiment %s: the same one; a replaced RayJob resumes from its newest checkpoint in %s.%s", name, s.After, changesText(s.Changes))
 	}
 }
 
@@ -140,6 +186,7 @@ func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
 	}
 	q := &QueueShift{}
 	add := func(format string, args ...any) { q.Lines = append(q.Lines, fmt.Sprintf(format, args...)) }
+	settings := settingsJSON(after)
 	continued := false
 	for _, name := range slices.Sorted(maps.Keys(is)) {
 		x, prev := is[name], was[name]
@@ -154,9 +201,11 @@ func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
 		case prev.dir == x.dir && prev.stopped:
 			add("Experiment %s (queue): enabled again; it goes back in the queue and resumes from its newest checkpoint in %s when admitted.", name, x.dir)
 		case prev.dir == x.dir:
-			add("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one trains nothing more unless its steps grew).", name, x.dir)
+			add("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one trains nothing more unless its steps grew).%s", name, x.dir,
+				changesText(changedSettings(before.Settings[name], settings[name])))
 		case prev.dir != "" && !prev.stopped:
-			add("Experiment %s (queue): a new one under the same name, since what it trains changed (the framework, the model, the datasets, their revisions, NeMo RL's recipe or verl's GPU count): its RayJob is replaced (a running one stops), and it starts from step 0 in %s when the queue admits it; the earlier one's checkpoints stay in %s.", name, x.dir, prev.dir)
+			add("Experiment %s (queue): a new one under the same name, since what it trains changed (the framework, the model, the datasets, their revisions, NeMo RL's recipe or verl's GPU count): its RayJob is replaced (a running one stops), and it starts from step 0 in %s when the queue admits it; the earlier one's checkpoints stay in %s.%s", name, x.dir, prev.dir,
+				changesText(changedSettings(before.Settings[name], settings[name])))
 		case single == x.dir:
 			continued = true
 			add("Experiment %s (queue): the stack's run until now, with its checkpoints in %s: it goes in the queue and resumes from its newest.", name, x.dir)

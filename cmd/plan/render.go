@@ -47,8 +47,11 @@ func WriteJSON(w io.Writer, r *offline.Result) error {
 		// Placeholders and Warnings are what the text plan prints before its tree.
 		Placeholders []jsonFinding `json:"placeholders"`
 		Warnings     []jsonFinding `json:"warnings"`
+		// Settings are what each experiment trains with that a config key sets: `--compare`
+		// names the values an update changes.
+		Settings map[string]map[string]jsonSetting `json:"settings"`
 	}{Stack: r.Stack, Resources: []jsonResource{}, Outputs: r.Outputs, Costs: costsJSON(r.Costs),
-		Placeholders: findingsJSON(r.Placeholders), Warnings: findingsJSON(r.Warnings)}
+		Placeholders: findingsJSON(r.Placeholders), Warnings: findingsJSON(r.Warnings), Settings: settingsJSON(r)}
 	for _, res := range r.Resources {
 		opts := res.Options
 		if opts.IgnoreChanges == nil {
@@ -74,6 +77,42 @@ func WriteJSON(w io.Writer, r *offline.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// jsonSetting is one framework value an experiment trains with, and the config key that set it.
+type jsonSetting struct {
+	Value string `json:"value"`
+	From  string `json:"from"`
+}
+
+// settingsJSON are the settings of each experiment of the plan, by experiment name (the single
+// run's is its job.name), those a config key sets: the values the program fixes (paths, names)
+// follow the experiment and say nothing of what it trains.
+func settingsJSON(r *offline.Result) map[string]map[string]jsonSetting {
+	out := map[string]map[string]jsonSetting{}
+	if r.Blueprint == nil {
+		return out
+	}
+	for _, x := range r.Blueprint.Run.Experiments {
+		if x.Stopped {
+			continue
+		}
+		m := map[string]jsonSetting{}
+		for _, st := range x.Settings {
+			m[st.Key] = jsonSetting{Value: st.Value, From: st.From}
+		}
+		out[x.Name] = m
+	}
+	if name, ok := r.Outputs["experiment"].(string); ok && len(r.Blueprint.Run.Settings) > 0 {
+		m := map[string]jsonSetting{}
+		for _, o := range r.Blueprint.Run.Settings {
+			if o.Origin != "framework" {
+				m[o.Key] = jsonSetting{Value: o.Value, From: o.Origin}
+			}
+		}
+		out[name] = m
+	}
+	return out
 }
 
 // jsonFinding is a placeholder or a warning: the key and what to do about it.
