@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gke-rl/internal/kinds"
+	"gke-rl/internal/words"
 )
 
 // CheckpointBytesPerParameter is what one full training checkpoint holds per model parameter
@@ -108,7 +109,7 @@ func estimateCheckpoint(c *Config) *CheckpointEstimate {
 	e.GB = params * CheckpointBytesPerParameter / 1e9
 	e.Seconds = e.GB * 1000 / e.WriteMBps
 	if c.Storage.Type == kinds.GCSFuse {
-		e.Basis = fmt.Sprintf("GCS FUSE: writes go at FUSE speed, about %d MB/s per node × %d nodes", GCSFuseWriteMBpsPerNode, c.GPU.Nodes)
+		e.Basis = fmt.Sprintf("GCS FUSE: writes go at FUSE speed, about %d MB/s per node × %s", GCSFuseWriteMBpsPerNode, words.Count(c.GPU.Nodes, "node"))
 	} else {
 		e.Basis = fmt.Sprintf("Managed Lustre: %.1f TiB × %d MB/s per TiB", float64(c.Storage.CapacityGiB)/1024, c.Storage.Throughput)
 	}

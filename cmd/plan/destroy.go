@@ -9,6 +9,7 @@ import (
 
 	"gke-rl/infra/offline"
 	"gke-rl/internal/cost"
+	"gke-rl/internal/words"
 )
 
 // DestroyPlan is what `pulumi destroy` would do to a stack: the order in which resources go,
@@ -226,7 +227,7 @@ func WriteDestroy(out io.Writer, d *DestroyPlan) error {
 	w := &errWriter{w: out}
 	fmt.Fprintf(w, "Destroy plan for stack %s (offline)\n", d.Stack)
 	if len(d.Protected) > 0 {
-		fmt.Fprintf(w, "\n`pulumi destroy` stops before deleting anything while %d protected resource(s) are in the stack:\n", len(d.Protected))
+		fmt.Fprintf(w, "\n`pulumi destroy` stops before deleting anything while %s in the stack:\n", isAre(words.Count(len(d.Protected), "protected resource"), len(d.Protected)))
 		for _, res := range d.Protected {
 			fmt.Fprintf(w, "  %s %s\n", res.Type, res.Name)
 		}
@@ -323,4 +324,12 @@ func WriteDestroyJSON(w io.Writer, d *DestroyPlan) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
+}
+
+// isAre is what, with "is" or "are" after it as n says.
+func isAre(what string, n int) string {
+	if n == 1 {
+		return what + " is"
+	}
+	return what + " are"
 }

@@ -161,7 +161,7 @@ func TestDestroyPlan(t *testing.T) {
 func TestCLIDestroy(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--destroy")
 	require.Equal(t, cmd.ExitOK, code, errOut)
-	assert.Contains(t, out, "`pulumi destroy` stops before deleting anything while 1 protected resource(s)")
+	assert.Contains(t, out, "`pulumi destroy` stops before deleting anything while 1 protected resource is in the stack")
 	assert.Contains(t, out, "pulumi state unprotect")
 
 	code, out, errOut = plantest.Main(t, "--stack", "b200-spot", "--destroy", "--json")

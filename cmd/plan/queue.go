@@ -7,6 +7,7 @@ import (
 	"gke-rl/infra"
 	"gke-rl/infra/offline"
 	"gke-rl/internal/cost"
+	"gke-rl/internal/words"
 	"gke-rl/workloads/queue"
 )
 
@@ -29,14 +30,14 @@ func writeQueue(w io.Writer, r *offline.Result) {
 		priorityWidth = max(priorityWidth, len(fmt.Sprint(x.Priority)))
 	}
 	for _, x := range run.Experiments {
-		line := fmt.Sprintf("  %-8s %-*s priority %-*d %3d GPUs (%s)", x.Start, nameWidth, x.Name, priorityWidth, x.Priority, x.GPUs, nodesText(x.Nodes))
+		line := fmt.Sprintf("  %-8s %-*s priority %-*d %3d GPUs (%s)", x.Start, nameWidth, x.Name, priorityWidth, x.Priority, x.GPUs, words.Count(x.Nodes, "node"))
 		if x.Start == infra.StartsAtOnce {
 			line += "  GPU nodes " + perNode.times(x.Nodes)
 		}
 		fmt.Fprintln(w, line)
 	}
 	nodes, names := run.RunningAtOnce()
-	fmt.Fprintf(w, "  at once: %s (%s): GPU nodes %s; a waiting experiment holds no node and starts by itself when one ends\n", nodesText(nodes), names, perNode.times(nodes))
+	fmt.Fprintf(w, "  at once: %s (%s): GPU nodes %s; a waiting experiment holds no node and starts by itself when one ends\n", words.Count(nodes, "node"), names, perNode.times(nodes))
 	if !perNode.known {
 		fmt.Fprintln(w, "  (the GPU node's price is unknown: plan --prices FILE adds it)")
 	}
@@ -62,14 +63,6 @@ func writeSettings(w io.Writer, xs []infra.ExperimentPlan) {
 			fmt.Fprintf(w, "    %-*s  %s\n", width, s.Key+" = "+s.Value, s.From)
 		}
 	}
-}
-
-// nodesText is "1 node" or "N nodes".
-func nodesText(n int) string {
-	if n == 1 {
-		return "1 node"
-	}
-	return fmt.Sprintf("%d nodes", n)
 }
 
 // nodeHour is one GPU node's hour, when its price is known.

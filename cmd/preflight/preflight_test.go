@@ -293,7 +293,7 @@ func TestNoGPUQuotaInTheRegion(t *testing.T) {
 	p.region = "googleapis/preflight/compute-region-us-east1-no-b200.json"
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
 	assert.Equal(t, cmd.ExitCheckFailed, code, out)
-	assert.Contains(t, finding(t, out, CheckQuota), "FAIL  gpu quota     us-east1 has no PREEMPTIBLE_NVIDIA_B200_GPUS quota: the project holds none of it, and the run needs 8 (1 nodes × 8 GPUs)")
+	assert.Contains(t, finding(t, out, CheckQuota), "FAIL  gpu quota     us-east1 has no PREEMPTIBLE_NVIDIA_B200_GPUS quota: the project holds none of it, and the run needs 8 (1 node × 8 GPUs)")
 	assert.Contains(t, fixOf(t, out, CheckQuota), "request PREEMPTIBLE_NVIDIA_B200_GPUS in us-east1 at https://console.cloud.google.com/iam-admin/quotas?project=acme-rl")
 }
 
@@ -547,7 +547,7 @@ func TestNewProjectHasNoGPUsInAnyRegion(t *testing.T) {
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
 	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	assert.Contains(t, finding(t, out, CheckQuota), "ok    gpu quota")
-	assert.Contains(t, finding(t, out, CheckGlobalGPUs), "FAIL  global gpus   GPUS_ALL_REGIONS in all regions: limit 0, in use 0, 0 free; the run needs 8 (1 nodes × 8 GPUs)")
+	assert.Contains(t, finding(t, out, CheckGlobalGPUs), "FAIL  global gpus   GPUS_ALL_REGIONS in all regions: limit 0, in use 0, 0 free; the run needs 8 (1 node × 8 GPUs)")
 	assert.Contains(t, fixOf(t, out, CheckGlobalGPUs), "request GPUS_ALL_REGIONS in all regions at https://console.cloud.google.com/iam-admin/quotas?project=acme-rl")
 }
 
@@ -559,7 +559,7 @@ func TestSpotLocalSSDWithoutPreemptibleQuotaDrawsOnTheStandardOne(t *testing.T) 
 	p.limits = map[string]float64{"PREEMPTIBLE_LOCAL_SSD_GB": 0}
 	code, out, _ := preflight(t, p, append([]string{"--stack", "smoke"}, yours...)...)
 	assert.Equal(t, cmd.ExitCheckFailed, code, out)
-	assert.Contains(t, finding(t, out, CheckLocalSSD), "FAIL  local ssd     LOCAL_SSD_TOTAL_GB in us-east1: limit 10000, in use 0, 10000 free; the run needs 12000 (1 nodes × 12000 GB)")
+	assert.Contains(t, finding(t, out, CheckLocalSSD), "FAIL  local ssd     LOCAL_SSD_TOTAL_GB in us-east1: limit 10000, in use 0, 10000 free; the run needs 12000 (1 node × 12000 GB)")
 }
 
 // The b200-spot stack's 8 nodes while smoke's one runs: the GPUs and the local SSDs its node

@@ -10,6 +10,7 @@ import (
 
 	"gke-rl/cmd"
 	"gke-rl/internal/kinds"
+	"gke-rl/internal/words"
 )
 
 // quotaChecks are the quota checks in the order they run.
@@ -44,7 +45,7 @@ func checkQuotas(ctx context.Context, c *Clients, n Needs) []cmd.Finding {
 		findings = append(findings, unreadable(CheckQuota))
 	default:
 		findings = append(findings, quotas.against(n, CheckQuota, n.QuotaMetric, n.Region,
-			demand{need: gpus, most: n.MaxNodes * n.GPUsPerNode, what: fmt.Sprintf("%d nodes × %d GPUs", n.Nodes, n.GPUsPerNode), bound: gpuBound(n)}))
+			demand{need: gpus, most: n.MaxNodes * n.GPUsPerNode, what: fmt.Sprintf("%s × %d GPUs", words.Count(n.Nodes, "node"), n.GPUsPerNode), bound: gpuBound(n)}))
 	}
 	findings = append(findings, checkGlobalGPUs(ctx, c, n, reserved, gpus))
 
@@ -79,7 +80,7 @@ func checkQuotas(ctx context.Context, c *Clients, n Needs) []cmd.Finding {
 		findings = append(findings, unreadable(CheckLocalSSD))
 	default:
 		findings = append(findings, quotas.against(n, CheckLocalSSD, localSSDMetric(quotas, n.Provisioning), n.Region,
-			demand{need: n.Nodes * n.LocalSSDGB, most: n.MaxNodes * n.LocalSSDGB, what: fmt.Sprintf("%d nodes × %d GB", n.Nodes, n.LocalSSDGB), bound: gpuBound(n)}))
+			demand{need: n.Nodes * n.LocalSSDGB, most: n.MaxNodes * n.LocalSSDGB, what: fmt.Sprintf("%s × %d GB", words.Count(n.Nodes, "node"), n.LocalSSDGB), bound: gpuBound(n)}))
 	}
 	return findings
 }
@@ -148,7 +149,7 @@ func checkGlobalGPUs(ctx context.Context, c *Clients, n Needs, reserved bool, gp
 			Fix:    grantFix(n.Project, "compute.projects.get", "roles/compute.viewer")}
 	}
 	return quotaList(p.Quotas).against(n, CheckGlobalGPUs, globalGPUsMetric, "all regions",
-		demand{need: gpus, most: n.MaxNodes * n.GPUsPerNode, what: fmt.Sprintf("%d nodes × %d GPUs", n.Nodes, n.GPUsPerNode), bound: gpuBound(n)})
+		demand{need: gpus, most: n.MaxNodes * n.GPUsPerNode, what: fmt.Sprintf("%s × %d GPUs", words.Count(n.Nodes, "node"), n.GPUsPerNode), bound: gpuBound(n)})
 }
 
 // demand is what the run takes of one quota: need at its start, most with the autoscaler at

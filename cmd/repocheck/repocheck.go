@@ -16,6 +16,7 @@ import (
 
 	"gke-rl/cmd"
 	"gke-rl/internal/termtext"
+	"gke-rl/internal/words"
 )
 
 // The settings, in docs/ci.md's order, and the deploy environment's name (.github/workflows/
@@ -197,7 +198,7 @@ func checkMain(rules []rule, err error, fix string) cmd.Finding {
 		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("main's rules (%s) lack %s", orNone(types), strings.Join(missing, ", "))
 		return f
 	}
-	f.Status, f.Detail, f.Fix = cmd.OK, fmt.Sprintf("main takes changes through pull requests with %d approval(s) of their last push, and refuses force pushes and deletion", approvals), ""
+	f.Status, f.Detail, f.Fix = cmd.OK, fmt.Sprintf("main takes changes through pull requests with %s of their last push, and refuses force pushes and deletion", words.Count(approvals, "approval")), ""
 	return f
 }
 
@@ -279,10 +280,10 @@ func checkEnvironment(env environment, err error, fix string) cmd.Finding {
 		return f
 	}
 	if env.CanAdminsBypass == nil {
-		f.Status, f.Detail = cmd.Unknown, fmt.Sprintf("%s requires %d reviewer(s) and prevents self-review; whether administrators may bypass it is not shown (check it in the settings)", Environment, reviewers)
+		f.Status, f.Detail = cmd.Unknown, fmt.Sprintf("%s requires %s and prevents self-review; whether administrators may bypass it is not shown (check it in the settings)", Environment, words.Count(reviewers, "reviewer"))
 		return f
 	}
-	f.Status, f.Detail, f.Fix = cmd.OK, fmt.Sprintf("%s requires %d reviewer(s), prevents self-review, and administrators may not bypass it", Environment, reviewers), ""
+	f.Status, f.Detail, f.Fix = cmd.OK, fmt.Sprintf("%s requires %s, prevents self-review, and administrators may not bypass it", Environment, words.Count(reviewers, "reviewer")), ""
 	return f
 }
 

@@ -85,9 +85,9 @@ func line(t *testing.T, out, setting string) string {
 func TestAProtectedRepositoryPasses(t *testing.T) {
 	code, out, auth := check(t, protected)
 	assert.Equal(t, cmd.ExitOK, code, out)
-	assert.Contains(t, line(t, out, SettingMain), "ok       main protected      main takes changes through pull requests with 1 approval(s) of their last push, and refuses force pushes and deletion")
+	assert.Contains(t, line(t, out, SettingMain), "ok       main protected      main takes changes through pull requests with 1 approval of their last push, and refuses force pushes and deletion")
 	assert.Contains(t, line(t, out, SettingBypass), `no one bypasses "protect-fork-rails"`)
-	assert.Contains(t, line(t, out, SettingEnvironment), "production requires 2 reviewer(s), prevents self-review, and administrators may not bypass it")
+	assert.Contains(t, line(t, out, SettingEnvironment), "production requires 2 reviewers, prevents self-review, and administrators may not bypass it")
 	assert.Contains(t, line(t, out, SettingBranches), "production takes deployments from main alone")
 	assert.Contains(t, line(t, out, SettingApproval), "GitHub Actions may not approve pull requests")
 	assert.Contains(t, out, "every setting holds")
