@@ -133,6 +133,8 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"an untagged image is refused", "b200-spot", []string{"ray.image=rayproject/ray"}, "ray.image", "no tag"},
 		{"a malformed Ray version is refused", "b200-spot", []string{"ray.version=2.x"}, "ray.version", "Ray version"},
 		{"an unknown key inside an object is refused", "b200-spot", []string{"gpu.count=8"}, "gpu.count", "gpu takes maxNodes, minNodes, nodes, placement, provisioning, reservation, type"},
+		{"a node count that is no number says the range", "b200-spot", []string{"gpu.nodes=two"}, "gpu.nodes", `"two" is not an integer; allowed: a whole number of nodes from 1 to 256`},
+		{"an experiment's knob that is no number says what job's allows", "smoke", []string{"jobs.a.microBatchSize=lots"}, "jobs.a.microBatchSize", `"lots" is not an integer; allowed: a whole number from 1 to 256`},
 		{"a key in the wrong case is named as it is spelled", "b200-spot", []string{"job.learningrate=1e-6"}, "job.learningrate", "unknown key; did you mean job.learningRate? job takes"},
 		{"a key one letter off is named", "b200-spot", []string{"gpu.node=2"}, "gpu.node", "unknown key; did you mean gpu.nodes? gpu takes"},
 		{"a minimum above the node count is refused", "b200-spot", []string{"gpu.minNodes=9"}, "gpu.minNodes", "0 to gpu.nodes (8)"},
@@ -273,4 +275,14 @@ func TestTooManyNodesBlamesOnlyGPUNodes(t *testing.T) {
 	_, err = plantest.TryResolve("b200-spot", "gpu.nodes=300", "gpu.maxNodes=400")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "gpu.maxNodes: 400 is out of range", "a value the user set is checked")
+}
+
+// An address of a documentation range admits nobody: the shipped one is called the shipped
+// placeholder, one the user wrote is called what it is.
+func TestADocumentationAddressIsNamedForWhatItIs(t *testing.T) {
+	shipped := plantest.Resolve(t, "b200-spot")
+	assert.Contains(t, shipped.Placeholders.Error(), "cluster.authorizedNetworks[0]: 203.0.113.7/32 is the shipped placeholder, a documentation address (RFC 5737) that admits nobody")
+	mine := plantest.Resolve(t, "b200-spot", "cluster.authorizedNetworks[0]=198.51.100.20/32")
+	assert.Contains(t, mine.Placeholders.Error(), "cluster.authorizedNetworks[0]: 198.51.100.20/32 is a documentation address (RFC 5737) that admits nobody")
+	assert.NotContains(t, mine.Placeholders.Error(), "198.51.100.20/32 is the shipped placeholder")
 }

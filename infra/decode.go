@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"gke-rl/workloads"
 )
 
 // decodeObject decodes one structured config value (the JSON that Pulumi stores for
@@ -43,9 +45,47 @@ func decodeObject(prefix, raw string, target any, errs *Errors) {
 			continue
 		}
 		if err := decodeValue(fields[k], v.FieldByIndex(i)); err != nil {
-			errs.Add(path, "%s %v", quote(rawText(fields[k])), err)
+			errs.Add(path, "%s %v%s", quote(rawText(fields[k])), err, allowedSuffix(path))
 		}
 	}
+}
+
+// numberKeys say what a numeric key allows, for a value that is no number at all (`gpu.nodes=two`):
+// the ranges themselves are checked by validate, which says them again on a number out of range.
+var numberKeys = map[string]string{
+	"gpu.nodes":                 fmt.Sprintf("a whole number of nodes from 1 to %d", MaxGPUNodes),
+	"gpu.minNodes":              "a whole number from 0 to gpu.nodes",
+	"gpu.maxNodes":              fmt.Sprintf("a whole number from gpu.nodes to %d", MaxGPUNodes),
+	"job.maxSteps":              "a whole number of steps, 1 or more",
+	"job.epochs":                "a whole number of epochs, 1 or more",
+	"job.promptsPerStep":        "a whole number of prompts, 1 or more",
+	"job.generationsPerPrompt":  "a whole number, 2 or more",
+	"job.checkpointPeriod":      "a whole number of steps, 1 or more",
+	"job.keepCheckpoints":       "a whole number of checkpoints, 1 or more",
+	"job.backoffLimit":          fmt.Sprintf("a whole number of retries from 0 to %d", MaxBackoffLimit),
+	"job.activeDeadlineSeconds": fmt.Sprintf("0 (no deadline) or a whole number of seconds from %d", MinActiveDeadlineSeconds),
+	"job.priority":              "a whole number (higher runs first)",
+	"job.nodes":                 "a whole number of nodes, 1 to gpu.maxNodes",
+}
+
+// allowedSuffix is "; allowed: ..." for a key whose allowed values the program can say, else "".
+// An experiment's key (jobs.a.maxSteps) allows what job's does.
+func allowedSuffix(path string) string {
+	key := path
+	if rest, ok := strings.CutPrefix(path, KeyJobs+"."); ok {
+		if _, field, ok := strings.Cut(rest, "."); ok {
+			key = "job." + field
+		}
+	}
+	for _, k := range workloads.Knobs {
+		if k.Key == key {
+			return "; allowed: " + k.Allowed
+		}
+	}
+	if allowed, ok := numberKeys[key]; ok {
+		return "; allowed: " + allowed
+	}
+	return ""
 }
 
 // collectFields maps each json tag of a struct to its field, the fields of embedded structs

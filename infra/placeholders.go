@@ -16,6 +16,9 @@ import (
 // placeholderPrefix starts every shipped placeholder name (your-project-id, your-h200-reservation).
 const placeholderPrefix = "your-"
 
+// ShippedAuthorizedNetwork is the shipped stacks' placeholder of cluster.authorizedNetworks[0].
+const ShippedAuthorizedNetwork = "203.0.113.7/32"
+
 // documentationRanges are the IPv4 ranges reserved for documentation (RFC 5737), never routed:
 // an authorized network in one of them admits nobody.
 var documentationRanges = []netip.Prefix{
@@ -38,7 +41,11 @@ func placeholders(c *Config) Errors {
 		}
 		for _, doc := range documentationRanges {
 			if doc.Overlaps(prefix) {
-				found.Add(fmt.Sprintf("cluster.authorizedNetworks[%d]", i), "%s is the shipped placeholder, a documentation address (RFC 5737) that admits nobody to the cluster's API; set your workstation's: pulumi config set --path 'cluster.authorizedNetworks[%d]' \"$(curl -4 -s ifconfig.me)/32\"", cidr, i)
+				what := "a documentation address (RFC 5737)"
+				if cidr == ShippedAuthorizedNetwork {
+					what = "the shipped placeholder, " + what
+				}
+				found.Add(fmt.Sprintf("cluster.authorizedNetworks[%d]", i), "%s is %s that admits nobody to the cluster's API; set your workstation's: pulumi config set --path 'cluster.authorizedNetworks[%d]' \"$(curl -4 -s ifconfig.me)/32\"", cidr, what, i)
 				break
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"time"
@@ -52,7 +53,7 @@ func run(args []string, env cmd.Env, clientsFor ClientsFor) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run . preflight --stack NAME (or -s NAME) [--config PATH=VALUE]... [--json] [--prices-out FILE]")
 		fmt.Fprintln(fs.Output(), "Asks the stack's project, read-only and with your Application Default Credentials, what pulumi up needs:")
-		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine types in the zone, the GPU quota, the reservation, the Managed Lustre instances, your permissions;")
+		fmt.Fprintln(fs.Output(), "the project, the enabled APIs, the machine types in the zone, the quotas it draws on (GPUs in the region and in all regions, the CPU pool's vCPUs, SSD, local SSD), the reservation, the Managed Lustre instances, your permissions;")
 		fmt.Fprintln(fs.Output(), "then the Hugging Face Hub: the model and the datasets exist at their pinned revisions, the model's architecture and size, and with HF_TOKEN exported whether a gated model is granted to it;")
 		fmt.Fprintln(fs.Output(), "with --prices-out, today's list prices of the stack's machines too, as a price file for plan --prices.")
 		fs.PrintDefaults()
@@ -107,7 +108,7 @@ func run(args []string, env cmd.Env, clientsFor ClientsFor) int {
 	}
 	findings, err := ask(ctx, clientsFor, needs, prices)
 	if err != nil {
-		fmt.Fprintf(stderr, "error: cannot ask Google's APIs: %v\npreflight reads with Application Default Credentials: `gcloud auth application-default login`\n", err)
+		fmt.Fprintf(stderr, "error: cannot ask Google's APIs: %v\n%s\n", err, cannotAskHint(err))
 		return cmd.ExitCannotAsk
 	}
 	if *asJSON {
@@ -193,4 +194,15 @@ func Write(w io.Writer, stack string, n Needs, findings []cmd.Finding) {
 			fmt.Fprintln(w, "the price file was not written: see the prices line")
 		}
 	}
+}
+
+// cannotAskHint says what to do when Google's APIs could not be asked at all: a network that does
+// not reach them (no route, no DNS) is no matter of credentials.
+func cannotAskHint(err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	if errors.As(err, &dns) || errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) {
+		return "Google's APIs do not answer from this machine (no network, DNS or a proxy in the way): preflight asks your project over the network; `go run . plan` checks the stack offline"
+	}
+	return "preflight reads with Application Default Credentials: `gcloud auth application-default login`"
 }

@@ -493,6 +493,19 @@ func TestWithoutCredentialsNothingIsAsked(t *testing.T) {
 	assert.Contains(t, stderr.String(), "`gcloud auth application-default login`")
 }
 
+// Offline, preflight says the network is missing, not the login.
+func TestWithoutNetworkPreflightSaysSo(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	unreachable := func(ctx context.Context, project string) (*Clients, error) {
+		// A port nothing listens on: the connection is refused, as with no route.
+		return NewClients(ctx, option.WithEndpoint("http://127.0.0.1:1/"), option.WithoutAuthentication())
+	}
+	code := run(append([]string{"--stack", "smoke"}, yours...), plantest.Env(plantest.RepoRoot(), &stdout, &stderr), unreachable)
+	require.Equal(t, cmd.ExitCannotAsk, code, stderr.String())
+	assert.Contains(t, stderr.String(), "Google's APIs do not answer from this machine")
+	assert.NotContains(t, stderr.String(), "gcloud auth application-default login")
+}
+
 func TestUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	assert.Equal(t, cmd.ExitUsage, run(nil, plantest.Env(plantest.RepoRoot(), &stdout, &stderr), nil))
@@ -500,6 +513,7 @@ func TestUsage(t *testing.T) {
 	stdout.Reset()
 	assert.Equal(t, cmd.ExitOK, run([]string{"--help"}, plantest.Env(plantest.RepoRoot(), &stdout, &stderr), nil))
 	assert.Contains(t, stdout.String(), "read-only")
+	assert.Contains(t, stdout.String(), "the quotas it draws on (GPUs in the region and in all regions, the CPU pool's vCPUs, SSD, local SSD)", "--help names every quota preflight checks")
 	assert.Equal(t, cmd.ExitUsage, run([]string{"--stack", "nosuch"}, plantest.Env(plantest.RepoRoot(), &stdout, &stderr), nil))
 }
 
