@@ -264,10 +264,21 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 			return nil, err
 		}
 	}
+	// The workload namespace's pod policy is in force before the namespace exists, hence before
+	// any of its pods.
+	var podPolicy []pulumi.Resource
+	for _, obj := range WorkloadPodPolicy(args.Namespace) {
+		name, opts := b.child("pod-policy-"+strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind), "")
+		o, err := kube.NewObject(ctx, name, obj, inCluster.ClusterScoped(opts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("workload pod policy: %w", err)
+		}
+		podPolicy = append(podPolicy, o)
+	}
 	nsName, nsOpts := b.child("workloads", "workloads")
 	c.Namespace, err = corev1.NewNamespace(ctx, nsName, &corev1.NamespaceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Namespace), Labels: pulumi.ToStringMap(PodSecurityLabels)},
-	}, inCluster.ClusterScoped(nsOpts...)...)
+	}, inCluster.WaitingFor(podPolicy...).ClusterScoped(nsOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("workload namespace: %w", err)
 	}

@@ -240,7 +240,14 @@ func TestInClusterObjectsUseTheProviderAndDieWithTheCluster(t *testing.T) {
 			assert.Equal(t, gke.URN, r.Options.DeletedWith, r.Name)
 		}
 	}
-	assert.Equal(t, 2, objects, "the RDMA installer and the workload namespace")
+	assert.Equal(t, 4, objects, "the RDMA installer, the workload namespace and its pod policy with its binding")
+	ns := rec.Find("kubernetes:core/v1:Namespace", "cluster-workloads")
+	require.NotNil(t, ns)
+	policy := rec.Find("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "cluster-pod-policy-validatingadmissionpolicy")
+	binding := rec.Find("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "cluster-pod-policy-validatingadmissionpolicybinding")
+	require.NotNil(t, policy)
+	require.NotNil(t, binding)
+	assert.Subset(t, ns.Dependencies, []string{policy.URN, binding.URN}, "the policy is in force before the namespace's first pod")
 }
 
 func TestGPUPoolWaitsOnlyForWhatItUses(t *testing.T) {

@@ -69,7 +69,7 @@ const (
 // stepWork is the time a step's work may take and how it was counted; false when the model's
 // size, the GPU's peak or the sequence length is unknown.
 func stepWork(c *Config, params float64) (time.Duration, string, bool) {
-	spec, ok := gpuCatalog[string(c.GPU.Type)]
+	spec, ok := gpuCatalog[c.GPU.Type]
 	if !ok || spec.BF16TFLOPS <= 0 || params <= 0 || c.GPU.Nodes <= 0 {
 		return 0, "", false
 	}
@@ -86,7 +86,7 @@ func stepWork(c *Config, params float64) (time.Duration, string, bool) {
 	operations := stepOperationsPerParameterToken * params * float64(rollouts) * float64(seq)
 	seconds := stepWorkMargin * operations / (float64(gpus) * spec.BF16TFLOPS * 1e12 * stepEfficiency)
 	basis := fmt.Sprintf("%d × the step's work: %d rollouts × %d tokens × %gB parameters × %d operations at %.0f%% of %d %s GPUs' dense bf16 peak",
-		stepWorkMargin, rollouts, seq, math.Round(params/1e8)/10, stepOperationsPerParameterToken, stepEfficiency*100, gpus, strings.ToUpper(string(c.GPU.Type)))
+		stepWorkMargin, rollouts, seq, math.Round(params/1e8)/10, stepOperationsPerParameterToken, stepEfficiency*100, gpus, strings.ToUpper(c.GPU.Type))
 	return time.Duration(math.Ceil(seconds/60)) * time.Minute, basis, true
 }
 

@@ -28,7 +28,7 @@ func recordedMeasurements(t *testing.T) []measurement {
 	t.Helper()
 	f, err := os.Open("../testdata/recorded/gpu-memory/h200-2026-12-05.jsonl")
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var out []measurement
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {

@@ -195,7 +195,8 @@ func nemoRLPhases(e *frameworkconfig.Effective, fit Fit, shape Shape, m NodeMemo
 	// The model parallelism that splits the activations: tensor parallel with sequence
 	// parallelism splits every layer's, and the vocabulary-parallel logits; context parallel
 	// splits the sequence.
-	split, checkpointing := 1, false
+	var split int
+	var checkpointing bool
 	if e.Bool("policy.megatron_cfg.enabled") {
 		split = max(1, intOf(e, "policy.megatron_cfg.tensor_model_parallel_size")) * max(1, intOf(e, "policy.megatron_cfg.context_parallel_size"))
 		checkpointing = e.Bool("policy.megatron_cfg.activation_checkpointing")
