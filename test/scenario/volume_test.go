@@ -34,8 +34,9 @@ func verlRedirect(standIn string) []string {
 }
 
 // downloads is a directory holding a python3 that stands for the data preparation's Python
-// steps, which need the network: the Hugging Face downloads (`python3 -c <hub_fetch.py> KIND
-// REPO REVISION [DIR]`: DIR, when given, is the directory it fills, the Hub cache otherwise) and
+// steps, which need the network: the Hugging Face downloads (`python3 -I -c <hub_fetch.py> KIND
+// REPO REVISION [DIR]`: DIR, when given, is the directory it fills, the Hub cache otherwise; one
+// without -I, isolated from the working directory and PYTHON* variables, is refused) and
 // verl's conversion (--local_save_dir). It fills the directory with one file and logs its
 // arguments' first words to calls.
 func downloads(t *testing.T) string {
@@ -49,7 +50,8 @@ for a in "$@"; do
   [[ $prev == --local_save_dir ]] && out=$a
   prev=$a
 done
-if [[ $1 == -c ]]; then out=${6:-$HOME/hub-cache}; echo "download $3 $4" >>"$(dirname "$0")/calls"
+if [[ $1 == -c ]]; then echo "a download without -I: it would import from its working directory" >&2; exit 2; fi
+if [[ $1 == -I && $2 == -c ]]; then out=${7:-$HOME/hub-cache}; echo "download $4 $5" >>"$(dirname "$0")/calls"
 else echo "convert $1" >>"$(dirname "$0")/calls"; fi
 mkdir -p "$out"
 echo data >"$out/stand-in"
