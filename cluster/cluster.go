@@ -6,6 +6,7 @@ package cluster
 import (
 	_ "embed"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -58,6 +59,9 @@ type Spec struct {
 	GPUPool GPUPoolSpec
 	// Namespace is created for the storage claim, the Ray cluster and the training run.
 	Namespace string
+	// NamespaceLabels are the namespace's labels beside PodSecurityLabels (the queue's
+	// queue.NamespaceLabel, which Kueue's webhooks select).
+	NamespaceLabels map[string]string
 	// Maintenance is when GKE may maintain the cluster and what it may not do mid-run.
 	Maintenance Maintenance
 	// CRDFields are the custom resources' fields the program sets (ray.CRDFields): the CRD
@@ -277,7 +281,7 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 	}
 	nsName, nsOpts := b.child("workloads", "workloads")
 	c.Namespace, err = corev1.NewNamespace(ctx, nsName, &corev1.NamespaceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Namespace), Labels: pulumi.ToStringMap(PodSecurityLabels)},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Namespace), Labels: pulumi.ToStringMap(namespaceLabels(args.Spec))},
 	}, inCluster.WaitingFor(podPolicy...).ClusterScoped(nsOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("workload namespace: %w", err)
@@ -296,6 +300,13 @@ func NewCluster(ctx *pulumi.Context, name string, args *ClusterArgs, opts ...pul
 		return nil, err
 	}
 	return c, nil
+}
+
+// namespaceLabels are the workload namespace's labels: its Pod Security levels and the spec's own.
+func namespaceLabels(spec Spec) map[string]string {
+	labels := maps.Clone(PodSecurityLabels)
+	maps.Copy(labels, spec.NamespaceLabels)
+	return labels
 }
 
 // PodSecurityLabels are the workload namespace's Pod Security Admission levels. The strictest

@@ -191,8 +191,9 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 			LocalSSDs:        bp.Hardware.LocalSSDs,
 			CompactPlacement: c.GPU.Placement == PlacementCompact,
 		},
-		Namespace:   bp.Namespace,
-		ImageMirror: imageMirror(c),
+		Namespace:       bp.Namespace,
+		NamespaceLabels: workloadNamespaceLabels(c),
+		ImageMirror:     imageMirror(c),
 		// The tokens' CSI driver.
 		SecretManager: c.Tokens.HuggingFace || c.Tokens.WandB,
 		Maintenance: cluster.Maintenance{
@@ -201,6 +202,15 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 			NoUpgradesUntil: noUpgradesUntil(c.Cluster.NoUpgradesUntil),
 		},
 	}
+}
+
+// workloadNamespaceLabels mark a namespace whose experiments wait in the queue: the program's
+// Kueue calls its webhooks for pods and jobs only there (queue.NamespaceLabel).
+func workloadNamespaceLabels(c *Config) map[string]string {
+	if len(c.Jobs) == 0 {
+		return nil
+	}
+	return map[string]string{queue.NamespaceLabel: queue.NamespaceLabelValue}
 }
 
 func noUpgradesUntil(v string) string {

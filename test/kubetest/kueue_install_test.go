@@ -10,9 +10,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"gke-rl/internal/kube"
@@ -24,11 +28,13 @@ import (
 
 // releaseManifest is Kueue's release manifest as far as the install step reads it, assembled
 // from the release's own sources at queue.KueueVersion (the module's config/): its namespace, its
-// CRDs, the manager's ServiceAccount, its configuration's ConfigMap and its Deployment, named as
+// CRDs, the manager's ServiceAccount, its configuration's ConfigMap, its Deployment and its
+// webhooks (releaseWebhooks), named as
 // the release's kustomization names them (config/default: namePrefix kueue-, namespace
 // kueue-system, the image registry.k8s.io/kueue/kueue:<version>). The Deployment's selector and
 // labels are the kustomization's `control-plane: controller-manager`.
-func releaseManifest(t *testing.T, dir string) string {
+// A stranded release's manager can run on no node: its rollout never ends.
+func releaseManifest(t *testing.T, dir string, stranded bool) string {
 	t.Helper()
 	src, err := crdschema.KueueDir(queue.KueueVersion)
 	require.NoError(t, err)
@@ -62,14 +68,71 @@ func releaseManifest(t *testing.T, dir string) string {
 	tmpl["metadata"].(map[string]any)["labels"] = labels
 	pod := tmpl["spec"].(map[string]any)
 	pod["serviceAccountName"] = "kueue-controller-manager"
+	if stranded {
+		pod["nodeSelector"] = map[string]any{"no-such-pool": "anywhere"}
+	}
 	pod["containers"].([]any)[0].(map[string]any)["image"] = queue.Image
 	b, err = yaml.Marshal(deploy)
 	require.NoError(t, err)
 	docs = append(docs, string(b))
 
+	docs = append(docs, releaseWebhooks(t, read)...)
+
 	path := filepath.Join(dir, "manifests.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o600))
 	return path
+}
+
+// releaseWebhooks are the release's two webhook configurations and their Service as
+// config/components/webhook builds them: manifests.yaml with the kustomization's patches (the
+// namespace selectors of the pod, Deployment and StatefulSet webhooks), the names prefixed and
+// the Service placed as config/default does (namePrefix kueue-, namespace kueue-system).
+func releaseWebhooks(t *testing.T, read func(string) string) []string {
+	t.Helper()
+	var kustomization struct {
+		Patches []struct{ Patch string } `json:"patches"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(read("config/components/webhook/kustomization.yaml")), &kustomization))
+	selectors := map[string]any{}
+	for _, p := range kustomization.Patches {
+		var patch struct {
+			Webhooks []map[string]any `json:"webhooks"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(p.Patch), &patch))
+		for _, w := range patch.Webhooks {
+			selectors[w["name"].(string)] = w["namespaceSelector"]
+		}
+	}
+	require.Len(t, selectors, 6, "the kustomization's namespace selectors")
+	var docs []string
+	for _, doc := range strings.Split(read("config/components/webhook/manifests.yaml"), "\n---\n") {
+		var config map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &config))
+		if config == nil {
+			continue
+		}
+		meta := config["metadata"].(map[string]any)
+		meta["name"] = "kueue-" + meta["name"].(string)
+		for _, w := range config["webhooks"].([]any) {
+			w := w.(map[string]any)
+			if sel, ok := selectors[w["name"].(string)]; ok {
+				w["namespaceSelector"] = sel
+			}
+			svc := w["clientConfig"].(map[string]any)["service"].(map[string]any)
+			svc["name"], svc["namespace"] = "kueue-"+svc["name"].(string), queue.Namespace
+		}
+		b, err := yaml.Marshal(config)
+		require.NoError(t, err)
+		docs = append(docs, string(b))
+	}
+	require.Len(t, docs, 2, "a mutating and a validating configuration")
+	var svc map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(read("config/components/webhook/service.yaml")), &svc))
+	svc["metadata"] = map[string]any{"name": "kueue-webhook-service", "namespace": queue.Namespace}
+	svc["spec"].(map[string]any)["selector"] = map[string]any{"control-plane": "controller-manager"}
+	b, err := yaml.Marshal(svc)
+	require.NoError(t, err)
+	return append(docs, string(b))
 }
 
 // The install step on the control plane, with the real kubectl: on a cluster without Kueue it
@@ -89,16 +152,17 @@ func TestKueueInstallStep(t *testing.T) {
 	env := []string{"KUBECONFIG_DATA=" + string(kubeconfig), "ROLLOUT_TIMEOUT=120s"}
 	for k, v := range queue.InstallEnv("gke-rl-smoke") {
 		if k == "KUEUE_MANIFEST" {
-			v = releaseManifest(t, t.TempDir())
+			v = releaseManifest(t, t.TempDir(), false)
 		}
 		env = append(env, k+"="+v)
 	}
-	install := func() clitest.Result {
+	run := func(env []string) clitest.Result {
 		t.Helper()
 		r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), env...)
 		t.Logf("install step (exit %d):\n%s%s", r.Code, r.Stdout, r.Stderr)
 		return r
 	}
+	install := func() clitest.Result { t.Helper(); return run(env) }
 
 	first := install()
 	require.Zero(t, first.Code)
@@ -107,11 +171,20 @@ func TestKueueInstallStep(t *testing.T) {
 	deploy, err := cp.Client.AppsV1().Deployments(queue.Namespace).Get(ctx, queue.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "gke-rl-smoke", deploy.Annotations["gke-rl/installed-by"])
+	assertKueueContained(t, cp)
 
+	// Webhooks widened again (by hand here; an apply of the release does the same) are
+	// narrowed by the next `up`.
+	widen := `[{"op":"test","path":"/webhooks/0/name","value":"mappwrapper.kb.io"},{"op":"add","path":"/webhooks/0/namespaceSelector","value":{}}]`
+	_, err = cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, "kueue-mutating-webhook-configuration", types.JSONPatchType, []byte(widen), metav1.PatchOptions{})
+	require.NoError(t, err)
 	again := install()
 	require.Zero(t, again.Code)
 	assert.Contains(t, again.Stdout, "Kueue "+queue.KueueVersion+" is installed (gke-rl-smoke)")
+	assert.Contains(t, again.Stdout, "Kueue's mutating webhooks for pods and jobs select only the namespaces labelled "+queue.NamespaceLabel)
+	assert.NotContains(t, again.Stdout, "validating webhooks", "nothing to narrow there")
 	assert.NotContains(t, again.Stdout, "installing")
+	assertKueueContained(t, cp)
 
 	// An earlier version of ours: the next version's `up` applies its release.
 	older := `{"spec":{"template":{"spec":{"containers":[{"name":"manager","image":"registry.k8s.io/kueue/kueue:v0.16.0"}]}}}}`
@@ -123,6 +196,8 @@ func TestKueueInstallStep(t *testing.T) {
 	deploy, err = cp.Client.AppsV1().Deployments(queue.Namespace).Get(ctx, queue.Deployment, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, queue.Image, deploy.Spec.Template.Spec.Containers[0].Image)
+	// The release's apply gave the webhooks its own selectors and one replica back.
+	assertKueueContained(t, cp)
 
 	// Someone else's Kueue: no annotation of ours.
 	patch := `{"metadata":{"annotations":{"gke-rl/installed-by":null}}}`
@@ -159,4 +234,97 @@ func TestKueueInstallStep(t *testing.T) {
 	noRay := install()
 	assert.Equal(t, 1, noRay.Code)
 	assert.Contains(t, noRay.Stderr, `does not manage RayJobs: add "ray.io/rayjob" to integrations.frameworks`)
+}
+
+// A first install that fails (here its manager can run on no node, so its rollout times out)
+// removes what it applied, webhooks first: none is left to refuse the cluster's pods and jobs
+// with no manager to answer it.
+func TestAFailedKueueInstallLeavesNothing(t *testing.T) {
+	clitest.Tool(t, "kubectl")
+	cp := kubetest.Start(t, kubetest.Options{})
+	ctx := context.Background()
+	kubeconfig, err := os.ReadFile(cp.Kubeconfig(t, kubetest.Admin))
+	require.NoError(t, err)
+	env := []string{"KUBECONFIG_DATA=" + string(kubeconfig), "ROLLOUT_TIMEOUT=5s"}
+	for k, v := range queue.InstallEnv("gke-rl-smoke") {
+		if k == "KUEUE_MANIFEST" {
+			v = releaseManifest(t, t.TempDir(), true)
+		}
+		env = append(env, k+"="+v)
+	}
+	r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), env...)
+	t.Logf("install step (exit %d):\n%s%s", r.Code, r.Stdout, r.Stderr)
+	assert.Equal(t, 1, r.Code)
+	assert.Contains(t, r.Stdout, "select only the namespaces labelled", "the webhooks were narrowed before the wait")
+	assert.Contains(t, r.Stderr, "the install of Kueue "+queue.KueueVersion+" failed: removing what it applied")
+	for _, kind := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
+		list, err := cp.Client.AdmissionregistrationV1().RESTClient().Get().AbsPath("/apis/admissionregistration.k8s.io/v1/" + kind).DoRaw(ctx)
+		require.NoError(t, err)
+		assert.NotContains(t, string(list), "kueue-", kind)
+	}
+	// Deleted, or being deleted: the namespace controller finishes in its own time.
+	ns, err := cp.Client.CoreV1().Namespaces().Get(ctx, queue.Namespace, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil), "namespace %s: %v", queue.Namespace, err)
+	crd, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io").DoRaw(ctx)
+	assert.True(t, apierrors.IsNotFound(err) || strings.Contains(string(crd), "deletionTimestamp"), "the CRDs: %v", err)
+}
+
+// assertKueueContained checks the program's Kueue: its webhooks for pods and jobs call it only
+// for a namespace labelled queue.NamespaceLabel (a Job elsewhere is created with its manager
+// unreachable, as the test API server cannot reach a Service's pods; one in a labelled namespace
+// is refused, the webhooks failing closed there), its own kinds' webhooks are as released, and
+// its manager runs queue.Replicas replicas under a disruption budget of one.
+func assertKueueContained(t *testing.T, cp *kubetest.ControlPlane) {
+	t.Helper()
+	ctx := context.Background()
+	narrowed := metav1.LabelSelector{MatchLabels: map[string]string{queue.NamespaceLabel: queue.NamespaceLabelValue}}
+	check := func(name string, groups []string, sel *metav1.LabelSelector) {
+		if slices.Contains(groups, "kueue.x-k8s.io") {
+			assert.Empty(t, sel.MatchLabels, "%s: a webhook of Kueue's own kinds is left as released", name)
+			return
+		}
+		assert.Equal(t, narrowed, *sel, "%s selects the queue's namespaces only", name)
+	}
+	mutating, err := cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "kueue-mutating-webhook-configuration", metav1.GetOptions{})
+	require.NoError(t, err)
+	validating, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "kueue-validating-webhook-configuration", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, mutating.Webhooks)
+	require.NotEmpty(t, validating.Webhooks)
+	for _, w := range mutating.Webhooks {
+		check(w.Name, w.Rules[0].APIGroups, w.NamespaceSelector)
+	}
+	for _, w := range validating.Webhooks {
+		check(w.Name, w.Rules[0].APIGroups, w.NamespaceSelector)
+	}
+
+	deploy, err := cp.Client.AppsV1().Deployments(queue.Namespace).Get(ctx, queue.Deployment, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(queue.Replicas), *deploy.Spec.Replicas)
+	pdb, err := cp.Client.PolicyV1().PodDisruptionBudgets(queue.Namespace).Get(ctx, "kueue-manager-pdb", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, pdb.Spec.MinAvailable.IntValue())
+	assert.Equal(t, deploy.Spec.Selector.MatchLabels, pdb.Spec.Selector.MatchLabels)
+
+	job := func(ns string) error {
+		_, err := cp.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			labels := map[string]string{}
+			if ns == "queued" {
+				labels[queue.NamespaceLabel] = queue.NamespaceLabelValue
+			}
+			_, err = cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{})
+		}
+		require.NoError(t, err)
+		_, err = cp.Client.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"},
+			Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	assert.NoError(t, job("elsewhere"), "a Job outside the queue's namespaces does not wait on Kueue")
+	err = job("queued")
+	require.Error(t, err, "a Job in a queue's namespace goes through Kueue's webhooks")
+	assert.Contains(t, err.Error(), `failed calling webhook "mjob.kb.io"`)
 }

@@ -1,13 +1,77 @@
 #!/usr/bin/env bash
 set -euo pipefail
 # Installs Kueue's release ($KUEUE_MANIFEST, version $KUEUE_VERSION) unless the cluster runs a
-# Kueue already, and waits until its manager serves. A Kueue of someone else's is used as it is,
+# Kueue already, narrows its webhooks to the queue's namespaces, runs its manager on
+# $KUEUE_REPLICAS replicas and waits until it serves. A Kueue of someone else's is used as it is,
 # once it is known to serve what the queue needs: the kueue.x-k8s.io/v1beta2 API and the RayJob
 # integration. The release's own is applied again when the program's version changes.
 crd=clusterqueues.kueue.x-k8s.io
 ns=$KUEUE_NAMESPACE
 deploy=$KUEUE_DEPLOYMENT
 installed_by=gke-rl/installed-by
+label_key=${NAMESPACE_LABEL%%=*}
+label_value=${NAMESPACE_LABEL#*=}
+
+# narrow_webhooks: the release's webhooks for pods and jobs (every kind but Kueue's own) select
+# the namespaces labelled $NAMESPACE_LABEL instead of all but two. They fail closed: as the
+# release ships them, a Kueue manager that is down refuses every pod and Job of the cluster. A
+# JSON patch by index, each index's name tested, so that a list that changed in between fails
+# the patch instead of narrowing another webhook.
+# With "check", an identity that cannot read them is told so and the step goes on: the install
+# that an administrator ran narrowed them.
+narrow_webhooks() {
+  local kind config lines name selected groups patch i
+  for kind in mutating validating; do
+    config=kueue-$kind-webhook-configuration
+    if ! lines=$(kubectl get "${kind}webhookconfiguration" "$config" \
+      -o "jsonpath={range .webhooks[*]}{.name}{\"|\"}{.namespaceSelector.matchLabels.$label_key}{\"|\"}{.rules[*].apiGroups[*]}{\"\\n\"}{end}" 2>&1); then
+      if [ "${1:-}" = check ]; then
+        echo "cannot read ${kind}webhookconfiguration $config ($lines): whether Kueue's webhooks still select only the namespaces labelled $NAMESPACE_LABEL is not checked; an administrator's pulumi up checks it" >&2
+        return 0
+      fi
+      echo "cannot read ${kind}webhookconfiguration $config: $lines" >&2
+      return 1
+    fi
+    patch='' i=0
+    while IFS='|' read -r name selected groups; do
+      [ -n "$name" ] || continue
+      if [[ " $groups " != *" kueue.x-k8s.io "* && "$selected" != "$label_value" ]]; then
+        patch+="${patch:+,}{\"op\":\"test\",\"path\":\"/webhooks/$i/name\",\"value\":\"$name\"}"
+        patch+=",{\"op\":\"add\",\"path\":\"/webhooks/$i/namespaceSelector\",\"value\":{\"matchLabels\":{\"$label_key\":\"$label_value\"}}}"
+      fi
+      i=$((i + 1))
+    done <<<"$lines"
+    if [ -n "$patch" ]; then
+      kubectl patch "${kind}webhookconfiguration" "$config" --type=json -p "[$patch]" >/dev/null
+      echo "Kueue's $kind webhooks for pods and jobs select only the namespaces labelled $NAMESPACE_LABEL"
+    fi
+  done
+}
+
+# spread_manager: $KUEUE_REPLICAS replicas serve the webhooks, under a disruption budget of one,
+# so that a drained node or a crashed pod leaves them served.
+spread_manager() {
+  local selector
+  kubectl -n "$ns" scale deployment "$deploy" --replicas="$KUEUE_REPLICAS" >/dev/null
+  selector=$(kubectl -n "$ns" get deployment "$deploy" -o 'jsonpath={.spec.selector.matchLabels}')
+  printf '{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "kueue-manager-pdb", "namespace": "%s"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": %s}}}\n' "$ns" "$selector" |
+    kubectl apply --server-side -f - >/dev/null
+}
+
+# A first install that fails is removed, webhooks first: left behind, its webhooks would refuse
+# the queue's pods and jobs with no manager to answer them. The next `pulumi up` installs again.
+fresh=false
+remove_failed_install() {
+  local status=$?
+  if [ "$status" -ne 0 ] && [ "$fresh" = true ]; then
+    echo "the install of Kueue $KUEUE_VERSION failed: removing what it applied (the next pulumi up installs it again)" >&2
+    kubectl delete mutatingwebhookconfiguration kueue-mutating-webhook-configuration --ignore-not-found >&2 || true
+    kubectl delete validatingwebhookconfiguration kueue-validating-webhook-configuration --ignore-not-found >&2 || true
+    kubectl delete -f "$KUEUE_MANIFEST" --ignore-not-found --wait=false >&2 || true
+  fi
+  exit "$status"
+}
+trap remove_failed_install EXIT
 
 # unreadable WHAT OUTPUT fails the step: what it cannot read, it cannot judge. (Taking an
 # unreadable Kueue for someone else's would skip an upgrade and report success.)
@@ -38,14 +102,21 @@ if kubectl get crd "$crd" -o name >/dev/null 2>&1; then
   running=$(kubectl -n "$ns" get deployment "$deploy" -o 'jsonpath={.spec.template.spec.containers[?(@.name=="manager")].image}')
   if [ "$running" = "$KUEUE_IMAGE" ]; then
     echo "Kueue $KUEUE_VERSION is installed ($owner)"
+    # Webhooks widened since (by hand, or by an apply of the release) are narrowed again.
+    narrow_webhooks check
     exit 0
   fi
+else
+  fresh=true
 fi
 
 echo "installing Kueue $KUEUE_VERSION from $KUEUE_MANIFEST"
 # Server-side: the CRDs are larger than client-side apply's annotation allows.
 kubectl apply --server-side --force-conflicts -f "$KUEUE_MANIFEST"
 kubectl -n "$ns" annotate --overwrite deployment "$deploy" "$installed_by=$STACK_NAMESPACE"
+# Before the manager is waited for: the apply gave its webhooks the release's reach.
+narrow_webhooks
+spread_manager
 # The manager is ready once its webhooks serve (cmd/kueue/main.go's readiness check): until
 # then the API server refuses the queue's objects.
 kubectl -n "$ns" rollout status "deployment/$deploy" --timeout="${ROLLOUT_TIMEOUT:-600s}"

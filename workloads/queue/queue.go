@@ -33,8 +33,28 @@ func InstallEnv(stackNamespace string) map[string]string {
 	return map[string]string{
 		"KUEUE_VERSION": KueueVersion, "KUEUE_MANIFEST": ManifestURL, "KUEUE_IMAGE": Image,
 		"KUEUE_NAMESPACE": Namespace, "KUEUE_DEPLOYMENT": Deployment, "STACK_NAMESPACE": stackNamespace,
+		"NAMESPACE_LABEL": NamespaceLabel + "=" + NamespaceLabelValue, "KUEUE_REPLICAS": fmt.Sprint(Replicas),
 	}
 }
+
+// NamespaceLabel marks a namespace whose jobs Kueue queues (NamespaceLabelValue). The release's
+// webhooks for pods, Deployments, StatefulSets, Jobs, RayJobs and the other jobs Kueue knows
+// select every namespace but kube-system and kueue-system and fail closed
+// (config/components/webhook at v0.17.0: failurePolicy Fail): while Kueue's manager is down,
+// no pod or Job could be created anywhere in the cluster. The install step narrows them to the
+// namespaces that carry this label, the stack's workload namespace when it has jobs; the
+// webhooks of Kueue's own kinds stay as they are.
+const (
+	NamespaceLabel      = "gke-rl/queue"
+	NamespaceLabelValue = "kueue"
+)
+
+// Replicas run Kueue's manager the program installs, with a disruption budget of one: every
+// replica serves the webhooks, one leads the controllers (controller_manager_config.yaml:
+// leaderElect), so a node drain or a crash leaves the webhooks served. Kueue's own Helm chart
+// offers the same (charts/kueue values.yaml: controllerManager.replicas,
+// podDisruptionBudget.minAvailable 1).
+const Replicas = 2
 
 // Kueue's release the program installs on a cluster that has none; .ci/kube/build builds the
 // same version's manager for the harness tests.
