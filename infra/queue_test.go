@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -254,4 +255,41 @@ func TestAnExperimentsIdentityNamesItsCheckpoints(t *testing.T) {
 	_, err := plantest.TryPlan("smoke", "gpu.maxNodes=2", "jobs."+strings.Repeat("x", infra.MaxQueuedNameLength+1)+".maxSteps=4")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), fmt.Sprintf("is %d characters long; allowed: at most %d, since its RayJob and checkpoint directory add the hash of what it trains", infra.MaxQueuedNameLength+1, infra.MaxQueuedNameLength))
+}
+
+// Adding jobs leaves the run job trained: the plan says so, naming the run and how to continue
+// it; the command it gives plans clean, silences the warning and resumes from that run's
+// checkpoints. NeMo RL, where no experiment starts from another's, is told to remove jobs.
+func TestAddingJobsSaysWhatBecomesOfTheStacksOwnRun(t *testing.T) {
+	singleRun := plantest.Resolve(t, "smoke").Run.Layout.Run
+	res := plantest.Plan(t, "smoke", "jobs.a.maxSteps=4")
+	warning := ""
+	for _, w := range res.Warnings {
+		if w.Key == "jobs" && strings.Contains(w.Message, "the stack's own run") {
+			warning = w.Message
+		}
+	}
+	assert.Equal(t, "with jobs, job.* are the experiments' defaults and no experiment continues the stack's own run ("+singleRun+", checkpoints in /data/checkpoints/"+singleRun+"): "+
+		"if the stack trained it, `pulumi up` stops it for good and its checkpoints stay; to continue it as an experiment: `pulumi config set --path jobs.a.resumeFrom "+singleRun+"`", warning)
+
+	kept := plantest.Plan(t, "smoke", "jobs.a.maxSteps=4", "jobs.a.resumeFrom="+singleRun)
+	for _, w := range kept.Warnings {
+		assert.NotContains(t, w.Message, "the stack's own run", "an experiment continues it")
+	}
+	bp := plantest.Resolve(t, "smoke", "jobs.a.maxSteps=4", "jobs.a.resumeFrom="+singleRun)
+	require.Len(t, bp.Run.Experiments, 1)
+	rayJob, err := json.Marshal(bp.Run.Experiments[0].RayJob)
+	require.NoError(t, err)
+	assert.Contains(t, string(rayJob), "RESUME_FROM=/data/checkpoints/"+singleRun, "the experiment starts from the run's newest checkpoint")
+
+	nemo := plantest.Plan(t, "b200-spot", "jobs.a.maxSteps=4")
+	found := false
+	for _, w := range nemo.Warnings {
+		if strings.Contains(w.Message, "the stack's own run") {
+			found = true
+			assert.Contains(t, w.Message, "no experiment can continue it (nemo-rl: ")
+			assert.Contains(t, w.Message, "remove jobs (`pulumi config rm jobs`)")
+		}
+	}
+	assert.True(t, found, "b200-spot: %v", nemo.Warnings)
 }

@@ -32,6 +32,7 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) E
 		warns.Add(KeyJobs, "the queue installs Kueue %s from its release manifest (%s) and runs its image by tag (%s): the install step checks the running image's tag, not its content; compare the digest the release names with `kubectl -n %s get pods -o jsonpath='{..imageID}'` after the first `up`",
 			queue.KueueVersion, queue.ManifestURL, queue.Image, queue.Namespace)
 	}
+	warnSingleRunLeft(c, &warns)
 	if c.Storage.Adopt {
 		warns.Add("storage.adopt", "is on: the next `pulumi up` imports the kept storage; once it has, turn it off (`pulumi config set --path storage.adopt false`): "+
 			"while it is on, Pulumi refuses any change that would replace an imported resource (\"previously-imported resources that still specify an ID may not be replaced\")")
@@ -55,6 +56,30 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) E
 			c.Job.Model, math.Ceil(e.Seconds), e.GB, e.WriteMBps, c.Storage.CheckpointBudgetSeconds, advice)
 	}
 	return warns
+}
+
+// warnSingleRunLeft says what adding jobs does to the run the stack trained until then: job.*
+// become the experiments' defaults, each experiment trains under its own key, and none continues
+// that run unless one starts from it (jobs.<name>.resumeFrom). The plan cannot know whether the
+// stack ran it (plan --compare can): the warning names the run `job` would train, and how to keep
+// it, until an experiment resumes from it.
+func warnSingleRunLeft(c *Config, warns *Errors) {
+	if !c.Queued() || c.Job.Name != "" {
+		return
+	}
+	single := DefaultExperimentName(c)
+	for _, j := range c.Jobs {
+		if j.ResumeFrom == single {
+			return
+		}
+	}
+	keep := fmt.Sprintf("to continue it as an experiment: `pulumi config set --path jobs.%s.resumeFrom %s`", c.Jobs[0].Name, single)
+	if why := workloads.ResumeRefusal(c.Framework); why != "" {
+		// No experiment can start from another's checkpoints with this framework.
+		keep = fmt.Sprintf("no experiment can continue it (%s: %s); to train it on, remove jobs (`pulumi config rm jobs`)", c.Framework, why)
+	}
+	warns.Add(KeyJobs, "with jobs, job.* are the experiments' defaults and no experiment continues the stack's own run (%s, checkpoints in %s): if the stack trained it, `pulumi up` stops it for good and its checkpoints stay; %s",
+		single, workloads.Layout{Root: c.Storage.MountPath, Run: single}.Checkpoints(), keep)
 }
 
 // warnRecipeSize says when job.recipe was written for a model of a smaller size class than
