@@ -36,8 +36,8 @@ func TestCheckpointEstimates(t *testing.T) {
 		// 72e9 × 16 B = 1152 GB; 18000 GiB = 17.58 TiB × 500 MB/s = 8789 MB/s; 131.1 s.
 		{"72B on 18000 GiB of Lustre at 500 fits the budget", "b200-spot", nil, 132, 8789, false},
 		// 32e9 × 16 B = 512 GB; 2 nodes × 500 MB/s = 1000 MB/s; 512 s.
-		{"32B through GCS FUSE on 2 nodes is over the budget", "h200-reserved", nil, 512, 1000, true},
-		{"a larger budget silences the warning", "h200-reserved", []string{"storage.checkpointBudgetSeconds=600"}, 512, 1000, false},
+		{"32B through GCS FUSE on 2 nodes is over the default budget", "h200-reserved", []string{"storage.checkpointBudgetSeconds=300"}, 512, 1000, true},
+		{"within the stack's budget of 600, no warning", "h200-reserved", nil, 512, 1000, false},
 		// 36000 GiB at 1000 MB/s per TiB = 35156 MB/s; 1152 GB / 35156 MB/s = 32.8 s.
 		{"a faster tier shortens the write", "b200-spot", []string{"storage.throughput=1000", "storage.capacityGib=36000"}, 33, 35156, false},
 		{"a tight budget warns on Lustre too", "b200-spot", []string{"storage.checkpointBudgetSeconds=60"}, 132, 8789, true},
@@ -60,7 +60,8 @@ func TestCheckpointEstimates(t *testing.T) {
 }
 
 func TestFUSEWarningSaysWritesGoAtFUSESpeed(t *testing.T) {
-	bp := plantest.Resolve(t, "h200-reserved")
+	// h200-reserved accepts 600 s a checkpoint; the default budget of 300 is exceeded.
+	bp := plantest.Resolve(t, "h200-reserved", "storage.checkpointBudgetSeconds=300")
 	require.Equal(t, []string{"storage.checkpointBudgetSeconds"}, warningKeysButPins(bp))
 	var budget infra.FieldError
 	for _, w := range bp.Warnings {

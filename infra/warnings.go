@@ -99,20 +99,19 @@ func warnRecipeSize(c *Config, warns *Errors) {
 		c.Job.Recipe, written, c.Job.Model, formatParams(model), workloads.NeMoRLRecipeFor(model/1e9))
 }
 
-// warnImageDigest names an image pinned by tag only, the user's or the framework's default: a
-// tag can be moved to other content, which every node would then run. The program ships the
-// defaults by tag because no digest of them is published where it can be checked (NVIDIA's
-// catalog and Docker Hub show digests to a registry client, not in a document).
+// warnImageDigest names an image of the user's pinned by tag only: a tag can be moved to other
+// content, which every node would then run. The framework's default is not warned about on every
+// plan, which the user could act on only with a registry client: the program ships it by tag
+// because no digest of it is published where it can be checked (NVIDIA's catalog and Docker Hub
+// show digests to a registry client, not in a document), and docs/configuration.md (ray.image)
+// says how to pin its digest.
 func warnImageDigest(c *Config, warns *Errors) {
-	img, whose := c.Ray.Image, ""
-	if img == "" {
-		img, whose = workloads.Releases[c.Framework].Image, fmt.Sprintf(" (%s's default, which the program ships by tag)", c.Framework)
-	}
-	if strings.Contains(img, "@sha256:") {
+	img := c.Ray.Image
+	if img == "" || strings.Contains(img, "@sha256:") {
 		return
 	}
-	warns.Add("ray.image", "%s%s is pinned by tag only, and a tag can be moved to other content; pin its digest: `pulumi config set --path ray.image '%s@sha256:<digest>'` (`docker buildx imagetools inspect %s` shows it)",
-		quote(img), whose, img, img)
+	warns.Add("ray.image", "%s is pinned by tag only, and a tag can be moved to other content; pin its digest: `pulumi config set --path ray.image '%s@sha256:<digest>'` (`docker buildx imagetools inspect %s` shows it)",
+		quote(img), img, img)
 }
 
 // warnZone says what the zone tables cannot decide (zoneVerdict); validate refuses what they can.
