@@ -135,6 +135,22 @@ func releaseWebhooks(t *testing.T, read func(string) string) []string {
 	return append(docs, string(b))
 }
 
+// installEnv is the install step's environment on cp as its administrator, with the release's
+// manifest (stranded: its manager can run on no node) and the rollout's timeout.
+func installEnv(t *testing.T, cp *kubetest.ControlPlane, stranded bool, rolloutTimeout string) []string {
+	t.Helper()
+	kubeconfig, err := os.ReadFile(cp.Kubeconfig(t, kubetest.Admin))
+	require.NoError(t, err)
+	env := []string{"KUBECONFIG_DATA=" + string(kubeconfig), "ROLLOUT_TIMEOUT=" + rolloutTimeout}
+	for k, v := range queue.InstallEnv("gke-rl-smoke") {
+		if k == "KUEUE_MANIFEST" {
+			v = releaseManifest(t, t.TempDir(), stranded)
+		}
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
 // The install step on the control plane, with the real kubectl: on a cluster without Kueue it
 // applies the release and waits for its manager; the next `up` finds it installed; a Kueue of
 // someone else's is used as it is, and refused when it does not manage RayJobs.
@@ -147,15 +163,7 @@ func TestKueueInstallStep(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, nodes.CreatePool(ctx, kubetest.Pool{Name: "cpu", Machine: "n2-standard-16",
 		Labels: map[string]string{"cloud.google.com/gke-nodepool": "cpu"}, Initial: 1, Max: 1}))
-	kubeconfig, err := os.ReadFile(cp.Kubeconfig(t, kubetest.Admin))
-	require.NoError(t, err)
-	env := []string{"KUBECONFIG_DATA=" + string(kubeconfig), "ROLLOUT_TIMEOUT=120s"}
-	for k, v := range queue.InstallEnv("gke-rl-smoke") {
-		if k == "KUEUE_MANIFEST" {
-			v = releaseManifest(t, t.TempDir(), false)
-		}
-		env = append(env, k+"="+v)
-	}
+	env := installEnv(t, cp, false, "120s")
 	run := func(env []string) clitest.Result {
 		t.Helper()
 		r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), env...)
@@ -243,16 +251,7 @@ func TestAFailedKueueInstallLeavesNothing(t *testing.T) {
 	clitest.Tool(t, "kubectl")
 	cp := kubetest.Start(t, kubetest.Options{})
 	ctx := context.Background()
-	kubeconfig, err := os.ReadFile(cp.Kubeconfig(t, kubetest.Admin))
-	require.NoError(t, err)
-	env := []string{"KUBECONFIG_DATA=" + string(kubeconfig), "ROLLOUT_TIMEOUT=5s"}
-	for k, v := range queue.InstallEnv("gke-rl-smoke") {
-		if k == "KUEUE_MANIFEST" {
-			v = releaseManifest(t, t.TempDir(), true)
-		}
-		env = append(env, k+"="+v)
-	}
-	r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), env...)
+	r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), installEnv(t, cp, true, "5s")...)
 	t.Logf("install step (exit %d):\n%s%s", r.Code, r.Stdout, r.Stderr)
 	assert.Equal(t, 1, r.Code)
 	assert.Contains(t, r.Stdout, "select only the namespaces labelled", "the webhooks were narrowed before the wait")
