@@ -130,6 +130,17 @@ func validateExperiment(c *Config, errs *Errors) {
 	}
 }
 
+// continueRun says how a stack with jobs continues the run named name, which none of its
+// experiments continues by itself: an experiment that starts from its checkpoints
+// (jobs.<name>.resumeFrom), or, with a framework that starts no experiment from another's,
+// removing jobs.
+func continueRun(c *Config, name string) string {
+	if why := workloads.ResumeRefusal(c.Framework); why != "" {
+		return fmt.Sprintf("no experiment can continue it (%s: %s); to train it on, remove jobs (`pulumi config rm jobs`)", c.Framework, why)
+	}
+	return fmt.Sprintf("to continue it as an experiment: `pulumi config set --path jobs.%s.resumeFrom %s`", c.Jobs[0].Name, name)
+}
+
 // experimentNameProblem says why a name cannot name an experiment ("" if it can): it is a
 // RayJob's name (a DNS-1035 label within KubeRay's limit) and a directory's.
 func experimentNameProblem(name string) string {

@@ -293,3 +293,26 @@ func TestAddingJobsSaysWhatBecomesOfTheStacksOwnRun(t *testing.T) {
 	}
 	assert.True(t, found, "b200-spot: %v", nemo.Warnings)
 }
+
+// The seam between the plan and the install step: with jobs, the workload namespace the plan
+// applies carries the label that the install step narrows Kueue's webhooks to (its
+// NAMESPACE_LABEL), so the stack's pods and jobs still go through Kueue; without jobs it carries
+// none, and no webhook of Kueue's is called there.
+func TestTheQueuesNamespaceIsTheOneKueuesWebhooksSelect(t *testing.T) {
+	namespaceLabels := func(res *offline.Result) map[string]any {
+		t.Helper()
+		for _, m := range offline.Manifests(res) {
+			if m.Object["kind"] == "Namespace" {
+				labels, _ := m.Object["metadata"].(map[string]any)["labels"].(map[string]any)
+				return labels
+			}
+		}
+		require.Fail(t, "no Namespace in the plan")
+		return nil
+	}
+	queued := plantest.Plan(t, "smoke", "jobs.a.maxSteps=4")
+	key, value, ok := strings.Cut(queue.InstallEnv("gke-rl-smoke")["NAMESPACE_LABEL"], "=")
+	require.True(t, ok)
+	assert.Equal(t, value, namespaceLabels(queued)[key])
+	assert.NotContains(t, namespaceLabels(plantest.Plan(t, "smoke")), key)
+}

@@ -653,15 +653,6 @@ func validateMonitoring(c *Config, errs *Errors) {
 	}
 }
 
-// continueAs is how an experiment of jobs continues the run named name, "" where the framework
-// lets none start from another's checkpoints.
-func continueAs(c *Config, name string) string {
-	if workloads.ResumeRefusal(c.Framework) != "" {
-		return ""
-	}
-	return fmt.Sprintf("; to continue that run as an experiment, start one from it (`pulumi config set --path jobs.%s.resumeFrom %s`)", c.Jobs[0].Name, name)
-}
-
 // validateJobs checks `jobs` besides what each experiment's own configuration must pass
 // (Resolve checks those under jobs.<name>): the names, the priorities, and that each fits the
 // queue.
@@ -670,7 +661,7 @@ func validateJobs(c *Config, spec GPUSpec, errs *Errors) {
 		return
 	}
 	if c.Job.Name != "" {
-		errs.Add("job.name", "%s names the one experiment of a stack without jobs; with jobs, each entry's key names its experiment: remove job.name (`pulumi config rm --path job.name`)%s", quote(c.Job.Name), continueAs(c, c.Job.Name))
+		errs.Add("job.name", "%s names the one experiment of a stack without jobs; with jobs, each entry's key names its experiment: remove job.name (`pulumi config rm --path job.name`); %s", quote(c.Job.Name), continueRun(c, c.Job.Name))
 	}
 	for _, j := range c.Jobs {
 		key := KeyJobs + "." + j.Name

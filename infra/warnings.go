@@ -73,13 +73,8 @@ func warnSingleRunLeft(c *Config, warns *Errors) {
 			return
 		}
 	}
-	keep := fmt.Sprintf("to continue it as an experiment: `pulumi config set --path jobs.%s.resumeFrom %s`", c.Jobs[0].Name, single)
-	if why := workloads.ResumeRefusal(c.Framework); why != "" {
-		// No experiment can start from another's checkpoints with this framework.
-		keep = fmt.Sprintf("no experiment can continue it (%s: %s); to train it on, remove jobs (`pulumi config rm jobs`)", c.Framework, why)
-	}
 	warns.Add(KeyJobs, "with jobs, job.* are the experiments' defaults and no experiment continues the stack's own run (%s, checkpoints in %s): if the stack trained it, `pulumi up` stops it for good and its checkpoints stay; %s",
-		single, workloads.Layout{Root: c.Storage.MountPath, Run: single}.Checkpoints(), keep)
+		single, workloads.Layout{Root: c.Storage.MountPath, Run: single}.Checkpoints(), continueRun(c, single))
 }
 
 // warnRecipeSize says when job.recipe was written for a model of a smaller size class than

@@ -152,13 +152,7 @@ func verlPhases(e *frameworkconfig.Effective, params float64, shape Shape, m Nod
 		Basis: fmt.Sprintf("the actor's fp32 weights%s over %d GPUs, and %s × %.1f MB a token (bf16 logits, softmax and pd × logits for the entropy over %d vocabulary entries)",
 			map[bool]string{true: "", false: " and Adam's moments"}[optimizerOffload], world, lp, lpPerToken/1e6, shape.Vocab),
 		Origin: firstOf(lengthOrigin, stackOrigin(e, lp.microKey))}
-	if !asleep {
-		logProb.GB += vllm
-		logProb.Basis += ", beside vLLM (rollout.free_cache_engine is off)"
-	}
-	if logProb.GB > limit {
-		logProb.Remedy, logProb.stateOnly = notOK(lp.remedy(logProb.GB-lp.perGPU*lpPerToken/1e9, lpPerToken, limit, prompt))
-	}
+	logProb.settleVerl(asleep, vllm, limit, lp, lpPerToken, prompt)
 
 	// The update: update_actor loads offloaded weights and Adam's moments back
 	// (fsdp_workers.py, load_fsdp_model_to_gpu, load_fsdp_optimizer), so the whole fp32 state is
@@ -173,13 +167,7 @@ func verlPhases(e *frameworkconfig.Effective, params float64, shape Shape, m Nod
 			fp32MasterState, world, map[bool]string{true: " (the offloaded state is loaded back for the update)", false: ""}[paramOffload || optimizerOffload],
 			up, upPerToken/1e6, checkpointingText(checkpointing)),
 		Origin: firstOf(lengthOrigin, stackOrigin(e, up.microKey))}
-	if !asleep {
-		update.GB += vllm
-		update.Basis += ", beside vLLM (rollout.free_cache_engine is off)"
-	}
-	if update.GB > limit {
-		update.Remedy, update.stateOnly = notOK(up.remedy(update.GB-up.perGPU*upPerToken/1e9, upPerToken, limit, prompt))
-	}
+	update.settleVerl(asleep, vllm, limit, up, upPerToken, prompt)
 	return []Phase{rollout, logProb, update}
 }
 
@@ -260,6 +248,19 @@ func checkpointingText(on bool) string {
 
 // notOK turns a remedy's (text, found) into (text, stateOnly).
 func notOK(remedy string, found bool) (string, bool) { return remedy, !found }
+
+// settleVerl completes a verl training phase whose tokens t take perToken bytes each: vLLM's
+// memory stays beside it unless the rollout frees its cache engine (asleep), and a phase over
+// the limit gets the smallest change that fits, its resident part being all but the tokens.
+func (p *Phase) settleVerl(asleep bool, vllm, limit float64, t batchTokens, perToken float64, prompt int) {
+	if !asleep {
+		p.GB += vllm
+		p.Basis += ", beside vLLM (rollout.free_cache_engine is off)"
+	}
+	if p.GB > limit {
+		p.Remedy, p.stateOnly = notOK(t.remedy(p.GB-t.perGPU*perToken/1e9, perToken, limit, prompt))
+	}
+}
 
 func joinParts(a, b string) string {
 	if a == "" {
