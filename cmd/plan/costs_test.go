@@ -16,17 +16,18 @@ import (
 )
 
 // The tree prints the costs after the outputs, before the closing count: both totals, one line
-// per item, the price list's date, and what is left out.
+// per item, each price list's date, and what is left out.
 func TestCLITreeShowsTheCosts(t *testing.T) {
 	for _, stack := range plantest.Stacks {
 		t.Run(stack, func(t *testing.T) {
 			code, out, errOut := plantest.Main(t, "--stack", stack)
 			require.Equal(t, cmd.ExitOK, code, errOut)
-			_, costs, found := strings.Cut(out, "Costs in USD at list prices, before discounts and taxes (prices of 2026-07-30: ")
+			_, costs, found := strings.Cut(out, "Costs in USD at list prices, before discounts and taxes (")
 			require.True(t, found, "no costs section")
-			assert.Regexp(t, `\n  per hour while training  unknown: no price for GPU nodes(, [A-Za-z ]+)* \(plan --prices FILE adds them\); the rest: \$\d+\.\d\d\n`, costs, "the unknown items first: the known part is not the cost")
+			assert.Contains(t, costs, "prices of 2026-07-30: Cloud Billing Catalog list prices")
+			assert.Regexp(t, `\n  per hour while training  (unknown: no price for [A-Za-z ,]+ \(plan --prices FILE adds them\); the rest: )?\$[\d,]+\.\d\d\n`, costs, "the unknown items first: the known part is not the cost")
 			assert.Regexp(t, `\n  per month while idle     (unknown: .* the rest: )?\$[\d,]+\.\d\d`, costs)
-			assert.Contains(t, costs, "; prices of 2026-12-01: GKE pricing page (cluster management fee); current prices: https://cloud.google.com/skus):\n")
+			assert.Contains(t, costs, "prices of 2026-12-01: GKE pricing page (cluster management fee); current prices: https://cloud.google.com/skus):\n")
 			assert.Regexp(t, `\n    CPU nodes +1 × n2-standard-16, on-demand, `, costs)
 			assert.Contains(t, costs, "\n  not counted: network egress and Cloud NAT")
 			assert.Regexp(t, `\n\d+ resources to create`, costs, "the count still closes the plan")
@@ -34,13 +35,30 @@ func TestCLITreeShowsTheCosts(t *testing.T) {
 	}
 }
 
-// The smoke stack is the cheapest: its known part is one CPU node, its disk and a bucket.
+// The spot stacks' GPU nodes have a dated price: the item that is most of the bill is a figure,
+// with its source named; what has none (Managed Lustre) stays unknown.
+func TestTheShippedSpotStacksPriceTheirGPUNodes(t *testing.T) {
+	for stack, unknown := range map[string][]string{"smoke": nil, "b200-spot": {"Lustre instance"}} {
+		t.Run(stack, func(t *testing.T) {
+			r := plantest.Plan(t, stack)
+			assert.Equal(t, unknown, r.Costs.TrainingPerHour.Unknown)
+			code, out, errOut := plantest.Main(t, "--stack", stack)
+			require.Equal(t, cmd.ExitOK, code, errOut)
+			assert.Regexp(t, `\n    GPU nodes +\d+ × a4-highgpu-8g, spot, us-east1-b +training \$[\d,]+\.\d\d/h, idle \$0\.00/month; \$32\.6064 per hour \(2026-12-05\)`, out)
+			assert.Contains(t, out, "prices of 2026-12-05: SkyPilot's GCP catalog, github.com/skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv at commit 006059e")
+		})
+	}
+}
+
+// The smoke stack is the cheapest: one spot A4 while it trains, one CPU node, its disk and a
+// bucket.
 func TestSmokeStackCosts(t *testing.T) {
 	r := plantest.Plan(t, "smoke")
-	assert.Equal(t, []string{"GPU nodes"}, r.Costs.TrainingPerHour.Unknown)
-	// n2-standard-16 in us-east1 at $0.776944 an hour, 300 GiB of pd-balanced at $0.10 a month,
-	// GKE's $0.10 an hour, and a few GiB of checkpoints at $0.02 a month.
-	assert.InDelta(t, 0.776944+300*0.1/730+0.1, r.Costs.TrainingPerHour.KnownUSD, 0.01)
+	require.True(t, r.Costs.TrainingPerHour.Complete(), r.Costs.TrainingPerHour.String())
+	// a4-highgpu-8g spot in us-east1 at $32.6064 an hour, n2-standard-16 at $0.776944, 300 GiB
+	// of pd-balanced at $0.10 a month, GKE's $0.10 an hour, and a few GiB of checkpoints at $0.02
+	// a month.
+	assert.InDelta(t, 32.6064+0.776944+300*0.1/730+0.1, r.Costs.TrainingPerHour.KnownUSD, 0.01)
 	assert.InDelta(t, (0.776944+0.1)*730+30, r.Costs.IdlePerMonth.KnownUSD, 1)
 	assert.True(t, r.Costs.IdlePerMonth.Complete(), "the spot GPU pool is at zero while idle: the idle month is all known")
 }
@@ -137,7 +155,10 @@ func TestREADMECostsSampleIsTheSmokePlans(t *testing.T) {
 	assert.Contains(t, string(readme), sample)
 	// The prose, wrapped anywhere.
 	prose := strings.Join(strings.Fields(string(readme)), " ")
-	assert.Contains(t, prose, "USD list prices of "+cost.CatalogSource.Date+" from the Cloud Billing Catalog")
-	// The first run's spend, in its own words: the known part of smoke's hour, at the table's date.
-	assert.Contains(t, prose, "It bills "+cost.Dollars(r.Costs.TrainingPerHour.KnownUSD)+" an hour while it exists (list prices of "+cost.CatalogSource.Date+")")
+	assert.Contains(t, prose, "from the Cloud Billing Catalog of "+cost.CatalogSource.Date)
+	assert.Contains(t, prose, "from SkyPilot's published catalog (read "+cost.GPUSource.Date+")")
+	// The first run's spend, in its own words: smoke's hour less its GPU node, then the GPU node.
+	gpu := r.Costs.Lines[0]
+	require.Equal(t, "GPU nodes", gpu.Item)
+	assert.Contains(t, prose, "It bills "+cost.Dollars(r.Costs.TrainingPerHour.KnownUSD-gpu.TrainingPerHour.USD)+" an hour while it exists (list prices of "+cost.CatalogSource.Date+"), plus "+cost.Dollars(gpu.TrainingPerHour.USD)+" an hour for the spot `a4-highgpu-8g`")
 }

@@ -84,7 +84,7 @@ func TestPricesOutWithoutAPrice(t *testing.T) {
 	assert.Equal(t, cmd.ExitCheckFailed, code, out)
 	line := finding(t, out, CheckPrices)
 	assert.Contains(t, line, "FAIL  prices        no line of the bill could be priced from 22 SKUs, "+file+" not written")
-	assert.Contains(t, line, `a4-highgpu-8g/spot in us-east1 (the catalog has no SKU "Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in …" for us-east1)`)
+	assert.Contains(t, line, `a4-highgpu-8g/spot in us-east1 (the catalog has no SKU "Spot Preemptible A4 Nvidia B200 (1 gpu slice) running in …" for us-east1; plan keeps the shipped table's price of 2026-12-05)`)
 	assert.Contains(t, line, `n2-standard-16 in us-east1 (the catalog has no SKU "N2 Instance Core running in …" for us-east1; plan keeps the shipped table's price of 2026-07-30)`)
 	assert.Contains(t, out, "every check passed: the project is ready for pulumi up")
 	assert.Contains(t, out, "the price file was not written")
@@ -95,7 +95,7 @@ func TestPricesOutWithoutAPrice(t *testing.T) {
 func TestPricesOutNamesWhatItCannotPrice(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "prices.json")
 	for _, tc := range []struct{ gpu, provisioning, reason string }{
-		{"h200", "spot", "a3-ultragpu-8g/spot in us-central1 (the catalog bills a3-ultragpu-8g's GPUs apart from its vCPUs and memory, and no public record names the SKUs of those)"},
+		{"h200", "spot", "a3-ultragpu-8g/spot in us-central1 (the catalog bills a3-ultragpu-8g's GPUs apart from its vCPUs and memory, and no public record names the SKUs of those; plan keeps the shipped table's price of 2026-12-05)"},
 		{"b200", "flex-start", "a4-highgpu-8g/flex-start in us-central1 (flex-start machines bill under SKUs of their own, which no public record names for a4-highgpu-8g)"},
 	} {
 		p := ready

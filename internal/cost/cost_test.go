@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,12 +121,15 @@ func TestTheCatalogIsDatedAndHasOnlyPositivePrices(t *testing.T) {
 	for sku, p := range Catalog.Prices {
 		assert.Greater(t, p.USD, 0.0, sku.String())
 		want := &CatalogSource
-		if sku.Name == "gke-cluster" {
+		switch {
+		case sku.Name == "gke-cluster":
 			want = &FeeSource
+		case strings.HasPrefix(sku.Name, "a4-") || strings.HasPrefix(sku.Name, "a3-"):
+			want = &GPUSource
 		}
 		assert.Equal(t, want, p.Source, sku.String())
 	}
-	for _, s := range []Source{CatalogSource, FeeSource} {
+	for _, s := range []Source{CatalogSource, FeeSource, GPUSource} {
 		assert.Regexp(t, `^\d{4}-\d{2}-\d{2}$`, s.Date)
 	}
 	// The cluster fee is the same in every region, those without a machine price included.
@@ -155,4 +159,33 @@ func TestImplausiblePricesAreNamed(t *testing.T) {
 	assert.Contains(t, got[0], "a4-highgpu-8g/spot in us-east1 (GPU nodes) at $39630 per hour is above any list price of its kind ($200)")
 	assert.Contains(t, got[1], "lustre-500 in us-east1 (Lustre instance) at $300 per GiB-month")
 	assert.Empty(t, bill.Implausible(table(MaxPlausibleHourUSD, MaxPlausibleGiBMonthUSD)), "at the bound")
+}
+
+// The shipped GPU machines: spot A4 where SkyPilot's catalog lists it; A3 Ultra as its two rows
+// summed, and only where its spot price is below its on-demand one; nothing for what the catalog
+// contradicts itself on (A4 on demand) or lacks (flex-start).
+func TestTheShippedGPUPricesHoldTogether(t *testing.T) {
+	p, ok := Catalog.Lookup(SKU{Name: "a4-highgpu-8g/spot", Region: "us-east1"})
+	require.True(t, ok)
+	assert.InDelta(t, 32.6064, p.USD, 1e-9)
+	p, ok = Catalog.Lookup(SKU{Name: "a3-ultragpu-8g", Region: "us-central1"})
+	require.True(t, ok)
+	assert.InDelta(t, 12.266+74.49392, p.USD, 1e-9, "vCPUs and memory plus 8 H200")
+	for _, missing := range []SKU{
+		{Name: "a4-highgpu-8g", Region: "us-east1"},
+		{Name: "a4-highgpu-8g/flex-start", Region: "us-east1"},
+		{Name: "a3-ultragpu-8g", Region: "us-south1"},
+	} {
+		_, ok := Catalog.Lookup(missing)
+		assert.False(t, ok, missing.String())
+	}
+	for sku, spot := range Catalog.Prices {
+		name, found := strings.CutSuffix(sku.Name, "/spot")
+		if !found {
+			continue
+		}
+		if onDemand, ok := Catalog.Lookup(SKU{Name: name, Region: sku.Region}); ok {
+			assert.Less(t, spot.USD, onDemand.USD, sku.String())
+		}
+	}
 }

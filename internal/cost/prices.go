@@ -6,9 +6,8 @@ package cost
 // them (pricing.yml, "generated: Thu Jul 30 06:13:17 2026", commit fd66b26). Machine prices
 // are its on-demand `hour`; disk and bucket prices its `month` per GiB.
 //
-// It has no price for the GPU machine types (a4-highgpu-8g, a3-ultragpu-8g) or Managed Lustre:
-// that compilation does not carry them, and no other dated list was at hand. They show as
-// unknown until a price file (`plan --prices`) supplies them.
+// That compilation carries no GPU machine type of A4 or A3 Ultra (GPUSource prices those) and
+// no Managed Lustre.
 var CatalogSource = Source{
 	Date: "2026-07-30",
 	Name: "Cloud Billing Catalog list prices, as compiled in github.com/Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml",
@@ -26,12 +25,63 @@ var FeeSource = Source{
 // ClusterFeeUSDPerHour is GKE's cluster management fee (FeeSource).
 const ClusterFeeUSDPerHour = 0.10
 
+// GPUSource is SkyPilot's published catalog of Google Cloud machines, the one public dated
+// compilation offline that has A4 and A3 Ultra: github.com/skypilot-org/skypilot-catalog,
+// catalogs/v8/gcp/vms.csv at commit 006059e0f18acb1341e22a27751e9f80df6ba92f, read on
+// 2026-12-05 (the copy at hand does not carry the commit's own date). It lists a machine in two
+// rows, its vCPUs and memory (InstanceType a3-ultragpu-8g, a4-highgpu-8g) and its GPUs
+// (AcceleratorName H200 or B200, count 8), each with Price (on demand) and SpotPrice per hour.
+var GPUSource = Source{
+	Date: "2026-12-05",
+	Name: "SkyPilot's GCP catalog, github.com/skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv at commit 006059e",
+}
+
 // Catalog is the shipped table: CatalogSource's prices for the regions that offer B200 or H200
-// machines (that compilation's tools/acceleratortyperegion.csv), and GKE's cluster fee, the same
-// in every region (FeeSource: "applies to all GKE clusters").
-var Catalog = tableOf(&CatalogSource, catalogPrices).With(Table{Prices: map[SKU]Price{
+// machines (that compilation's tools/acceleratortyperegion.csv), GPUSource's GPU machines, and
+// GKE's cluster fee, the same in every region (FeeSource: "applies to all GKE clusters").
+var Catalog = tableOf(&CatalogSource, catalogPrices).With(tableOf(&GPUSource, gpuMachinePrices())).With(Table{Prices: map[SKU]Price{
 	{Name: "gke-cluster", Region: AnyRegion}: {USD: ClusterFeeUSDPerHour, Source: &FeeSource},
 }})
+
+// machineRows are GPUSource's two rows of a machine in one zone: vCPUs and memory, and GPUs.
+type machineRows struct{ host, gpus float64 }
+
+// gpuMachinePrices are GPUSource's machines whose rows hold together: a machine is priced in a
+// region only when its spot price is below its on-demand price, row by row. What is left out,
+// and why:
+//   - a4-highgpu-8g on demand (reservations bill at it) and flex-start: the catalog's B200 rows
+//     give two on-demand prices, 64.44 and 90.216 per hour, in regions Google prices alike
+//     (us-east4 against us-east1), so neither can be trusted; it has no flex-start price.
+//   - a3-ultragpu-8g outside us-central1, us-east4 and us-west1: its H200 rows there have a spot
+//     price above the on-demand one (us-south1: 43.9512 against 36.60258), or none.
+//
+// A4 bills its vCPUs and memory within the GPU slice (hardware catalog's CatalogSlice), and its
+// machine row is priced 0.0: the GPU row is the machine's price.
+func gpuMachinePrices() map[string]map[string]float64 {
+	a4Spot := map[string]float64{
+		"asia-northeast1": 39.128, "asia-southeast1": 35.5712, "europe-north1": 35.8672,
+		"europe-west4": 35.8672, "us-central1": 32.6064, "us-east1": 32.6064, "us-east4": 32.6064,
+		"us-south1": 32.6064, "us-west2": 32.6064, "us-west3": 32.6064,
+	}
+	a3UltraOnDemand := map[string]machineRows{
+		"us-central1": {12.266, 74.49392}, "us-east4": {12.266, 74.49392}, "us-west1": {12.266, 74.49392},
+	}
+	a3UltraSpot := map[string]machineRows{
+		"us-central1": {3.74713, 37.2472}, "us-east4": {2.80034, 29.2536}, "us-west1": {3.74713, 37.2472},
+	}
+	sum := func(rows map[string]machineRows) map[string]float64 {
+		out := map[string]float64{}
+		for region, r := range rows {
+			out[region] = r.host + r.gpus
+		}
+		return out
+	}
+	return map[string]map[string]float64{
+		"a4-highgpu-8g/spot":  a4Spot,
+		"a3-ultragpu-8g":      sum(a3UltraOnDemand),
+		"a3-ultragpu-8g/spot": sum(a3UltraSpot),
+	}
+}
 
 // catalogPrices are USD per hour (machine types, on-demand) or per GiB-month (pd-balanced: the
 // CPU nodes' boot disks, GKE's default disk type; gcs-standard: Standard storage in a regional
