@@ -85,11 +85,11 @@ func TestTimingsComeFromTheTables(t *testing.T) {
 // The duration pattern and its normal form, on the shapes the docs use.
 func TestDurationsAreReadAlike(t *testing.T) {
 	for in, want := range map[string]string{
-		"takes 15 to 30 minutes of it":        "15 to 30 min",
-		"10–15 min":                           "10 to 15 min",
-		"about 35 minutes to 2 hours":         "35 min to 2 h",
-		"11 min 30 s":                         "11 min 30 s",
-		"359 s":                               "359 s",
+		"takes 15 to 30 minutes of it":         "15 to 30 min",
+		"10–15 min":                            "10 to 15 min",
+		"about 35 minutes to 2 hours":          "35 min to 2 h",
+		"11 min 30 s":                          "11 min 30 s",
+		"359 s":                                "359 s",
 		"a 2-core, 24 GiB machine, 7 GiB peak": "",
 	} {
 		got := duration.FindString(in)
