@@ -136,7 +136,9 @@ func TestAStackWithJobHasNoQueue(t *testing.T) {
 
 // What `up` does with the experiments: a queued RayJob is replaced when its labels (its queue,
 // its priority class) change; the data preparations run one after another, as they fill one
-// Hugging Face cache; and the plan warns that Kueue is pinned by tag.
+// Hugging Face cache. Kueue's image, by tag in its release manifest, is not warned about on every
+// plan: no user could act on it before the first `up` (docs/operations.md, Kueue itself, says how
+// to read the digest that runs).
 func TestQueuedExperimentsAreAppliedInTurn(t *testing.T) {
 	res := plantest.Plan(t, "smoke", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4")
 	for _, name := range []string{"a", "b"} {
@@ -150,11 +152,9 @@ func TestQueuedExperimentsAreAppliedInTurn(t *testing.T) {
 	require.NotNil(t, second)
 	assert.Contains(t, second.Dependencies, first.URN, "b's preparation waits for a's")
 	assert.NotContains(t, first.Dependencies, second.URN)
-	warned := false
 	for _, w := range res.Warnings {
-		warned = warned || (w.Key == "jobs" && strings.Contains(w.Message, queue.Image))
+		assert.NotContains(t, w.Message, queue.Image, "no warning a user cannot act on: %s", w.Key)
 	}
-	assert.True(t, warned, "Kueue pinned by tag is named: %v", res.Warnings)
 
 	single := plantest.Plan(t, "smoke").Find("kubernetes:ray.io/v1:RayJob", "grpo-rayjob")
 	require.NotNil(t, single)

@@ -11,7 +11,6 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/internal/kinds"
 	"gke-rl/workloads"
-	"gke-rl/workloads/queue"
 )
 
 // warnings are the problems worth a look that do not stop the plan, `key: message` like errors.
@@ -27,11 +26,6 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) E
 	warnInapplicable(c, &warns)
 	warnRecipeSize(c, &warns)
 	warnImageDigest(c, &warns)
-	if c.Queued() {
-		// The release's digest is published with it, which the planner cannot read offline.
-		warns.Add(KeyJobs, "the queue installs Kueue %s from its release manifest (%s) and runs its image by tag (%s): the install step checks the running image's tag, not its content; compare the digest the release names with `kubectl -n %s get pods -o jsonpath='{..imageID}'` after the first `up`",
-			queue.KueueVersion, queue.ManifestURL, queue.Image, queue.Namespace)
-	}
 	warnSingleRunLeft(c, &warns)
 	if c.Storage.Adopt {
 		warns.Add("storage.adopt", "is on: the next `pulumi up` imports the kept storage; once it has, turn it off (`pulumi config set --path storage.adopt false`): "+
