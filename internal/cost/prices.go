@@ -50,8 +50,9 @@ type machineRows struct{ host, gpus float64 }
 // region only when its spot price is below its on-demand price, row by row. What is left out,
 // and why:
 //   - a4-highgpu-8g on demand (reservations bill at it) and flex-start: the catalog's B200 rows
-//     give two on-demand prices, 64.44 and 90.216 per hour, in regions Google prices alike
-//     (us-east4 against us-east1), so neither can be trusted; it has no flex-start price.
+//     give two on-demand prices, 64.44 and 90.216 per hour, among regions that share one spot
+//     price (32.6064: us-east4 and us-east1 among them), and no public record at hand tells
+//     which is the list price; the catalog has no flex-start price.
 //   - a3-ultragpu-8g outside us-central1, us-east4 and us-west1: its H200 rows there have a spot
 //     price above the on-demand one (us-south1: 43.9512 against 36.60258), or none.
 //
