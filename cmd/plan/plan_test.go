@@ -383,3 +383,20 @@ func TestCLIConfigInTwoWords(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "error: --config takes PATH=VALUE, one word: did you mean --config gpu.nodes=2?\n")
 }
+
+// The queue docs/operations.md shows (Several experiments: a queue) is what the plan prints for
+// the command it gives: a price or a line that changes shows there too.
+func TestOperationsShowsTheQueueThePlanPrints(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.baseline.maxSteps=4",
+		"--config", "jobs.kl-low.klCoef=0.0005", "--config", "jobs.kl-high.klCoef=0.01", "--config", "jobs.kl-high.priority=10")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	_, queue, ok := strings.Cut(out, "\nQueue (")
+	require.True(t, ok, "the plan shows the queue")
+	queue, _, _ = strings.Cut(queue, "\nSettings of the experiments")
+	doc, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "docs", "operations.md"))
+	require.NoError(t, err)
+	_, shown, ok := strings.Cut(string(doc), "```\nQueue (")
+	require.True(t, ok, "the guide shows the queue")
+	shown, _, _ = strings.Cut(shown, "\n```\n")
+	assert.Equal(t, queue, shown)
+}
