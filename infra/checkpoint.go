@@ -9,6 +9,7 @@ import (
 
 	"gke-rl/internal/kinds"
 	"gke-rl/internal/words"
+	"gke-rl/workloads"
 )
 
 // CheckpointBytesPerParameter is what one full training checkpoint holds per model parameter
@@ -128,3 +129,30 @@ func formatParams(p float64) string {
 	}
 	return strconv.FormatFloat(p/1e6, 'f', -1, 64) + "M"
 }
+
+// WeightBytesPerParameter is a model's weights on the shared volume: bf16, as the Hub ships the
+// models of the program's table and as NeMo RL's Megatron conversion writes them.
+const WeightBytesPerParameter = 2
+
+// modelCopiesGB is what one model takes on the shared volume beside the checkpoints: the data
+// preparation's download (models/) and the run's checked copy of it (checkpoints/.gke-rl/
+// models/, which run.sh promotes once a model and revision, for every experiment of them).
+// ok is false when the model's size is unknown.
+func modelCopiesGB(j JobConfig) (float64, bool) {
+	params, ok := jobParameters(j)
+	return 2 * params * WeightBytesPerParameter / 1e9, ok
+}
+
+// conversionGB is NeMo RL's conversion of the model to Megatron's format, in the experiment's
+// checkpoint directory (workloads.NeMoRLConversionDir), when its effective configuration trains
+// with Megatron; 0 otherwise.
+func conversionGB(f kinds.Framework, j JobConfig) float64 {
+	params, ok := jobParameters(j)
+	if !ok || !workloads.ConvertsToMegatron(f, j.Recipe, j.Args) {
+		return 0
+	}
+	return params * WeightBytesPerParameter / 1e9
+}
+
+// modelKey names a model's copies on the volume: one per repository and revision.
+func modelKey(j JobConfig) string { return j.Model + "@" + j.Revisions[j.Model] }

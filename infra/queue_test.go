@@ -184,16 +184,22 @@ func TestTheQueueRunsNoMoreExperimentsThanTheCPUPoolHolds(t *testing.T) {
 }
 
 // The experiments share one Lustre instance: three that each fit b200-spot's 19,327 GB alone
-// (6 kept, 7 at the peak of 1,152 GB) do not fit it together, and the error names each one's
-// share; two do.
+// (6 kept, 7 at the peak of 1,152 GB, each with its Megatron conversion) do not fit it together
+// with the model's download and checked copy, and the error names each one's share; two do.
 func TestTheExperimentsCheckpointsFitTheVolumeTogether(t *testing.T) {
 	three := []string{"jobs.a.keepCheckpoints=6", "jobs.b.keepCheckpoints=6", "jobs.c.keepCheckpoints=6"}
 	_, err := plantest.TryPlan("b200-spot", three...)
 	require.Error(t, err)
-	assert.Equal(t, "invalid stack configuration:\njobs: the experiments' checkpoints at their peak need 24192 GB together (a 7 × 1152 GB, b 7 × 1152 GB, c 7 × 1152 GB), "+
+	assert.Equal(t, "invalid stack configuration:\njobs: the experiments' checkpoints at their peak need 24912 GB together (a 7 × 1152 GB + its Megatron conversion 144 GB, "+
+		"b 7 × 1152 GB + its Megatron conversion 144 GB, c 7 × 1152 GB + its Megatron conversion 144 GB, the models' downloads and checked copies 288 GB), "+
 		"more than the Lustre instance's 19327 GB (storage.capacityGib 18000), which they share; "+
 		"allowed: fewer checkpoints kept (job.keepCheckpoints, jobs.<name>.keepCheckpoints), fewer experiments, or a larger storage.capacityGib", err.Error())
 	plantest.Plan(t, "b200-spot", three[:2]...)
+	// The experiments of one model share its download and checked copy; another model brings
+	// its own.
+	_, err = plantest.TryPlan("b200-spot", append(three, "jobs.c.model=Qwen/Qwen2.5-32B-Instruct", "jobs.c.recipe=")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the models' downloads and checked copies 416 GB", "72B and 32B, each twice in bf16")
 	// A stopped experiment's checkpoints stay on the volume: it counts what it kept.
 	_, err = plantest.TryPlan("b200-spot", append(three, "jobs.c.enabled=false")...)
 	require.Error(t, err)

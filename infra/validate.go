@@ -521,17 +521,37 @@ func validateJobBounds(c *Config, errs *Errors) {
 	// (validateStorage runs first): a wrong size is its own error.
 	if e := estimateCheckpoint(c); e != nil && c.Storage.Type == kinds.Lustre && j.KeepCheckpoints > 0 && !errs.Has("storage.capacityGib") {
 		capacityGB := float64(c.Storage.CapacityGiB) * (1 << 30) / 1e9
-		fits := func(keep int) bool { peak, _ := checkpointsAtPeak(c, keep); return float64(peak)*e.GB <= capacityGB }
+		// Beside the checkpoints the volume holds the model twice, and with NeMo RL on
+		// Megatron its conversion, in the run's checkpoint directory.
+		copies, _ := modelCopiesGB(j)
+		conversion := conversionGB(c.Framework, j)
+		resident := copies + conversion
+		fits := func(keep int) bool {
+			peak, _ := checkpointsAtPeak(c, keep)
+			return float64(peak)*e.GB+resident <= capacityGB
+		}
 		if !fits(j.KeepCheckpoints) {
 			allowed := j.KeepCheckpoints
 			for allowed > 0 && !fits(allowed) {
 				allowed--
 			}
 			peak, why := checkpointsAtPeak(c, j.KeepCheckpoints)
-			errs.Add("job.keepCheckpoints", "%d checkpoints at the peak (%s) need %.0f GB (%.0f GB each), more than the Lustre instance's %.0f GB (storage.capacityGib %d); allowed: at most %d, or a larger storage.capacityGib",
-				peak, why, float64(peak)*e.GB, e.GB, capacityGB, c.Storage.CapacityGiB, allowed)
+			errs.Add("job.keepCheckpoints", "%d checkpoints at the peak (%s) need %.0f GB (%.0f GB each)%s, more than the Lustre instance's %.0f GB (storage.capacityGib %d); allowed: at most %d, or a larger storage.capacityGib",
+				peak, why, float64(peak)*e.GB, e.GB, besideModel(float64(peak)*e.GB, copies, conversion), capacityGB, c.Storage.CapacityGiB, allowed)
 		}
 	}
+}
+
+// besideModel says what of the model the volume holds beside the checkpoints (its download and
+// checked copy, and a Megatron conversion), and the sum.
+func besideModel(checkpointsGB, copies, conversion float64) string {
+	switch {
+	case copies == 0:
+		return ""
+	case conversion == 0:
+		return fmt.Sprintf(", and the model's download and checked copy %.0f GB more: %.0f GB in all", copies, checkpointsGB+copies)
+	}
+	return fmt.Sprintf(", and the model's download, checked copy and Megatron conversion %.0f GB more: %.0f GB in all", copies+conversion, checkpointsGB+copies+conversion)
 }
 
 // checkpointsAtPeak is how many checkpoints the shared volume holds at most during a run that
@@ -766,8 +786,9 @@ func validateQueueCheckpoints(c *Config, errs *Errors) {
 		return
 	}
 	capacityGB := float64(c.Storage.CapacityGiB) * (1 << 30) / 1e9
-	total := 0.0
+	total, models := 0.0, 0.0
 	var parts []string
+	copied := map[string]bool{}
 	for _, j := range c.Jobs {
 		e := c.ForExperiment(j)
 		est := estimateCheckpoint(e)
@@ -780,12 +801,26 @@ func validateQueueCheckpoints(c *Config, errs *Errors) {
 			peak, _ = checkpointsAtPeak(e, j.KeepCheckpoints)
 		}
 		total += float64(peak) * est.GB
-		parts = append(parts, fmt.Sprintf("%s %d × %.0f GB", j.Name, peak, est.GB))
+		part := fmt.Sprintf("%s %d × %.0f GB", j.Name, peak, est.GB)
+		if conversion := conversionGB(e.Framework, e.Job); conversion > 0 {
+			total += conversion
+			part += fmt.Sprintf(" + its Megatron conversion %.0f GB", conversion)
+		}
+		parts = append(parts, part)
+		// The experiments of one model and revision share its download and checked copy.
+		if key := modelKey(e.Job); !copied[key] {
+			copied[key] = true
+			copies, _ := modelCopiesGB(e.Job)
+			models += copies
+		}
 	}
-	if total > capacityGB {
+	if models > 0 {
+		parts = append(parts, fmt.Sprintf("the models' downloads and checked copies %.0f GB", models))
+	}
+	if total+models > capacityGB {
 		errs.Add(KeyJobs, "the experiments' checkpoints at their peak need %.0f GB together (%s), more than the Lustre instance's %.0f GB (storage.capacityGib %d), which they share; "+
 			"allowed: fewer checkpoints kept (job.keepCheckpoints, jobs.<name>.keepCheckpoints), fewer experiments, or a larger storage.capacityGib",
-			total, strings.Join(parts, ", "), capacityGB, c.Storage.CapacityGiB)
+			total+models, strings.Join(parts, ", "), capacityGB, c.Storage.CapacityGiB)
 	}
 }
 

@@ -65,11 +65,16 @@ func CheckRun(f kinds.Framework, r Run) []Problem {
 // CheckCommand runs the same checks on the overrides of a command line (`key=value` words after
 // the trainer's module or the recipe), whoever wrote it.
 func CheckCommand(f kinds.Framework, recipe string, args []string) []Problem {
+	return check(f, recipe, parseArgs(args))
+}
+
+// parseArgs reads `key=value` words as overrides, each named by its position.
+func parseArgs(args []string) []Override {
 	overrides := make([]Override, len(args))
 	for i, arg := range args {
 		overrides[i] = frameworkconfig.ParseOverride(arg, fmt.Sprintf("argument %d", i+1))
 	}
-	return check(f, recipe, overrides)
+	return overrides
 }
 
 func check(f kinds.Framework, recipe string, overrides []Override) []Problem {
@@ -210,4 +215,20 @@ func nemoRLChecks(e *frameworkconfig.Effective) []Problem {
 		}
 	}
 	return out
+}
+
+// ConvertsToMegatron reports whether a NeMo RL run of recipe and args trains with Megatron
+// (policy.megatron_cfg.enabled in its effective configuration), and so converts the model to
+// Megatron's format before it trains: one more copy of the weights, in the experiment's
+// checkpoint directory. The program's own overrides leave that key alone.
+func ConvertsToMegatron(f kinds.Framework, recipe string, args []string) bool {
+	if f != kinds.NeMoRL {
+		return false
+	}
+	table, err := load(f, recipe)
+	if err != nil {
+		return false
+	}
+	eff, _ := table.Apply(parseArgs(args))
+	return eff.Bool("policy.megatron_cfg.enabled")
 }

@@ -122,3 +122,15 @@ func TestVerlSizingFollowsTheModel(t *testing.T) {
 	assert.Equal(t, 8, large.RolloutTensorParallel, "vLLM across the node")
 	assert.Equal(t, large, workloads.SizeVerl(0, 8), "an unknown size gets the largest class")
 }
+
+// A NeMo RL run converts the model to Megatron's format when its effective configuration trains
+// with Megatron: its 70B recipe does, its 8B one does not, and an override decides over the
+// recipe; verl never does.
+func TestConvertsToMegatronReadsTheEffectiveConfiguration(t *testing.T) {
+	const megatron = "examples/configs/grpo_math_70B_megatron.yaml"
+	assert.True(t, workloads.ConvertsToMegatron(kinds.NeMoRL, megatron, nil))
+	assert.False(t, workloads.ConvertsToMegatron(kinds.NeMoRL, megatron, []string{"policy.megatron_cfg.enabled=false"}))
+	assert.False(t, workloads.ConvertsToMegatron(kinds.NeMoRL, workloads.DefaultNeMoRLRecipe, nil))
+	assert.True(t, workloads.ConvertsToMegatron(kinds.NeMoRL, workloads.DefaultNeMoRLRecipe, []string{"policy.megatron_cfg.enabled=true"}))
+	assert.False(t, workloads.ConvertsToMegatron(kinds.Verl, "", nil))
+}
