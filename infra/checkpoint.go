@@ -137,10 +137,10 @@ const WeightBytesPerParameter = 2
 // modelCopiesGB is what one model takes on the shared volume beside the checkpoints: the data
 // preparation's download (models/) and the run's checked copy of it (checkpoints/.gke-rl/
 // models/, which run.sh promotes once a model and revision, for every experiment of them).
-// ok is false when the model's size is unknown.
-func modelCopiesGB(j JobConfig) (float64, bool) {
-	params, ok := jobParameters(j)
-	return 2 * params * WeightBytesPerParameter / 1e9, ok
+// 0 when the model's size is unknown.
+func modelCopiesGB(j JobConfig) float64 {
+	params, _ := jobParameters(j)
+	return 2 * params * WeightBytesPerParameter / 1e9
 }
 
 // conversionGB is NeMo RL's conversion of the model to Megatron's format, in the experiment's

@@ -523,7 +523,7 @@ func validateJobBounds(c *Config, errs *Errors) {
 		capacityGB := float64(c.Storage.CapacityGiB) * (1 << 30) / 1e9
 		// Beside the checkpoints the volume holds the model twice, and with NeMo RL on
 		// Megatron its conversion, in the run's checkpoint directory.
-		copies, _ := modelCopiesGB(j)
+		copies := modelCopiesGB(j)
 		conversion := conversionGB(c.Framework, j)
 		resident := copies + conversion
 		fits := func(keep int) bool {
@@ -810,8 +810,7 @@ func validateQueueCheckpoints(c *Config, errs *Errors) {
 		// The experiments of one model and revision share its download and checked copy.
 		if key := modelKey(e.Job); !copied[key] {
 			copied[key] = true
-			copies, _ := modelCopiesGB(e.Job)
-			models += copies
+			models += modelCopiesGB(e.Job)
 		}
 	}
 	if models > 0 {
