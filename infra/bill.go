@@ -7,6 +7,7 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/internal/cost"
 	"gke-rl/internal/kinds"
+	"gke-rl/internal/words"
 )
 
 // billOf is the stack's bill of materials: what bills while the GPU nodes train and while the
@@ -116,14 +117,6 @@ func GPUSKU(machine string, p kinds.Provisioning, mode kinds.Mode) string {
 	return name
 }
 
-// plural is "1 checkpoint", "2 checkpoints".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // keptCheckpoints are the checkpoints the stack keeps on its storage, said and in GB: the run's,
 // or every experiment's of a queue (a stopped one's too: its checkpoints stay). ok is false when
 // a model's size is unknown.
@@ -133,7 +126,7 @@ func keptCheckpoints(c *Config, bp *Blueprint) (string, float64, bool) {
 		if ck == nil {
 			return "", 0, false
 		}
-		return fmt.Sprintf("%s of %.0f GB", plural(c.Job.KeepCheckpoints, "checkpoint"), ck.GB), float64(c.Job.KeepCheckpoints) * ck.GB, true
+		return fmt.Sprintf("%s of %.0f GB", words.Count(c.Job.KeepCheckpoints, "checkpoint"), ck.GB), float64(c.Job.KeepCheckpoints) * ck.GB, true
 	}
 	total, count := 0.0, 0
 	for _, j := range c.Jobs {
@@ -144,5 +137,5 @@ func keptCheckpoints(c *Config, bp *Blueprint) (string, float64, bool) {
 		total += float64(j.KeepCheckpoints) * ck.GB
 		count += j.KeepCheckpoints
 	}
-	return fmt.Sprintf("%s of %s", plural(count, "checkpoint"), plural(len(c.Jobs), "experiment")), total, true
+	return fmt.Sprintf("%s of %s", words.Count(count, "checkpoint"), words.Count(len(c.Jobs), "experiment")), total, true
 }

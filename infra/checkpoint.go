@@ -154,5 +154,8 @@ func conversionGB(f kinds.Framework, j JobConfig) float64 {
 	return params * WeightBytesPerParameter / 1e9
 }
 
-// modelKey names a model's copies on the volume: one per repository and revision.
-func modelKey(j JobConfig) string { return j.Model + "@" + j.Revisions[j.Model] }
+// modelKey names a model's copies on the volume: the directory the data preparation downloads
+// it to (one per repository and revision), which names its checked copy too.
+func modelKey(j JobConfig) string {
+	return workloads.Run{Model: j.Model, Revisions: j.Revisions}.ModelDir()
+}

@@ -15,6 +15,7 @@ import (
 	"gke-rl/internal/kinds"
 	"gke-rl/internal/naming"
 	"gke-rl/internal/offers"
+	"gke-rl/internal/words"
 	"gke-rl/workloads"
 	"gke-rl/workloads/queue"
 )
@@ -732,7 +733,7 @@ func validateQueueResumes(c *Config, errs *Errors) {
 		if c.Framework == kinds.Verl && from.Nodes != j.Nodes {
 			*errs = append(*errs, experimentError(j, FieldError{Key: "job.resumeFrom", Message: fmt.Sprintf(
 				"%s trains on %s and %s on %d: verl saves one checkpoint shard per GPU, which another GPU count cannot load; allowed: the same node count as %s (jobs.%s.nodes %d)",
-				quote(from.Name), plural(from.Nodes, "GPU node"), j.Name, j.Nodes, from.Name, j.Name, from.Nodes)}))
+				quote(from.Name), words.Count(from.Nodes, "GPU node"), j.Name, j.Nodes, from.Name, j.Name, from.Nodes)}))
 		}
 	}
 }

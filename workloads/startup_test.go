@@ -134,3 +134,15 @@ func TestConvertsToMegatronReadsTheEffectiveConfiguration(t *testing.T) {
 	assert.True(t, workloads.ConvertsToMegatron(kinds.NeMoRL, workloads.DefaultNeMoRLRecipe, []string{"policy.megatron_cfg.enabled=true"}))
 	assert.False(t, workloads.ConvertsToMegatron(kinds.Verl, "", nil))
 }
+
+// ConvertsToMegatron reads the recipe and job.args only: the program's own overrides of a NeMo RL
+// run never turn Megatron on or off, so what it reports is what the run does.
+func TestTheProgramsOverridesLeaveMegatronAsTheRecipeSays(t *testing.T) {
+	for _, recipe := range []string{"examples/configs/grpo_math_70B_megatron.yaml", workloads.DefaultNeMoRLRecipe} {
+		r := run()
+		r.Recipe = recipe
+		for _, o := range workloads.Overrides(kinds.NeMoRL, r) {
+			assert.NotEqual(t, "policy.megatron_cfg.enabled", o.Key, recipe)
+		}
+	}
+}

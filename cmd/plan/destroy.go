@@ -227,7 +227,7 @@ func WriteDestroy(out io.Writer, d *DestroyPlan) error {
 	w := &errWriter{w: out}
 	fmt.Fprintf(w, "Destroy plan for stack %s (offline)\n", d.Stack)
 	if len(d.Protected) > 0 {
-		fmt.Fprintf(w, "\n`pulumi destroy` stops before deleting anything while %s in the stack:\n", isAre(words.Count(len(d.Protected), "protected resource"), len(d.Protected)))
+		fmt.Fprintf(w, "\n`pulumi destroy` stops before deleting anything while %s in the stack:\n", words.CountIs(len(d.Protected), "protected resource"))
 		for _, res := range d.Protected {
 			fmt.Fprintf(w, "  %s %s\n", res.Type, res.Name)
 		}
@@ -324,12 +324,4 @@ func WriteDestroyJSON(w io.Writer, d *DestroyPlan) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
-}
-
-// isAre is what, with "is" or "are" after it as n says.
-func isAre(what string, n int) string {
-	if n == 1 {
-		return what + " is"
-	}
-	return what + " are"
 }

@@ -78,7 +78,7 @@ func changedSettings(before, after map[string]jsonSetting) []string {
 	if before == nil || after == nil {
 		return nil
 	}
-	keys := slices.Sorted(maps.Keys(after))
+	keys := slices.Collect(maps.Keys(after))
 	for k := range before {
 		if _, ok := after[k]; !ok {
 			keys = append(keys, k)

@@ -13,3 +13,12 @@ func Count(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// CountIs is Count with the verb that agrees with it: "1 protected resource is", "2 protected
+// resources are".
+func CountIs(n int, noun string) string {
+	if n == 1 {
+		return Count(n, noun) + " is"
+	}
+	return Count(n, noun) + " are"
+}
