@@ -15,6 +15,11 @@ import (
 func NeMoRLOverrides(r Run) []Override {
 	o := []Override{
 		set("policy.model_name", r.TrainingModelDir(), "job.model"),
+		// The 10-40B recipe names its tokenizer by Hub ID (policy.tokenizer.name:
+		// Qwen/Qwen2.5-32B), which NeMo RL loads with trust_remote_code from the shared
+		// volume's Hub cache (modelSourceChecks says why that is refused): the tokenizer is
+		// the model's own, from the checked copy.
+		set("policy.tokenizer.name", r.TrainingModelDir(), "job.model"),
 		set("cluster.num_nodes", fmt.Sprint(r.Nodes), "gpu.nodes"),
 		set("cluster.gpus_per_node", fmt.Sprint(r.GPUsPerNode), "gpu.type"),
 		set("grpo.num_prompts_per_step", fmt.Sprint(r.PromptsPerStep), "job.promptsPerStep"),

@@ -16,6 +16,9 @@ import (
 //go:embed run.sh
 var runScript string
 
+//go:embed reward.py
+var rewardModule string
+
 // The run's script reaches the Ray pods as a file of a ConfigMap, not inlined in the entrypoint:
 // Ray shows every job's entrypoint (`ray job list`, the dashboard) and stores it with the job,
 // and run.sh with its comments is some 7 KB. The entrypoint stays a short command that names it.
@@ -23,6 +26,9 @@ const (
 	// RunScriptConfigMap holds run.sh (key RunScriptKey) in the workload namespace.
 	RunScriptConfigMap = "gke-rl-run-script"
 	RunScriptKey       = "run.sh"
+	// RewardKey is verl's reward module (reward.py) in the same ConfigMap: the program's
+	// choice of scorer, which only `pulumi up` writes (VerlReward says why).
+	RewardKey = "reward.py"
 	// RunScriptDir is where the Ray pods mount it, read-only.
 	RunScriptDir    = "/etc/gke-rl"
 	runScriptVolume = "run-script"
@@ -31,17 +37,23 @@ const (
 // RunScriptPath is run.sh's path on the Ray pods.
 var RunScriptPath = path.Join(RunScriptDir, RunScriptKey)
 
+// RewardPath is the reward module's path on the Ray pods.
+var RewardPath = path.Join(RunScriptDir, RewardKey)
+
 // RunScript is run.sh, what RunScriptPath holds.
 func RunScript() string { return runScript }
 
-// RunScriptObject is the ConfigMap that holds run.sh. A new release of the script updates it in
+// RewardModule is reward.py, what RewardPath holds.
+func RewardModule() string { return rewardModule }
+
+// RunScriptObject is the ConfigMap that holds run.sh and verl's reward module. A new release of the script updates it in
 // place: the kubelet swaps the mounted file atomically, so an attempt that is running keeps
 // reading the script it started with, and the next attempt runs the new one.
 func RunScriptObject(namespace string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: RunScriptConfigMap, Namespace: namespace},
-		Data:       map[string]string{RunScriptKey: runScript},
+		Data:       map[string]string{RunScriptKey: runScript, RewardKey: rewardModule},
 	}
 }
 

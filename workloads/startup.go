@@ -86,6 +86,7 @@ func check(f kinds.Framework, recipe string, overrides []Override) []Problem {
 	for i := range problems {
 		problems[i].Message += foreignHint(f, problems[i].Message)
 	}
+	problems = append(problems, modelSourceChecks(f, eff)...)
 	if f == kinds.Verl {
 		return append(problems, verlChecks(eff)...)
 	}

@@ -114,6 +114,8 @@ func VerlOverrides(r Run) []Override {
 		// when the dataset loads.
 		fixed("data.filter_overlong_prompts", "True", "a prompt longer than job.maxPromptLength would stop the run at the same step after every resume (data.truncation=error); it is left out when the dataset loads, as in verl's examples"),
 		set("actor_rollout_ref.model.path", r.TrainingModelDir(), "job.model"),
+		fixed("custom_reward_function.path", RewardPath, whyReward),
+		set("custom_reward_function.name", VerlRewardFunctions[r.Dataset], "job.dataset"),
 		fixed("actor_rollout_ref.model.use_remove_padding", "True", "padding is removed before the forward pass, which the models the program sizes support (verl's GRPO examples)"),
 		// One optimizer step per GRPO step, as with NeMo RL; verl requires
 		// train_batch_size >= ppo_mini_batch_size (default 256).
@@ -257,6 +259,18 @@ const (
 
 // VerlRepository is where the verl source comes from.
 const VerlRepository = "https://github.com/volcengine/verl.git"
+
+// whyReward is why a verl run scores with the program's reward module (reward.py).
+const whyReward = "the program's reward module scores every row with the scorer of job.dataset: verl's default picks it by each row's data_source, which whoever writes the dataset chooses (some scorers run code from the row)"
+
+// VerlRewardFunctions maps each of VerlDatasets to the function of the program's reward module
+// (reward.py, at RewardPath) that scores it: the dataset's own scorer in verl, the one verl's
+// default reward picks for the data_source that the dataset's preprocessing script writes
+// (verl/utils/reward_score/__init__.py, default_compute_score, v0.6.0).
+var VerlRewardFunctions = map[string]string{
+	"gsm8k": "gsm8k",
+	"math":  "math",
+}
 
 // VerlDatasets maps the `job.dataset` values verl can prepare to their preprocessing script in
 // verl's examples.

@@ -77,6 +77,7 @@ func TestNeMoRLEntrypoint(t *testing.T) {
 	o := overrides(ws[8:])
 	assert.Equal(t, map[string]string{
 		"policy.model_name":                  "/lustre/checkpoints/.gke-rl/models/Qwen/Qwen2.5-72B-Instruct", // run.sh's checked copy
+		"policy.tokenizer.name":              "/lustre/checkpoints/.gke-rl/models/Qwen/Qwen2.5-72B-Instruct", // the model's own tokenizer, not a Hub ID
 		"cluster.num_nodes":                  "8",
 		"cluster.gpus_per_node":              "8",
 		"grpo.max_num_steps":                 "20",

@@ -2,6 +2,8 @@ package frameworkconfig
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -129,6 +131,18 @@ func (e *Effective) Int(key string) (int, bool) {
 func (e *Effective) Bool(key string) bool {
 	b, _ := e.Value(key).(bool)
 	return b
+}
+
+// Keys are the effective config's keys, the table's and those the overrides added, sorted.
+func (e *Effective) Keys() []string {
+	keys := slices.Collect(maps.Keys(e.Table.Keys))
+	for k, o := range e.set {
+		if _, ok := e.Table.Keys[k]; !ok && o.Prefix != "~" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // IsSet reports whether a key has a non-null effective value.

@@ -1,0 +1,139 @@
+package workloads_test
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/test/clitest"
+	"gke-rl/test/golden"
+	"gke-rl/workloads"
+)
+
+func TestVerlScoresWithTheProgramsReward(t *testing.T) {
+	for dataset := range workloads.VerlDatasets {
+		r := run()
+		r.Dataset = dataset
+		args := map[string]string{}
+		for _, o := range workloads.VerlOverrides(r) {
+			args[o.Key] = o.Value
+		}
+		assert.Equal(t, "/etc/gke-rl/reward.py", args["custom_reward_function.path"], dataset)
+		name := args["custom_reward_function.name"]
+		require.NotEmpty(t, name, "%s: a dataset verl prepares has the program's scorer", dataset)
+		assert.Regexp(t, regexp.MustCompile(`(?m)^def `+regexp.QuoteMeta(name)+`\(`), workloads.RewardModule(), "%s: reward.py defines %s", dataset, name)
+	}
+	cm := workloads.RunScriptObject("ns")
+	assert.Equal(t, workloads.RewardModule(), cm.Data["reward.py"], "the reward module ships beside run.sh, read-only on the Ray pods")
+}
+
+// rewardHarness runs verl v0.6.0's own reward path (testdata/verl/v0.6.0) on one row: verl's
+// default reward (default_compute_score) when no module is given, else verl's loader of a custom
+// reward function (get_custom_reward_fn, taken from verl/trainer/ppo/reward.py as it is, without
+// the module's torch and Ray imports) on the module, called with the keywords
+// NaiveRewardManager passes (read from verl/workers/reward_manager/naive.py). It prints the
+// score, whether the marker file exists and whether prime_math was imported.
+const rewardHarness = `
+import ast, importlib.util, json, os, sys, typing
+from functools import partial
+verl, module, name, data_source, solution, ground_truth, marker = sys.argv[1:8]
+sys.path.insert(0, verl)
+
+def functions(path, names):
+    tree = ast.parse(open(path).read())
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+
+if module:
+    loader = functions(os.path.join(verl, "verl/trainer/ppo/reward.py"), {"_call_with_kwargs", "get_custom_reward_fn"})
+    assert len(loader) == 2, "verl's loader of a custom reward function moved"
+    ns = {"importlib": importlib, "os": os, "sys": sys, "partial": partial, "Optional": typing.Optional, "DictConfig": dict, "RawRewardFn": object}
+    exec(compile(ast.Module(body=loader, type_ignores=[]), "verl/trainer/ppo/reward.py", "exec"), ns)
+    score_fn = ns["get_custom_reward_fn"]({"custom_reward_function": {"path": module, "name": name, "reward_kwargs": {}}})
+    call = [n for n in ast.walk(ast.parse(open(os.path.join(verl, "verl/workers/reward_manager/naive.py")).read()))
+            if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "compute_score"]
+    assert len(call) == 1, "NaiveRewardManager's call of its scorer moved"
+    keywords = [k.arg for k in call[0].keywords]
+    values = {"data_source": data_source, "solution_str": solution, "ground_truth": ground_truth, "extra_info": {}}
+    score = score_fn(**{k: values[k] for k in keywords})
+else:
+    from verl.utils.reward_score import default_compute_score
+    score = default_compute_score(data_source, solution, ground_truth)
+print(json.dumps({"score": score, "ran": os.path.exists(marker), "prime_math": "verl.utils.reward_score.prime_math" in sys.modules}))
+`
+
+type rewardOutcome struct {
+	Score     float64
+	Ran       bool
+	PrimeMath bool `json:"prime_math"`
+}
+
+// scoringPython is a python3 with what verl's scorers import (sympy, and pylatexenc for
+// prime_math): Debian's, with python3-sympy and python3-pylatexenc, which .ci/run installs.
+func scoringPython(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if path, err := exec.LookPath(p); err == nil && exec.Command(path, "-c", "import sympy, pylatexenc").Run() == nil {
+			return path
+		}
+	}
+	msg := "no python3 imports sympy and pylatexenc (Debian packages python3-sympy python3-pylatexenc); this test runs verl's scorers"
+	if os.Getenv(clitest.RequireEnv) != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// TestAHostileRowRunsNoCodeThroughTheReward is the door of a dataset row that chooses its
+// scorer: with verl's default reward, a row marked numina_cn_k12 whose ground truth holds \pi
+// reaches prime_math's grader, which runs it with eval (prime_math/grader.py, handle_pi); with
+// the program's reward module, loaded and called as verl does, the same row is scored by the
+// dataset's own scorer and runs nothing.
+func TestAHostileRowRunsNoCodeThroughTheReward(t *testing.T) {
+	python := scoringPython(t)
+	verl := filepath.Join(golden.RepoRoot(), "testdata", "verl", "v0.6.0")
+	module := filepath.Join(t.TempDir(), "reward.py")
+	require.NoError(t, os.WriteFile(module, []byte(workloads.RewardModule()), 0o444))
+
+	score := func(t *testing.T, module, name, dataSource, solution, groundTruth string) (rewardOutcome, string) {
+		marker := filepath.Join(t.TempDir(), "ran")
+		res := clitest.Run(t, []string{"PYTHONDONTWRITEBYTECODE=1"}, python, "-c", rewardHarness, verl, module, name, dataSource, solution, groundTruth, marker)
+		require.Zero(t, res.Code, res.Stderr)
+		lines := regexp.MustCompile(`(?m)^\{.*\}$`).FindAllString(res.Stdout, -1)
+		require.NotEmpty(t, lines, res.Stdout)
+		var o rewardOutcome
+		require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &o))
+		return o, res.Stdout
+	}
+	// exec(bytes.fromhex(...)) of code that writes the marker, with \pi so that handle_pi evals it.
+	hostile := "exec(bytes.fromhex('" + hex.EncodeToString([]byte(`open(__import__("sys").argv[7], "w").write("x")`)) + "'))#\\pi"
+
+	before, _ := score(t, "", "", "numina_cn_k12", `The answer is \boxed{3}`, hostile)
+	require.True(t, before.PrimeMath && before.Ran, "the hostile row runs its code through verl's default reward (the door this test guards): %+v", before)
+
+	for dataset, name := range workloads.VerlRewardFunctions {
+		t.Run(dataset, func(t *testing.T) {
+			after, log := score(t, module, name, "numina_cn_k12", `The answer is \boxed{3}`, hostile)
+			assert.False(t, after.Ran, "the row's code ran")
+			assert.False(t, after.PrimeMath, "prime_math was imported")
+			assert.Zero(t, after.Score)
+			assert.Contains(t, log, "using customized reward function '"+name+"'", "verl's loader took the program's function")
+			assert.Contains(t, log, `a row's data_source 'numina_cn_k12' is not`, "a planted row shows in the run's log")
+		})
+	}
+	// The scorers still score: the right answer in each dataset's own format.
+	right, _ := score(t, module, "gsm8k", "openai/gsm8k", "so she pays 18 dollars.\n#### 18", "18")
+	assert.InDelta(t, 1.0, right.Score, 0, "GSM8K's final number after ####")
+	wrong, _ := score(t, module, "gsm8k", "openai/gsm8k", "#### 17", "18")
+	assert.Zero(t, wrong.Score)
+	right, log := score(t, module, "math", "DigitalLearningGmbH/MATH-lighteval", `so \boxed{\frac{1}{2}}`, `\frac{1}{2}`)
+	assert.InDelta(t, 1.0, right.Score, 0, "MATH's boxed answer")
+	assert.NotContains(t, log, "is not", "a row of the dataset's own data_source is not reported")
+}
