@@ -97,8 +97,8 @@ func TestTheShippedStacksArePricedExceptWhereTheCatalogHasNoPrice(t *testing.T) 
 
 // A queue's bucket keeps every experiment's checkpoints, a stopped one's too.
 func TestAQueuesBucketBillsEveryExperimentsCheckpoints(t *testing.T) {
-	one := lineOf(t, plantest.Resolve(t, "smoke").Bill, "Bucket")
-	two := lineOf(t, plantest.Resolve(t, "smoke", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.keepCheckpoints=3", "jobs.b.enabled=false").Bill, "Bucket")
-	assert.Contains(t, two.Detail, "4 checkpoints of 2 experiments")
-	assert.InDelta(t, 4*one.Idle, two.Idle, 4, "smoke keeps one checkpoint; the queue four of the same model (each total rounded up to a GiB)")
+	one := lineOf(t, plantest.Resolve(t, "smoke", "job.keepCheckpoints=2").Bill, "Bucket")
+	two := lineOf(t, plantest.Resolve(t, "smoke", "job.keepCheckpoints=2", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.keepCheckpoints=4", "jobs.b.enabled=false").Bill, "Bucket")
+	assert.Contains(t, two.Detail, "6 checkpoints of 2 experiments")
+	assert.InDelta(t, 3*one.Idle, two.Idle, 4, "the single run keeps two checkpoints; the queue 2 + 4 of the same model (each total rounded up to a GiB)")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,6 +178,12 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		// verl rotates only what its own process saved: a retried run holds an earlier attempt's
 		// checkpoints beside the new ones (verl v0.6.0 checkpoint_manager.py).
 		{"verl's checkpoints of a retried run must fit twice", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]", "job.keepCheckpoints=9"}, "job.keepCheckpoints", "18 checkpoints at the peak (verl keeps an earlier attempt's checkpoints beside a retry's until the next attempt) need 20736 GB (1152 GB each), and the model's download and checked copy 288 GB more: 21024 GB in all, more than the Lustre instance's 19327 GB (storage.capacityGib 18000); allowed: at most 8,"},
+		// verl removes its oldest save before it writes the next (fsdp_checkpoint_manager.py):
+		// with one kept, a preemption mid-save leaves none.
+		{"verl keeping one checkpoint is refused", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]", "job.keepCheckpoints=1"}, "job.keepCheckpoints", "1 with verl can lose the run: verl removes its only checkpoint before it writes the next, so a preemption during that save leaves none and the run starts from step 0; allowed: 2 or more"},
+		// Without retries verl's peak is keepCheckpoints itself: 17 × 1152 + 288 (the model's
+		// download and checked copy, 72B × 2 bytes each) = 19872 GB > 19327 GB.
+		{"verl's checkpoints without retries, one over the instance", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]", "job.backoffLimit=0", "job.keepCheckpoints=17"}, "job.keepCheckpoints", "17 checkpoints at the peak (verl removes the oldest before it saves the next) need 19584 GB (1152 GB each), and the model's download and checked copy 288 GB more: 19872 GB in all, more than the Lustre instance's 19327 GB (storage.capacityGib 18000); allowed: at most 16,"},
 		{"a model size that contradicts the model's name is refused", "b200-spot", []string{"job.modelSize=8B"}, "job.modelSize", "whose name says 72B"},
 		{"an authorized network listed twice is refused", "b200-spot", []string{"cluster.authorizedNetworks[1]=203.0.113.7/32"}, "cluster.authorizedNetworks[1]", "each block once"},
 		{"a notification channel listed twice is refused", "b200-spot", []string{"monitoring.notificationChannels[0]=projects/acme/notificationChannels/1", "monitoring.notificationChannels[1]=projects/acme/notificationChannels/1"}, "monitoring.notificationChannels[1]", "each channel once"},
@@ -185,6 +192,21 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"a negative deadline is refused", "b200-spot", []string{"job.activeDeadlineSeconds=-5"}, "job.activeDeadlineSeconds", "0 (no deadline)"},
 		{"an unknown top-level key is refused", "b200-spot", []string{"gpus=8"}, "gpus", "namespace takes"},
 	})
+}
+
+// The limits of job.keepCheckpoints that no shipped stack reaches: verl's lower bound of 2 and,
+// without retries, its peak of keepCheckpoints itself (16 × 1152 + 288 = 18720 GB fits 19327 GB);
+// NeMo RL may keep 1 (it writes the new save before it removes the old one).
+func TestKeepCheckpointsAtItsLimits(t *testing.T) {
+	verl := []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}
+	for name, overrides := range map[string][]string{
+		"verl keeping 2": append(slices.Clone(verl), "job.keepCheckpoints=2"),
+		"verl without retries keeping 16 (it fits)": append(slices.Clone(verl), "job.backoffLimit=0", "job.keepCheckpoints=16"),
+		"NeMo RL keeping 1":                         {"job.keepCheckpoints=1"},
+	} {
+		_, err := plantest.TryPlan("b200-spot", overrides...)
+		assert.NoError(t, err, name)
+	}
 }
 
 func TestEveryProblemIsReportedAtOnce(t *testing.T) {

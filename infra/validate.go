@@ -434,6 +434,13 @@ func validateJob(c *Config, errs *Errors) {
 			errs.Add(p.key, "%d is not allowed; allowed: a whole number greater than 0", p.value)
 		}
 	}
+	if c.Framework == kinds.Verl && j.KeepCheckpoints == 1 {
+		// verl removes the oldest save before it writes the next (v0.6.0,
+		// verl/utils/checkpoint/fsdp_checkpoint_manager.py save_checkpoint: the
+		// max_ckpt_to_keep rotation comes first): with one kept, a preemption during a save
+		// leaves no complete checkpoint, and the run starts again from step 0.
+		errs.Add("job.keepCheckpoints", "1 with verl can lose the run: verl removes its only checkpoint before it writes the next, so a preemption during that save leaves none and the run starts from step 0; allowed: 2 or more")
+	}
 	if j.GenerationsPerPrompt == 1 {
 		// verl v0.6.0 verl/trainer/ppo/core_algos.py compute_grpo_outcome_advantage: a group of
 		// one gets mean 0 and std 1, so its advantage is its raw reward.
@@ -556,15 +563,19 @@ func besideModel(checkpointsGB, copies, conversion float64) string {
 }
 
 // checkpointsAtPeak is how many checkpoints the shared volume holds at most during a run that
-// keeps keep, and why. A save writes the new checkpoint before the oldest is removed: keepCheckpoints + 1. verl
-// rotates only the checkpoints its own process saved (v0.6.0, verl/utils/checkpoint/
-// checkpoint_manager.py: previous_saved_paths starts empty), so in a retried run those of the
-// earlier attempt (run.sh leaves keepCheckpoints of them) stay beside the new attempt's
-// keepCheckpoints until the next attempt starts: twice keepCheckpoints (verl removes before it
-// saves).
+// keeps keep, and why. NeMo RL writes the new checkpoint before it removes the oldest
+// (nemo_rl/utils/checkpoint.py): keepCheckpoints + 1. verl v0.6.0 removes the oldest first
+// (verl/utils/checkpoint/fsdp_checkpoint_manager.py, save_checkpoint): keepCheckpoints. verl
+// rotates only the checkpoints its own process saved (checkpoint_manager.py:
+// previous_saved_paths starts empty), so in a retried run those of the earlier attempt (run.sh
+// leaves keepCheckpoints of them) stay beside the new attempt's keepCheckpoints until the next
+// attempt starts: twice keepCheckpoints.
 func checkpointsAtPeak(c *Config, keep int) (int, string) {
-	if c.Framework == kinds.Verl && c.Job.BackoffLimit > 0 {
+	switch {
+	case c.Framework == kinds.Verl && c.Job.BackoffLimit > 0:
 		return 2 * keep, "verl keeps an earlier attempt's checkpoints beside a retry's until the next attempt"
+	case c.Framework == kinds.Verl:
+		return keep, "verl removes the oldest before it saves the next"
 	}
 	return keep + 1, "the one being saved beside those kept"
 }

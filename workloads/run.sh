@@ -40,6 +40,8 @@ log() { echo "gke-rl run $EXPERIMENT: $*"; }
 
 # Exit status of a run whose job.resumeFrom holds no checkpoint to start from.
 no_resume_status=25
+# Exit status of a verl run whose tracker names a save that is gone, with no earlier one.
+lost_status=27
 
 # step_number prints the number at the end of a checkpoint directory's name.
 step_number() { echo "${1##*_}"; }
@@ -97,6 +99,25 @@ verl() {
         log "removed $tracker, which was empty, with no save to name: the run starts from its first step"
       fi
     fi
+  fi
+  if ((latest >= 0)) && [[ ! -d $CHECKPOINT_DIR/global_step_$latest ]]; then
+    # The tracker names a save that is gone: verl removes its oldest save before it writes the
+    # next (fsdp_checkpoint_manager.py, save_checkpoint), and a deleted directory is not put
+    # back. verl would then print "Training from scratch" and start from step 0
+    # (ray_trainer.py, _load_checkpoint). Name the newest earlier save instead, complete since
+    # saves come in order and the tracker names one only once it is; with none, stop.
+    local named=$latest
+    latest=-1
+    for dir in "$CHECKPOINT_DIR"/global_step_*; do
+      n=$(step_number "$dir")
+      if ((n < named && n > latest)); then latest=$n; fi
+    done
+    if ((latest < 0)); then
+      log "$tracker names step $named, whose directory global_step_$named is gone, and no earlier save remains: refused, so as not to train from step 0 over this experiment; allowed: restore global_step_$named, start a new experiment (another job.name), or remove $tracker to start this one over"
+      exit "$lost_status"
+    fi
+    echo "$latest" >"$tracker"
+    log "rewrote $tracker, which named step $named, whose directory is gone, with step $latest: the newest complete save before it"
   fi
   local kept=()
   for dir in "$CHECKPOINT_DIR"/global_step_*; do

@@ -262,3 +262,23 @@ func TestAFinishedRunDoesNotTrainAgain(t *testing.T) {
 	assert.Equal(t, 3, code, out)
 	assert.NoFileExists(t, filepath.Join(r.Layout.Checkpoints(), ".gke-rl-trained"))
 }
+
+// verl removed its only save before writing the next, and that save was cut short: the tracker
+// names a directory that is gone and nothing earlier remains. The run stops, naming the ways on,
+// instead of letting verl print "Training from scratch" over the experiment.
+func TestVerlRunRefusesToRestartFromScratchOverALostSave(t *testing.T) {
+	bash := clitest.Tool(t, "bash")
+	r := run()
+	r.Layout.Root = t.TempDir()
+	stageModel(t, r)
+	ck := r.Layout.Checkpoints()
+	require.NoError(t, os.MkdirAll(filepath.Join(ck, "global_step_8"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ck, "latest_checkpointed_iteration.txt"), []byte("6\n"), 0o644))
+	ran := filepath.Join(t.TempDir(), "ran")
+	res := clitest.Run(t, nil, bash, "-c", onHead(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"touch", ran})))
+	assert.Equal(t, 27, res.Code, res.Stdout+res.Stderr)
+	assert.Contains(t, res.Stdout, "latest_checkpointed_iteration.txt names step 6, whose directory global_step_6 is gone, and no earlier save remains: refused")
+	assert.Contains(t, res.Stdout, "allowed: restore global_step_6, start a new experiment (another job.name), or remove")
+	assert.NoFileExists(t, ran, "the framework did not start")
+	assert.FileExists(t, filepath.Join(ck, "latest_checkpointed_iteration.txt"), "the tracker is left for the user to decide")
+}

@@ -479,6 +479,17 @@ func TestResumePrepLeavesAStateTheFrameworkAccepts(t *testing.T) {
 			[]string{"checkpoints/ray-a4-grpo/global_step_2", "checkpoints/ray-a4-grpo/global_step_4", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt="},
 			[]string{"checkpoints/ray-a4-grpo/global_step_2", "checkpoints/ray-a4-grpo/global_step_4", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt=4"},
 			"rewrote " /* the tracker */},
+		{"verl: the newest saves by number, not as text (global_step_10 after global_step_9)", kinds.Verl,
+			[]string{"checkpoints/ray-a4-grpo/global_step_8", "checkpoints/ray-a4-grpo/global_step_9", "checkpoints/ray-a4-grpo/global_step_10",
+				"checkpoints/ray-a4-grpo/global_step_11", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt=10"},
+			[]string{"checkpoints/ray-a4-grpo/global_step_9", "checkpoints/ray-a4-grpo/global_step_10", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt=10"},
+			"global_step_8: beyond the newest 2"},
+		{"verl: a tracker naming a save that is gone names the newest earlier one", kinds.Verl,
+			// verl removed global_step_6 before writing global_step_8, cut short; the tracker
+			// still names 6 and global_step_4 is the newest complete save.
+			[]string{"checkpoints/ray-a4-grpo/global_step_4", "checkpoints/ray-a4-grpo/global_step_8", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt=6"},
+			[]string{"checkpoints/ray-a4-grpo/global_step_4", "checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt=4"},
+			"which named step 6, whose directory is gone, with step 4"},
 		{"verl: an empty tracker with no save is removed", kinds.Verl,
 			[]string{"checkpoints/ray-a4-grpo/latest_checkpointed_iteration.txt="}, nil, "which was empty, with no save to name"},
 		{"a first attempt finds nothing to clear", kinds.NeMoRL, nil, nil, ""},
