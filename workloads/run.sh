@@ -166,6 +166,74 @@ verl_resume_from() {
   log "starts from $RESUME_FROM/global_step_$step (job.resumeFrom): $CHECKPOINT_DIR has no checkpoint yet"
 }
 
+# Exit status of a NeMo RL run whose optimizer settings changed since its newest checkpoint.
+changed_status=28
+
+# optimizer_record is where the experiment records OPTIMIZER, the settings its checkpoints'
+# optimizer and LR scheduler state hold (line 1), and the step up to which its checkpoints were
+# made with other settings (line 2; -1: none). Only the training pods write CHECKPOINT_DIR.
+optimizer_record=$CHECKPOINT_DIR/.gke-rl-optimizer
+# verl_fresh_optimizer resumes verl's weights alone (workloads.VerlFreshOptimizer).
+verl_fresh_optimizer='actor_rollout_ref.actor.checkpoint.load_contents=[model]'
+
+# newest_step prints the experiment's newest complete checkpoint's step, -1 without one (after
+# resume_prep, which leaves only complete ones).
+newest_step() {
+  local latest=-1 n dir
+  if [[ $FRAMEWORK == verl ]]; then
+    n=$(tr -dc '0-9' <"$CHECKPOINT_DIR/latest_checkpointed_iteration.txt" 2>/dev/null) || true
+    if [[ -n $n && -d $CHECKPOINT_DIR/global_step_$n ]]; then latest=$n; fi
+  else
+    for dir in "$CHECKPOINT_DIR"/step_*; do
+      n=$(step_number "$dir")
+      if ((n > latest)); then latest=$n; fi
+    done
+  fi
+  echo "$latest"
+}
+
+# optimizer_settings applies a change of OPTIMIZER to the checkpoint the attempt resumes from:
+# a resume restores the optimizer's and scheduler's state, the old learning rate with it
+# (workloads/optimizer.go cites both frameworks). verl then loads the weights alone
+# (load_contents=[model]) until the experiment has saved with the new settings; NeMo RL, which
+# has no such switch, is refused. It appends to args.
+optimizer_settings() {
+  [[ -v OPTIMIZER ]] || return 0 # an entrypoint older than this script
+  local latest recorded="" since=-1 source_record
+  latest=$(newest_step)
+  if [[ -f $optimizer_record ]]; then
+    { IFS= read -r recorded && read -r since; } <"$optimizer_record" || true
+    [[ $since =~ ^-?[0-9]+$ ]] || since=-1
+  fi
+  if ((latest < 0)); then
+    printf '%s\n-1\n' "$OPTIMIZER" >"$optimizer_record"
+    source_record=${RESUME_FROM:-}/.gke-rl-optimizer
+    if [[ " ${args[*]} " == *" trainer.resume_mode=resume_path "* && -f $source_record && $(head -n 1 "$source_record") != "$OPTIMIZER" ]]; then
+      args+=("$verl_fresh_optimizer")
+      log "starts from $RESUME_FROM's weights with a fresh optimizer and LR scheduler: its optimizer settings were '$(head -n 1 "$source_record")', this experiment's are '$OPTIMIZER'"
+    fi
+    return 0
+  fi
+  if [[ ! -f $optimizer_record ]]; then
+    printf '%s\n-1\n' "$OPTIMIZER" >"$optimizer_record"
+    log "no record of the optimizer settings of step $latest (saved before gke-rl recorded them): resumes its optimizer and scheduler as saved; the settings are recorded from now on"
+    return 0
+  fi
+  if [[ $recorded != "$OPTIMIZER" ]]; then
+    if [[ $FRAMEWORK != verl ]]; then
+      log "the optimizer settings changed since step $latest (were '$recorded', now '$OPTIMIZER'), and NeMo RL restores the checkpoint's optimizer and scheduler, so the new values would not apply: refused; allowed: a new experiment (another job.name) from step 0, or the old values back"
+      exit "$changed_status"
+    fi
+    since=$latest
+    printf '%s\n%s\n' "$OPTIMIZER" "$since" >"$optimizer_record"
+    log "the optimizer settings changed since step $latest (were '$recorded', now '$OPTIMIZER')"
+  fi
+  if ((since >= 0 && latest <= since)); then
+    args+=("$verl_fresh_optimizer")
+    log "resumes the weights of step $latest with a fresh optimizer and LR scheduler at the new settings (its own were made with the old ones)"
+  fi
+}
+
 # Exit status of a run whose model or checkpoint path is refused.
 refused_status=26
 
@@ -392,6 +460,7 @@ while :; do
   resume_prep
   args=("$@")
   if [[ $FRAMEWORK == verl ]]; then verl_resume_from "$@"; fi
+  optimizer_settings
   log "attempt $attempt of $ATTEMPTS"
   status=0
   (cd "$WORKDIR" && exec timeout --kill-after=60 "$left" "${args[@]}") || status=$?

@@ -106,6 +106,9 @@ func Command(f kinds.Framework, r Run, workdir string, argv []string) string {
 		// The data preparation's download, and the checked copy the framework loads.
 		"MODEL_SOURCE=" + r.ModelDir(),
 		"MODEL_DIR=" + r.TrainingModelDir(),
+		// The settings a checkpoint's optimizer state holds: a change is applied or refused
+		// when the run resumes (optimizer.go).
+		"OPTIMIZER=" + OptimizerSettings(f, Overrides(f, r)),
 	}
 	if f == kinds.NeMoRL {
 		env = append(env, "NRL_MEGATRON_CHECKPOINT_DIR="+NeMoRLConversionDir(r.Layout),

@@ -344,16 +344,23 @@ func TestCompareNamesTheChangedValues(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.learningRate=5e-6", "--config", "job.maxSteps=8")
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "the same one; a replaced RayJob resumes from its newest checkpoint in /data/checkpoints/qwen2-5-0-5b-instruct-gsm8k-9f3889. "+
-		"Changed: actor_rollout_ref.actor.optim.lr set to 5e-06 (job.learningRate); trainer.total_training_steps 4 → 8 (job.maxSteps).")
+		"Changed: actor_rollout_ref.actor.optim.lr set to 5e-06 (job.learningRate): applies: the run resumes the weights with a fresh optimizer and LR scheduler at the new value (run.sh, load_contents=[model]), dropping their earlier state; trainer.total_training_steps 4 → 8 (job.maxSteps).")
 
 	before = plantest.PlanFile(t, "smoke", nil, "jobs.a.maxSteps=4", "jobs.b.learningRate=1e-6")
 	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "jobs.a.maxSteps=4", "--config", "jobs.b.learningRate=5e-6")
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "Experiment b (queue): the same one;")
-	assert.Contains(t, out, "Changed: actor_rollout_ref.actor.optim.lr 1e-06 → 5e-06 (jobs.b.learningRate).")
+	assert.Contains(t, out, "Changed: actor_rollout_ref.actor.optim.lr 1e-06 → 5e-06 (jobs.b.learningRate): applies: the run resumes the weights with a fresh optimizer")
 	_, a, _ := strings.Cut(out, "Experiment a (queue)")
 	a, _, _ = strings.Cut(a, "\n")
 	assert.NotContains(t, a, "Changed:", "a changes nothing")
+
+	// NeMo RL restores the optimizer with the checkpoint and has no switch to skip it: the run
+	// refuses the change when it resumes, and --compare says so before up.
+	before = plantest.PlanFile(t, "b200-spot", nil)
+	code, out, errOut = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "job.learningRate=5e-6")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "Changed: policy.megatron_cfg.optimizer.lr set to 5e-06 (job.learningRate): refused when the run resumes: NeMo RL v0.5.0 restores the checkpoint's optimizer and scheduler, so the old value would stay (allowed: a new experiment, another job.name, or the old value).")
 
 	// A plan of an earlier version carries no settings: the comparison says no more than before.
 	before = plantest.PlanFile(t, "smoke", func(doc map[string]any) { delete(doc, "settings") })

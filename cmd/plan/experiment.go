@@ -12,6 +12,7 @@ import (
 	"gke-rl/infra/offline"
 	"gke-rl/internal/kinds"
 	"gke-rl/internal/lifecycle"
+	"gke-rl/workloads"
 )
 
 // An ExperimentShift says what an update does to the run's experiment (job.name): a new one
@@ -89,14 +90,22 @@ func changedSettings(before, after map[string]jsonSetting) []string {
 	for _, k := range keys {
 		b, had := before[k]
 		a, has := after[k]
+		change := ""
 		switch {
 		case had && has && a.Value != b.Value:
-			out = append(out, fmt.Sprintf("%s %s → %s (%s)", k, b.Value, a.Value, a.From))
+			change = fmt.Sprintf("%s %s → %s (%s)", k, b.Value, a.Value, a.From)
 		case has && !had:
-			out = append(out, fmt.Sprintf("%s set to %s (%s)", k, a.Value, a.From))
+			change = fmt.Sprintf("%s set to %s (%s)", k, a.Value, a.From)
 		case had && !has:
-			out = append(out, fmt.Sprintf("%s back to the framework's own (was %s, %s)", k, b.Value, b.From))
+			change = fmt.Sprintf("%s back to the framework's own (was %s, %s)", k, b.Value, b.From)
+		default:
+			continue
 		}
+		// A value a checkpoint's optimizer state holds: what the resume does with it.
+		if effect := workloads.SettingChangeEffect(k); effect != "" {
+			change += ": " + effect
+		}
+		out = append(out, change)
 	}
 	return out
 }
