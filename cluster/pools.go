@@ -29,6 +29,10 @@ type GPUPoolSpec struct {
 	LocalSSDs int
 	// CompactPlacement places the nodes close together (a compact placement policy).
 	CompactPlacement bool
+	// Queued is set when the stack's experiments queue (jobs): each runs in a Ray cluster of
+	// its own, so no long-lived cluster holds the pool's nodes and it starts empty, whatever the
+	// provisioning.
+	Queued bool
 }
 
 // cpuNodeConfig is the node configuration of the CPU pool: on-demand, never spot, because a
@@ -138,10 +142,11 @@ func gpuAutoscaling(spec GPUPoolSpec) *container.NodePoolAutoscalingArgs {
 
 // initialNodes is the pool's size at creation: MinNodes for spot and flex-start, whose capacity
 // the autoscaler requests when the Ray workers are pending (so that `pulumi up` never waits on,
-// or fails for, capacity that is not there), and the full size for reserved and on-demand
-// capacity, which the long-lived Ray cluster holds.
+// or fails for, capacity that is not there), and for a queue, whose experiments bring their own
+// Ray clusters; the full size for reserved and on-demand capacity, which the long-lived Ray
+// cluster holds.
 func initialNodes(spec GPUPoolSpec) int {
-	if spec.Provisioning.Preemptible() {
+	if spec.Provisioning.Preemptible() || spec.Queued {
 		return spec.MinNodes
 	}
 	return spec.Nodes

@@ -272,6 +272,12 @@ func applyDefaults(c *Config, r *rawConfig) {
 	for _, e := range r.Jobs {
 		c.Jobs = append(c.Jobs, experimentConfig(c, e))
 	}
+	if r.GPU.MinNodes == nil && len(c.Jobs) > 0 {
+		// A queue's experiments run in Ray clusters of their own, which bring up the nodes they
+		// need and give them back: nothing uses a node between them, whatever the provisioning
+		// (a reservation bills its machines anyway; the bill says so).
+		c.GPU.MinNodes = 0
+	}
 }
 
 // jobConfig is a job's configuration with defaults: `job`'s, or an entry of `jobs` once it has

@@ -140,15 +140,24 @@ func TestDestroyRemovesThePSAPeering(t *testing.T) {
 func TestPreemptibleCapacityScalesFromZero(t *testing.T) {
 	for _, tc := range []struct {
 		prov          string
+		queue         bool
 		min, max, now int
 	}{
-		{"spot", 0, 8, 0},
-		{"flex-start", 0, 8, 0},
-		{"on-demand", 8, 8, 8},
-		{"reservation", 8, 8, 8},
+		{"spot", false, 0, 8, 0},
+		{"flex-start", false, 0, 8, 0},
+		// The long-lived Ray cluster of the single run holds reserved and on-demand nodes.
+		{"on-demand", false, 8, 8, 8},
+		{"reservation", false, 8, 8, 8},
+		// A queue's experiments bring Ray clusters of their own: no node is held between them.
+		{"on-demand", true, 0, 8, 0},
+		{"reservation", true, 0, 8, 0},
+		{"spot", true, 0, 8, 0},
 	} {
-		t.Run(tc.prov, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s, queue %v", tc.prov, tc.queue), func(t *testing.T) {
 			o := []string{"gpu.provisioning=" + tc.prov}
+			if tc.queue {
+				o = append(o, "jobs.a.maxSteps=20")
+			}
 			switch tc.prov {
 			case "reservation":
 				o = append(o, "gpu.reservation=res-1")
@@ -161,6 +170,19 @@ func TestPreemptibleCapacityScalesFromZero(t *testing.T) {
 			assert.EqualValues(t, tc.now, plantest.Input(t, pool, "initialNodeCount"), "`pulumi up` does not wait for capacity that the job asks for later")
 		})
 	}
+}
+
+// A queue on on-demand GPUs bills no GPU node while idle; on a reservation the machines bill
+// whether they run or not, and the bill says so.
+func TestAQueueHoldsNoGPUNodeIdle(t *testing.T) {
+	onDemand := lineOf(t, plantest.Resolve(t, "h200-reserved", "gpu.provisioning=on-demand", "gpu.reservation=", "jobs.a.maxSteps=20").Bill, "GPU nodes")
+	assert.Zero(t, onDemand.Idle, "no GPU node while no experiment runs")
+	assert.EqualValues(t, 2, onDemand.Training)
+	reserved := lineOf(t, plantest.Resolve(t, "h200-reserved", "jobs.a.maxSteps=20").Bill, "GPU nodes")
+	assert.EqualValues(t, 2, reserved.Idle, "the reservation's 2 machines bill idle too")
+	assert.Contains(t, reserved.Note, "a reservation bills its machines (on-demand rate, less any commitment) whether they run or not")
+	held := plantest.Plan(t, "h200-reserved", "gpu.provisioning=on-demand", "gpu.reservation=", "jobs.a.maxSteps=20", "gpu.minNodes=1").Find(lifecycle.NodePoolType, "cluster-gpu")
+	assert.EqualValues(t, 1, plantest.Input(t, held, "autoscaling.totalMinNodeCount"), "gpu.minNodes set is kept")
 }
 
 func TestCustomResourcesWaitForTheirCRDs(t *testing.T) {

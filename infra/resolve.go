@@ -190,6 +190,7 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 			Reservation:      c.GPU.Reservation,
 			LocalSSDs:        bp.Hardware.LocalSSDs,
 			CompactPlacement: c.GPU.Placement == PlacementCompact,
+			Queued:           len(c.Jobs) > 0,
 		},
 		Namespace:       bp.Namespace,
 		NamespaceLabels: workloadNamespaceLabels(c),
