@@ -249,8 +249,9 @@ func deployRun(ctx *pulumi.Context, run RunPlan, placement, prepPlacement kube.P
 }
 
 // deployExperiments registers the queue (Kueue, unless the cluster runs one, and the stack's
-// queue objects) and each experiment of `jobs`, queued, and returns their stack outputs. The
-// data preparations run one after another: they fill the same Hugging Face cache.
+// queue objects) and each experiment of `jobs`, queued, and returns their stack outputs. A data
+// preparation waits for the earlier ones that write what it writes too (prepShares): those run
+// one after another, the others at once, so that a failed one holds back only those.
 func deployExperiments(ctx *pulumi.Context, run RunPlan, kubeconfig pulumi.StringInput, placement, prepPlacement kube.Placement) (pulumi.Map, error) {
 	ns := placement.Namespace
 	q, err := queue.New(ctx, "queue", &queue.ComponentArgs{
@@ -261,6 +262,8 @@ func deployExperiments(ctx *pulumi.Context, run RunPlan, kubeconfig pulumi.Strin
 	}
 	placement = placement.WaitingFor(q.Objects...)
 	experiments := pulumi.Map{}
+	// The last preparation registered that writes each shared directory.
+	writer := map[string]pulumi.Resource{}
 	for _, x := range run.Experiments {
 		about := pulumi.Map{
 			"priority": pulumi.Int(x.Priority), "gpus": pulumi.Int(x.GPUs),
@@ -271,12 +274,19 @@ func deployExperiments(ctx *pulumi.Context, run RunPlan, kubeconfig pulumi.Strin
 		if x.Stopped {
 			continue
 		}
-		grpo, err := workloads.NewGRPO(ctx, "grpo-"+x.Name, &workloads.GRPOArgs{Job: x.RayJob, Prep: x.Prep, Placement: placement, PrepPlacement: prepPlacement, Queued: true})
+		shares := prepShares(run.Framework, x.Hub)
+		own := prepPlacement
+		for _, w := range earlierWriters(writer, shares) {
+			own = own.WaitingFor(w)
+		}
+		grpo, err := workloads.NewGRPO(ctx, "grpo-"+x.Name, &workloads.GRPOArgs{Job: x.RayJob, Prep: x.Prep, Placement: placement, PrepPlacement: own, Queued: true})
 		if err != nil {
 			return nil, fmt.Errorf("experiment %s: %w", x.Name, err)
 		}
 		if grpo.Prep != nil {
-			prepPlacement = prepPlacement.WaitingFor(grpo.Prep)
+			for _, k := range shares {
+				writer[k] = grpo.Prep
+			}
 		}
 		about["rayJob"] = pulumi.String(x.RayJob.Name)
 		about["status"] = pulumi.String(ray.JobAttemptsCommand(ns, x.RayJob.Name))

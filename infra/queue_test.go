@@ -161,6 +161,34 @@ func TestQueuedExperimentsAreAppliedInTurn(t *testing.T) {
 	assert.NotContains(t, single.Options.ReplaceOnChanges, "metadata.labels", "a stack without jobs keeps its options")
 }
 
+// A preparation waits only for the earlier ones that write what it writes (the same model or
+// dataset download, verl's checkout): a failed one holds back those alone. Each is replaced by
+// the next up when it is not Ready (failed), instead of being awaited again.
+func TestPreparationsWaitOnlyForThoseTheyShareAWriteWith(t *testing.T) {
+	res := plantest.Plan(t, "b200-spot", "jobs.a.maxSteps=20",
+		"jobs.b.maxSteps=20", "jobs.b.model=Qwen/Qwen2.5-7B-Instruct", "jobs.b.dataset=OpenMathInstruct-2",
+		"jobs.c.maxSteps=20", "jobs.c.dataset=OpenMathInstruct-2")
+	prep := func(name string) *offline.Resource {
+		r := res.Find("kubernetes:batch/v1:Job", "grpo-"+name+"-data-prep")
+		require.NotNil(t, r, name)
+		return r
+	}
+	a, b, c := prep("a"), prep("b"), prep("c")
+	assert.NotContains(t, b.Dependencies, a.URN, "b shares neither model nor dataset with a: they run at once")
+	assert.Contains(t, c.Dependencies, a.URN, "c downloads a's model")
+	assert.Contains(t, c.Dependencies, b.URN, "c downloads b's dataset")
+	replaceUnready := func(r *offline.Resource) any {
+		annotations, _ := plantest.Input(t, r, "metadata.annotations").(map[string]any)
+		return annotations["pulumi.com/replaceUnready"]
+	}
+	for _, r := range []*offline.Resource{a, b, c} {
+		assert.Equal(t, "true", replaceUnready(r), r.Name)
+	}
+	single := plantest.Plan(t, "smoke").Find("kubernetes:batch/v1:Job", "grpo-data-prep")
+	require.NotNil(t, single)
+	assert.Equal(t, "true", replaceUnready(single), "the single run's too")
+}
+
 // fiveExperiments are five one-node experiments.
 var fiveExperiments = []string{"jobs.a.maxSteps=4", "jobs.b.maxSteps=4", "jobs.c.maxSteps=4", "jobs.d.maxSteps=4", "jobs.e.maxSteps=4"}
 

@@ -147,13 +147,17 @@ type PrepJobArgs struct {
 	Mounts  []corev1.VolumeMount
 }
 
+// ReplaceUnreadyAnnotation makes pulumi-kubernetes replace a Job that is not Ready (failed, or
+// still running) on the next update instead of awaiting it again.
+const ReplaceUnreadyAnnotation = "pulumi.com/replaceUnready"
+
 // PrepJob is the Job that runs the preparation script once, on a CPU node.
 func PrepJob(a PrepJobArgs) *batchv1.Job {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("4"),
 		corev1.ResourceMemory: resource.MustParse("16Gi"),
 	}
-	return kube.RunOnceJob(a.Name, a.Namespace, 3, corev1.PodTemplateSpec{
+	job := kube.RunOnceJob(a.Name, a.Namespace, 3, corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: a.Storage.Annotations()},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: a.Storage.ServiceAccountName,
@@ -169,4 +173,12 @@ func PrepJob(a PrepJobArgs) *batchv1.Job {
 			Volumes: append([]corev1.Volume{a.Storage.Volume()}, a.Volumes...),
 		},
 	})
+	// A failed preparation is run again by the next `pulumi up`: without this, pulumi-kubernetes
+	// awaits the same failed Job on every update and everything after it waits too
+	// (pulumi-kubernetes v4.32.0 provider/pkg/provider/provider.go, Diff: a Job that is not
+	// Ready is replaced when it carries pulumi.com/replaceUnready). The new Job skips the
+	// downloads and conversions that the failed one finished (prep.sh). A Job still running
+	// when an update starts is not Ready either: it starts again, from where it got to.
+	job.Annotations = map[string]string{ReplaceUnreadyAnnotation: "true"}
+	return job
 }
