@@ -20,9 +20,11 @@ import (
 
 // The workload namespace's pod policy, on a real API server: every pod the program makes there
 // (each shipped stack's Jobs, Ray heads, workers and submitters, with and without jobs) is
-// admitted, and a pod that would be root on its node (privileged, the node's network, a host
-// directory other than the driver's and the plugin's, or those mounted writable) is refused, to
-// the deploy identity's Jobs as to anyone.
+// admitted, and a pod that would be root on its node is refused, one per rule (privileged, the
+// node's network, a host directory other than the driver's and the plugin's or those mounted
+// writable, an added capability, Unconfined seccomp or AppArmor, an unmasked /proc, a host port,
+// an unsafe sysctl, an SELinux type, an ephemeral container), to the deploy identity's Jobs as
+// to anyone.
 func TestWorkloadPodPolicy(t *testing.T) {
 	cp := kubetest.Start(t, kubetest.Options{})
 	ctx := context.Background()
@@ -62,6 +64,30 @@ func TestWorkloadPodPolicy(t *testing.T) {
 			s.Volumes = []corev1.Volume{{Name: "gib", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: gpunode.GIBHostPath}}}}
 			s.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "gib", MountPath: "/usr/local/gib"}}
 		},
+		// Each root on the node without privileged.
+		"may add no capability but": func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+		},
+		"may not run Unconfined by seccomp": func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}
+		},
+		"may not run Unconfined by AppArmor": func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}}
+		},
+		"may not unmask /proc": func(s *corev1.PodSpec) {
+			// The API server accepts Unmasked only with the pod's own user namespace.
+			s.HostUsers = new(bool)
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptrTo(corev1.UnmaskedProcMount)}
+		},
+		"may not bind a host port": func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 22, HostPort: 2222}}
+		},
+		"may set no sysctl outside Pod Security baseline's safe set": func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}}
+		},
+		"may not choose its SELinux user, role or a type": func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{SELinuxOptions: &corev1.SELinuxOptions{Type: "spc_t"}}
+		},
 	}
 	for message, change := range refused {
 		spec := *plain.DeepCopy()
@@ -71,6 +97,16 @@ func TestWorkloadPodPolicy(t *testing.T) {
 		assert.Contains(t, err.Error(), message)
 	}
 	require.NoError(t, create(plain))
+
+	// An ephemeral container (kubectl debug) goes through the pod's ephemeralcontainers
+	// subresource, where the rules on containers do not look: refused.
+	target, err := cp.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "debug-target", Namespace: ns}, Spec: plain}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	target.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "busybox:1.37", SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}}}}
+	_, err = cp.Client.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, target.Name, target, metav1.UpdateOptions{})
+	require.Error(t, err, "an ephemeral container")
+	assert.Contains(t, err.Error(), "may have no ephemeral container")
 
 	// Every pod template of every shipped stack, as the program renders it.
 	admitted := 0
@@ -128,3 +164,5 @@ func podTemplatesOf(obj map[string]any) map[string]map[string]any {
 	}
 	return out
 }
+
+func ptrTo[T any](v T) *T { return &v }
