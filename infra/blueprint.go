@@ -45,6 +45,9 @@ type Blueprint struct {
 	Monitoring *monitoring.Args
 	// Checkpoint is the time one checkpoint takes to write, nil when the model size is unknown.
 	Checkpoint *CheckpointEstimate
+	// Volume is what the experiments hold on the Lustre instance, nil off Lustre or when a
+	// model's size is unknown.
+	Volume *VolumeUse
 	// Deadline is the run's derived deadline, nil when job.activeDeadlineSeconds is set, the
 	// run is off, or its length is unknown.
 	Deadline *RunDeadline

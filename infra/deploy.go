@@ -178,6 +178,15 @@ func deployStorage(ctx *pulumi.Context, bp *Blueprint, networks *network.Network
 		outputs["checkpointEstimate"] = pulumi.String(e.Summary())
 		outputs["checkpointSeconds"] = pulumi.Int(int(math.Ceil(e.Seconds)))
 	}
+	if u := bp.Volume; u != nil {
+		// What each experiment keeps, for the next version's `plan --compare` to count what
+		// stays on the volume once an experiment leaves the plan.
+		kept := pulumi.Map{}
+		for dir, gb := range u.KeptGB {
+			kept[dir] = pulumi.Int(int(math.Ceil(gb)))
+		}
+		outputs["volumeUse"] = pulumi.Map{"capacityGB": pulumi.Int(int(u.CapacityGB)), "peakGB": pulumi.Int(int(math.Ceil(u.PeakGB))), "keptGB": kept}
+	}
 	if s.Bucket != nil {
 		bucket, err := storage.NewBucket(ctx, "storage", &storage.BucketArgs{BucketSpec: *s.Bucket, Placement: gke.Placement()})
 		if err != nil {

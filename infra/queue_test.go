@@ -350,3 +350,23 @@ func TestTheQueuesNamespaceIsTheOneKueuesWebhooksSelect(t *testing.T) {
 	assert.Equal(t, value, namespaceLabels(queued)[key])
 	assert.NotContains(t, namespaceLabels(plantest.Plan(t, "smoke")), key)
 }
+
+// The experiments of a queue carry no alias of the single run's former names: two of them would
+// claim one URN (a parent's type and a name, which every experiment's children share), and a
+// stack coming from the state before the rename with two experiments would fail. The single
+// run's children keep theirs.
+func TestQueuedExperimentsClaimNoAliasTwice(t *testing.T) {
+	res := plantest.Plan(t, "smoke", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4")
+	claimed := map[string]string{}
+	for _, r := range res.Resources {
+		for _, a := range r.Options.Aliases {
+			other, taken := claimed[a]
+			assert.False(t, taken, "%s is claimed by %s and %s", a, other, r.URN)
+			claimed[a] = r.URN
+		}
+	}
+	assert.Empty(t, res.Find("kubernetes:ray.io/v1:RayJob", "grpo-a-rayjob").Options.Aliases)
+	assert.Empty(t, res.Find("kubernetes:batch/v1:Job", "grpo-b-data-prep").Options.Aliases)
+	single := plantest.Plan(t, "smoke")
+	assert.NotEmpty(t, single.Find("kubernetes:ray.io/v1:RayJob", "grpo-rayjob").Options.Aliases, "the single run keeps its former name")
+}

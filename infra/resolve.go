@@ -95,6 +95,7 @@ func Resolve(c *Config, now time.Time) (*Blueprint, error) {
 	} else {
 		bp.Checkpoint, bp.Deadline = estimateCheckpoint(c), derivedDeadline(c)
 	}
+	bp.Volume = volumeUse(c)
 	bp.Cluster = resolveCluster(c, bp)
 	bp.WorkerSelector, bp.HeadSelector = cluster.NodeSelectors(bp.Cluster.Mode, bp.Cluster.CPUPool, bp.Cluster.GPUPool)
 	bp.Storage = resolveStorage(c, bp.Hardware)

@@ -797,41 +797,10 @@ func validateQueueCheckpoints(c *Config, errs *Errors) {
 		slices.ContainsFunc(*errs, func(e FieldError) bool { return strings.HasSuffix(e.Key, ".keepCheckpoints") }) {
 		return
 	}
-	capacityGB := float64(c.Storage.CapacityGiB) * (1 << 30) / 1e9
-	total, models := 0.0, 0.0
-	var parts []string
-	copied := map[string]bool{}
-	for _, j := range c.Jobs {
-		e := c.ForExperiment(j)
-		est := estimateCheckpoint(e)
-		if est == nil || j.KeepCheckpoints == 0 {
-			continue
-		}
-		// A stopped experiment holds what it kept; one that runs, a save in progress too.
-		peak := j.KeepCheckpoints
-		if j.Enabled {
-			peak, _ = checkpointsAtPeak(e, j.KeepCheckpoints)
-		}
-		total += float64(peak) * est.GB
-		part := fmt.Sprintf("%s %d × %.0f GB", j.Name, peak, est.GB)
-		if conversion := conversionGB(e.Framework, e.Job); conversion > 0 {
-			total += conversion
-			part += fmt.Sprintf(" + its Megatron conversion %.0f GB", conversion)
-		}
-		parts = append(parts, part)
-		// The experiments of one model and revision share its download and checked copy.
-		if key := modelKey(e.Job); !copied[key] {
-			copied[key] = true
-			models += modelCopiesGB(e.Job)
-		}
-	}
-	if models > 0 {
-		parts = append(parts, fmt.Sprintf("the models' downloads and checked copies %.0f GB", models))
-	}
-	if total+models > capacityGB {
+	if u := volumeUse(c); u != nil && u.PeakGB > u.CapacityGB {
 		errs.Add(KeyJobs, "the experiments' checkpoints at their peak need %.0f GB together (%s), more than the Lustre instance's %.0f GB (storage.capacityGib %d), which they share; "+
 			"allowed: fewer checkpoints kept (job.keepCheckpoints, jobs.<name>.keepCheckpoints), fewer experiments, or a larger storage.capacityGib",
-			total+models, strings.Join(parts, ", "), capacityGB, c.Storage.CapacityGiB)
+			u.PeakGB, strings.Join(u.Parts, ", "), u.CapacityGB, c.Storage.CapacityGiB)
 	}
 }
 

@@ -57,6 +57,8 @@ func TestKeysThatDoNothingAreWarnedAbout(t *testing.T) {
 	assert.Contains(t, warns("b200-spot", "cluster.mode=autopilot", "storage.type=gcsfuse", "gpu.maxNodes=10"), "gpu.maxNodes: is set but does nothing here; it applies with cluster.mode=standard")
 	assert.Contains(t, warns("b200-spot", "ray.mirror=true", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:1"), "ray.mirror: is set but does nothing here")
 	assert.Contains(t, warns("b200-spot", "job.enabled=false"), "job.enabled: is false, so job.model, job.dataset, job.maxSteps")
+	// A stopped experiment of a queue keeps its keys for when it runs again, while the others run.
+	assert.NotContains(t, warns("smoke", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4", "jobs.b.enabled=false"), "the stack runs no job")
 	for _, stack := range plantest.Stacks {
 		assert.NotContains(t, warns(stack), "does nothing", "the shipped stacks set only what they use")
 		assert.NotContains(t, warns(stack), "storage.adopt")

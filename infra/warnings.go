@@ -141,7 +141,9 @@ var jobKeys = []string{"job.model", "job.dataset", "job.maxSteps", "job.epochs",
 // warnInapplicable warns about each key set where it does nothing, naming where it applies; the
 // run's keys with job.enabled=false in one warning.
 func warnInapplicable(c *Config, warns *Errors) {
-	if !c.Job.Enabled {
+	// A stopped experiment of jobs (jobs.<name>.enabled=false) keeps its keys for when it runs
+	// again, and the stack's other experiments run: nothing to warn about.
+	if !c.Job.Enabled && !c.Queued() {
 		var set []string
 		for _, key := range jobKeys {
 			if c.explicit[key] {

@@ -48,9 +48,18 @@ func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.Re
 		return nil, err
 	}
 	kids := naming.Children{Component: name, Parent: g}
+	// The names the single run's children had before names were derived from the component's
+	// ("rayjob", "data-prep"): an alias keeps their URNs. An experiment of a queue never had
+	// them, and two experiments aliasing one URN would fail the update.
+	formerly := func(role string) string {
+		if args.Queued {
+			return ""
+		}
+		return role
+	}
 	placement := args.Placement
 	if args.Prep != nil {
-		prepName, prepOpts := kids.Of("data-prep", "data-prep", lifecycle.Options(lifecycle.JobType)...)
+		prepName, prepOpts := kids.Of("data-prep", formerly("data-prep"), lifecycle.Options(lifecycle.JobType)...)
 		var err error
 		// The provider waits for the Job to succeed: that is what orders it before training.
 		g.Prep, err = kube.NewObject(ctx, prepName, args.Prep, args.PrepPlacement.Namespaced(prepOpts...)...)
@@ -63,7 +72,7 @@ func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.Re
 	if args.Queued {
 		jobOptions = append(jobOptions, pulumi.ReplaceOnChanges([]string{"metadata.labels"}))
 	}
-	jobName, jobOpts := kids.Of("rayjob", "rayjob", jobOptions...)
+	jobName, jobOpts := kids.Of("rayjob", formerly("rayjob"), jobOptions...)
 	var err error
 	g.RayJob, err = kube.NewObject(ctx, jobName, args.Job, placement.Namespaced(jobOpts...)...)
 	if err != nil {

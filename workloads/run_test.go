@@ -144,12 +144,17 @@ func TestRunGivesUp(t *testing.T) {
 // attempts are left.
 func TestRunDeadlineStopsTheRun(t *testing.T) {
 	r := run()
-	// Deadlines of a few seconds: the model's copy and check come first, and take a second or
-	// more on a loaded machine.
-	r.Nodes, r.GPUsPerNode, r.Attempts, r.DeadlineSeconds = 2, 8, 3, 6
+	r.Nodes, r.GPUsPerNode, r.Attempts = 2, 8, 3
 	r.Layout.Root = t.TempDir()
 	stageModel(t, r)
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}})
+	// The model's copy, which comes before the first attempt and takes seconds on a loaded
+	// machine, is made first by a run without a deadline: the deadline's run then starts its
+	// attempt at once, and the deadline is what stops it, however busy the machine.
+	_, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"true"}), ray, nil)
+	require.Zero(t, code)
+	require.NoError(t, os.Remove(filepath.Join(r.Layout.Checkpoints(), ".gke-rl-trained")))
+	r.DeadlineSeconds = 10
 	marks := filepath.Join(t.TempDir(), "attempts")
 	// Each attempt leaves a mark, then trains for longer than the deadline.
 	attempt := []string{"bash", "-c", `echo started >>"$0"; exec sleep 60`, marks}
@@ -157,7 +162,7 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, attempt), ray, nil)
 	assert.Equal(t, 124, code, out)
 	assert.Less(t, time.Since(start), 30*time.Second, "stopped at the deadline, not after the attempt's minute")
-	assert.Contains(t, out, "attempt 1 stopped (exit 124): the run's deadline of 6s has passed")
+	assert.Contains(t, out, "attempt 1 stopped (exit 124): the run's deadline of 10s has passed")
 	assert.NotContains(t, out, "attempt 2 of 3")
 	got, err := os.ReadFile(marks)
 	require.NoError(t, err)
@@ -165,13 +170,13 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	assert.Empty(t, ray.Calls(), "no wait for GPUs after the deadline")
 
 	// A deadline that passes while a retry waits for its GPUs ends the wait there.
-	r.DeadlineSeconds = 7
+	r.DeadlineSeconds = 10
 	ray = clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}})
 	r.Nodes = 4
 	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
 		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "1"})
 	assert.Equal(t, 1, code, out)
-	assert.Contains(t, out, "the Ray cluster has 16 of its 32 GPUs and the run's deadline of 7s has passed; giving up")
+	assert.Contains(t, out, "the Ray cluster has 16 of its 32 GPUs and the run's deadline of 10s has passed; giving up")
 	assert.NotContains(t, out, "attempt 2 of 3")
 }
 

@@ -113,6 +113,13 @@ func Main(args []string, env cmd.Env) int {
 				fmt.Fprintln(stdout, line)
 			}
 		}
+		if v := CompareVolume(earlier, result); v != nil && v.Line() != "" {
+			fmt.Fprintln(stdout, v.Line())
+			if v.Overflows() {
+				fmt.Fprintf(stderr, "error: storage.capacityGib: the Lustre instance would need %.0f GB, with the checkpoints the earlier plan's experiments leave on it, and holds %.0f GB\n", v.NeedGB(), v.CapacityGB)
+				return cmd.ExitInvalidConfig
+			}
+		}
 		return cmd.ExitOK
 	}
 	if *destroy {

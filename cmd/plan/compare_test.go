@@ -367,3 +367,80 @@ func TestCompareNamesTheChangedValues(t *testing.T) {
 	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "job.learningRate=5e-6")
 	assert.NotContains(t, out, "Changed:")
 }
+
+// A change to a running experiment while another waits: pulumi deletes its RayJob before it
+// creates the new one, the queue admits the waiting one in the freed GPUs, and with preemption
+// Never the changed one waits until that one ends. --compare says so before up, naming the one
+// that takes its place; with nothing waiting it says nothing of it.
+func TestCompareSaysWhoTakesTheGPUsOfAChangedExperiment(t *testing.T) {
+	queue := []string{"gpu.maxNodes=1", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4", "jobs.b.priority=5", "jobs.c.maxSteps=4", "jobs.c.priority=2"}
+	before := plantest.PlanFile(t, "smoke", nil, queue...)
+	args := []string{"--stack", "smoke", "--compare", before, "--config", "jobs.b.learningRate=5e-6"}
+	for _, q := range queue {
+		args = append(args, "--config", q)
+	}
+	code, out, errOut := plantest.Main(t, args...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	_, b, _ := strings.Cut(out, "Experiment b (queue)")
+	b, _, _ = strings.Cut(b, "\n")
+	// b (priority 5) runs; c (2) and a (0) wait, c first.
+	assert.Contains(t, b, "it gives its GPUs away: the queue admits the first waiting experiment that fits them (c, priority 2, first in order), which runs to its end (the queue never preempts), and b waits behind it.")
+
+	// A priority change is named, with the same effect.
+	args = []string{"--stack", "smoke", "--compare", before, "--config", "jobs.b.priority=6"}
+	for _, q := range queue[:len(queue)-3] {
+		args = append(args, "--config", q)
+	}
+	args = append(args, "--config", "jobs.c.maxSteps=4", "--config", "jobs.c.priority=2")
+	code, out, errOut = plantest.Main(t, args...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "Changed: priority 5 → 6 (jobs.b.priority). If it is running when `pulumi up` replaces its RayJob, it gives its GPUs away")
+
+	// Nothing waits (room for all): no such sentence.
+	wide := []string{"gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4"}
+	before = plantest.PlanFile(t, "smoke", nil, wide...)
+	args = []string{"--stack", "smoke", "--compare", before, "--config", "jobs.b.learningRate=5e-6"}
+	for _, q := range wide {
+		args = append(args, "--config", q)
+	}
+	_, out, _ = plantest.Main(t, args...)
+	assert.Contains(t, out, "Experiment b (queue): the same one")
+	assert.NotContains(t, out, "gives its GPUs away")
+}
+
+// The Lustre check counts what stays on the volume: an experiment that leaves the plan keeps its
+// checkpoints there. On b200-spot (18000 GiB = 19327 GB; Qwen2.5-72B: a checkpoint 72B × 16
+// bytes = 1152 GB, the Megatron conversion 72B × 2 = 144 GB, the download and checked copy
+// 2 × 144 = 288 GB), swapping experiment a for b, each keeping K:
+// b's peak is (K + 1) × 1152 + 144 + 288 (NeMo RL saves beside those kept), a leaves K × 1152 + 144.
+//
+//	K = 8: 10800 + 9360 = 20160 GB > 19327: refused, though b alone fits.
+//	K = 7:  9648 + 8208 = 17856 GB ≤ 19327: said, and allowed.
+func TestCompareCountsTheCheckpointsLeftOnTheVolume(t *testing.T) {
+	swap := func(t *testing.T, keep string) (int, string, string) {
+		before := plantest.PlanFile(t, "b200-spot", nil, "jobs.a.maxSteps=20", "jobs.a.keepCheckpoints="+keep)
+		return plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "jobs.b.maxSteps=20", "--config", "jobs.b.keepCheckpoints="+keep)
+	}
+	code, out, errOut := swap(t, "8")
+	assert.Equal(t, cmd.ExitInvalidConfig, code, errOut)
+	assert.Contains(t, out, "Volume: the checkpoints of experiments this plan no longer has stay on the Lustre instance (a-cedcb5 9360 GB); with this plan's at their peak (10800 GB) they need 20160 GB of its 19327 GB: more than it holds.")
+	assert.Contains(t, errOut, "error: storage.capacityGib: the Lustre instance would need 20160 GB")
+
+	code, out, errOut = swap(t, "7")
+	assert.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "(a-cedcb5 8208 GB); with this plan's at their peak (9648 GB) they need 17856 GB of its 19327 GB.")
+
+	// The same experiment stays: nothing is left behind, nothing said.
+	before := plantest.PlanFile(t, "b200-spot", nil, "jobs.a.maxSteps=20", "jobs.a.keepCheckpoints=8")
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "jobs.a.maxSteps=20", "--config", "jobs.a.keepCheckpoints=8")
+	assert.NotContains(t, out, "Volume:")
+	// The single run's directory counts the same way when jobs replace it.
+	before = plantest.PlanFile(t, "b200-spot", nil)
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "jobs.b.maxSteps=20")
+	assert.Contains(t, out, "Volume: the checkpoints of experiments this plan no longer has stay on the Lustre instance (qwen2-5-72b-instruct-deepscaler-cedcb5 2448 GB)")
+	// A plan of an earlier version does not say what its experiments keep: no check.
+	before = plantest.PlanFile(t, "b200-spot", func(doc map[string]any) { delete(doc["outputs"].(map[string]any), "volumeUse") }, "jobs.a.maxSteps=20", "jobs.a.keepCheckpoints=8")
+	code, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "jobs.b.maxSteps=20", "--config", "jobs.b.keepCheckpoints=8")
+	assert.Equal(t, cmd.ExitOK, code)
+	assert.NotContains(t, out, "Volume:")
+}

@@ -210,11 +210,18 @@ func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
 		case prev.dir == x.dir && prev.stopped:
 			add("Experiment %s (queue): enabled again; it goes back in the queue and resumes from its newest checkpoint in %s when admitted.", name, x.dir)
 		case prev.dir == x.dir:
-			add("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one trains nothing more unless its steps grew).%s", name, x.dir,
-				changesText(changedSettings(before.Settings[name], settings[name])))
+			changes := changedSettings(before.Settings[name], settings[name])
+			if prev.priority != x.priority {
+				changes = append(changes, fmt.Sprintf("priority %d → %d (jobs.%s.priority)", prev.priority, x.priority, name))
+			}
+			line := fmt.Sprintf("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one trains nothing more unless its steps grew).%s", name, x.dir, changesText(changes))
+			if len(changes) > 0 {
+				line += givesWay(name, is)
+			}
+			add("%s", line)
 		case prev.dir != "" && !prev.stopped:
-			add("Experiment %s (queue): a new one under the same name, since what it trains changed (the framework, the model, the datasets, their revisions, NeMo RL's recipe or verl's GPU count): its RayJob is replaced (a running one stops), and it starts from step 0 in %s when the queue admits it; the earlier one's checkpoints stay in %s.%s", name, x.dir, prev.dir,
-				changesText(changedSettings(before.Settings[name], settings[name])))
+			add("Experiment %s (queue): a new one under the same name, since what it trains changed (the framework, the model, the datasets, their revisions, NeMo RL's recipe or verl's GPU count): its RayJob is replaced (a running one stops), and it starts from step 0 in %s when the queue admits it; the earlier one's checkpoints stay in %s.%s%s", name, x.dir, prev.dir,
+				changesText(changedSettings(before.Settings[name], settings[name])), givesWay(name, is))
 		case single == x.dir:
 			continued = true
 			add("Experiment %s (queue): the stack's run until now, with its checkpoints in %s: it goes in the queue and resumes from its newest.", name, x.dir)
@@ -236,8 +243,36 @@ func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
 
 // queuedExperiment is an experiment of a plan's `experiments` output.
 type queuedExperiment struct {
-	dir     string
-	stopped bool
+	dir      string
+	stopped  bool
+	waits    bool
+	priority int
+}
+
+// givesWay says what replacing a running experiment's RayJob does while others wait: pulumi
+// deletes it before it creates the new one (deleteBeforeReplace, the same name), so Kueue admits
+// the first waiting experiment in the queue's order (priority, then name) in the GPUs it freed,
+// and that one runs to its end: the queue never preempts (workloads/queue, preemption Never).
+// "" when none waits.
+func givesWay(name string, is map[string]queuedExperiment) string {
+	var waiting []string
+	for n, x := range is {
+		if n != name && x.waits {
+			waiting = append(waiting, n)
+		}
+	}
+	if len(waiting) == 0 {
+		return ""
+	}
+	slices.SortFunc(waiting, func(a, b string) int {
+		if is[a].priority != is[b].priority {
+			return is[b].priority - is[a].priority
+		}
+		return strings.Compare(a, b)
+	})
+	first := waiting[0]
+	return fmt.Sprintf(" If it is running when `pulumi up` replaces its RayJob, it gives its GPUs away: the queue admits the first waiting experiment that fits them (%s, priority %d, first in order), which runs to its end (the queue never preempts), and %s waits behind it. To keep them, change it between runs, or stop the waiting ones first (jobs.<name>.enabled=false).",
+		first, is[first].priority, name)
 }
 
 // experimentsOf are the experiments of a plan's `experiments` output, by name.
@@ -251,7 +286,11 @@ func experimentsOf(outputs map[string]any) map[string]queuedExperiment {
 			continue
 		}
 		start, _ := about["start"].(string)
-		out[name] = queuedExperiment{dir: dir, stopped: start == string(infra.NotStarted)}
+		priority, _ := about["priority"].(float64)
+		if p, ok := about["priority"].(int); ok {
+			priority = float64(p)
+		}
+		out[name] = queuedExperiment{dir: dir, stopped: start == string(infra.NotStarted), waits: start == string(infra.Waits), priority: int(priority)}
 	}
 	return out
 }

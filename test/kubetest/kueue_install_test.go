@@ -216,6 +216,23 @@ func TestKueueInstallStep(t *testing.T) {
 	assert.Contains(t, theirs.Stdout, "the cluster runs a Kueue already (API v1beta1 v1beta2): using it")
 	assert.NotContains(t, theirs.Stdout, "installing")
 
+	blindConfig, err := os.ReadFile(cp.Kubeconfig(t, "kueue-blind"))
+	require.NoError(t, err)
+	asBlind := func() clitest.Result {
+		t.Helper()
+		r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), append(slices.Clone(env), "KUBECONFIG_DATA="+string(blindConfig))...)
+		t.Logf("install step as kueue-blind (exit %d):\n%s%s", r.Code, r.Stdout, r.Stderr)
+		return r
+	}
+	// An identity that cannot read the CRDs cannot tell whether the cluster runs a Kueue: the
+	// step fails instead of installing over it (and, failing, removing what it holds).
+	noCRDs := asBlind()
+	assert.Equal(t, 1, noCRDs.Code)
+	assert.Contains(t, noCRDs.Stderr, "cannot read customresourcedefinition clusterqueues.kueue.x-k8s.io (")
+	assert.Contains(t, noCRDs.Stderr, "forbidden")
+	assert.NotContains(t, noCRDs.Stdout, "installing")
+	assert.NotContains(t, noCRDs.Stderr, "removing")
+
 	// An identity that cannot read kueue-system cannot tell ours from theirs: the step fails
 	// instead of reporting success on a Kueue it did not look at.
 	_, err = cp.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "crd-reader"},
@@ -225,10 +242,7 @@ func TestKueueInstallStep(t *testing.T) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "crd-reader"},
 		Subjects: []rbacv1.Subject{{Kind: "User", Name: "kueue-blind"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	blindConfig, err := os.ReadFile(cp.Kubeconfig(t, "kueue-blind"))
-	require.NoError(t, err)
-	blind := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), append(slices.Clone(env), "KUBECONFIG_DATA="+string(blindConfig))...)
-	t.Logf("install step as kueue-blind (exit %d):\n%s%s", blind.Code, blind.Stdout, blind.Stderr)
+	blind := asBlind()
 	assert.Equal(t, 1, blind.Code)
 	assert.Contains(t, blind.Stderr, "cannot read deployment "+queue.Namespace+"/"+queue.Deployment+" (")
 	assert.Contains(t, blind.Stderr, "forbidden")
@@ -236,7 +250,8 @@ func TestKueueInstallStep(t *testing.T) {
 
 	config, err := cp.Client.CoreV1().ConfigMaps(queue.Namespace).Get(ctx, "kueue-manager-config", metav1.GetOptions{})
 	require.NoError(t, err)
-	config.Data["controller_manager_config.yaml"] = strings.ReplaceAll(config.Data["controller_manager_config.yaml"], `- "ray.io/rayjob"`, "")
+	// The integration named in a comment only: not managed.
+	config.Data["controller_manager_config.yaml"] = strings.ReplaceAll(config.Data["controller_manager_config.yaml"], `- "ray.io/rayjob"`, `# - "ray.io/rayjob"`)
 	_, err = cp.Client.CoreV1().ConfigMaps(queue.Namespace).Update(ctx, config, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	noRay := install()
@@ -245,8 +260,9 @@ func TestKueueInstallStep(t *testing.T) {
 }
 
 // A first install that fails (here its manager can run on no node, so its rollout times out)
-// removes what it applied, webhooks first: none is left to refuse the cluster's pods and jobs
-// with no manager to answer it.
+// removes what it created, webhooks first: none is left to refuse the cluster's pods and jobs
+// with no manager to answer it. What the manifest names but existed before stays: here the
+// namespace kueue-system, which someone made with something in it.
 func TestAFailedKueueInstallLeavesNothing(t *testing.T) {
 	clitest.Tool(t, "kubectl")
 	cp := kubetest.Start(t, kubetest.Options{})
@@ -255,7 +271,7 @@ func TestAFailedKueueInstallLeavesNothing(t *testing.T) {
 	t.Logf("install step (exit %d):\n%s%s", r.Code, r.Stdout, r.Stderr)
 	assert.Equal(t, 1, r.Code)
 	assert.Contains(t, r.Stdout, "select only the namespaces labelled", "the webhooks were narrowed before the wait")
-	assert.Contains(t, r.Stderr, "the install of Kueue "+queue.KueueVersion+" failed: removing what it applied")
+	assert.Contains(t, r.Stderr, "the install of Kueue "+queue.KueueVersion+" failed: removing what it created")
 	for _, kind := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
 		list, err := cp.Client.AdmissionregistrationV1().RESTClient().Get().AbsPath("/apis/admissionregistration.k8s.io/v1/" + kind).DoRaw(ctx)
 		require.NoError(t, err)
@@ -326,4 +342,30 @@ func assertKueueContained(t *testing.T, cp *kubetest.ControlPlane) {
 	err = job("queued")
 	require.Error(t, err, "a Job in a queue's namespace goes through Kueue's webhooks")
 	assert.Contains(t, err.Error(), `failed calling webhook "mjob.kb.io"`)
+}
+
+// A failed first install removes only what it created: a namespace kueue-system that existed
+// before, with what it holds, stays; the CRDs and webhooks it made go.
+func TestAFailedKueueInstallKeepsWhatExistedBefore(t *testing.T) {
+	clitest.Tool(t, "kubectl")
+	cp := kubetest.Start(t, kubetest.Options{})
+	ctx := context.Background()
+	_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: queue.Namespace}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cp.Client.CoreV1().ConfigMaps(queue.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), installEnv(t, cp, true, "5s")...)
+	t.Logf("install step (exit %d):\n%s%s", r.Code, r.Stdout, r.Stderr)
+	assert.Equal(t, 1, r.Code)
+	ns, err := cp.Client.CoreV1().Namespaces().Get(ctx, queue.Namespace, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, ns.DeletionTimestamp, "the namespace that existed before stays")
+	_, err = cp.Client.CoreV1().ConfigMaps(queue.Namespace).Get(ctx, "theirs", metav1.GetOptions{})
+	assert.NoError(t, err, "with what it holds")
+	_, err = cp.Client.AppsV1().Deployments(queue.Namespace).Get(ctx, queue.Deployment, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the manager it created goes: %v", err)
+	_, err = cp.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "kueue-mutating-webhook-configuration", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "its webhooks go: %v", err)
+	crd, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io").DoRaw(ctx)
+	assert.True(t, apierrors.IsNotFound(err) || strings.Contains(string(crd), "deletionTimestamp"), "its CRDs go: %v", err)
 }

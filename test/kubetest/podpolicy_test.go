@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 
 	"gke-rl/cluster"
 	"gke-rl/internal/gpunode"
@@ -100,11 +101,19 @@ func TestWorkloadPodPolicy(t *testing.T) {
 
 	// An ephemeral container (kubectl debug) goes through the pod's ephemeralcontainers
 	// subresource, where the rules on containers do not look: refused.
-	target, err := cp.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "debug-target", Namespace: ns}, Spec: plain}, metav1.CreateOptions{})
+	_, err = cp.Client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "debug-target", Namespace: ns}, Spec: plain}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	target.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: "debug", Image: "busybox:1.37", SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}}}}
-	_, err = cp.Client.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, target.Name, target, metav1.UpdateOptions{})
+	// The pod's status moves meanwhile (the scheduler): each try starts from its latest version.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		target, err := cp.Client.CoreV1().Pods(ns).Get(ctx, "debug-target", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		target.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debug", Image: "busybox:1.37", SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}}}}
+		_, err = cp.Client.CoreV1().Pods(ns).UpdateEphemeralContainers(ctx, target.Name, target, metav1.UpdateOptions{})
+		return err
+	})
 	require.Error(t, err, "an ephemeral container")
 	assert.Contains(t, err.Error(), "may have no ephemeral container")
 

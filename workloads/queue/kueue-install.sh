@@ -58,17 +58,33 @@ spread_manager() {
     kubectl apply --server-side -f - >/dev/null
 }
 
-# A first install that fails is removed, webhooks first: left behind, its webhooks would refuse
-# the queue's pods and jobs with no manager to answer them. The next `pulumi up` installs again.
+# The release's manifest is read once, into a file of the step's own: what is applied, and what
+# a failed install removes, is that one copy, not the address fetched again.
+manifest=$(mktemp)
+# created lists the objects a first install made (kind/name, all of them absent before it).
+created=()
 fresh=false
+
+# A first install that fails is removed, webhooks first: left behind, its webhooks would refuse
+# the queue's pods and jobs with no manager to answer them. Only what it created goes: an object
+# of the manifest that existed before (a namespace kueue-system of someone's, say) stays. The next
+# `pulumi up` installs again.
 remove_failed_install() {
-  local status=$?
-  if [ "$status" -ne 0 ] && [ "$fresh" = true ]; then
-    echo "the install of Kueue $KUEUE_VERSION failed: removing what it applied (the next pulumi up installs it again)" >&2
-    kubectl delete mutatingwebhookconfiguration kueue-mutating-webhook-configuration --ignore-not-found >&2 || true
-    kubectl delete validatingwebhookconfiguration kueue-validating-webhook-configuration --ignore-not-found >&2 || true
-    kubectl delete -f "$KUEUE_MANIFEST" --ignore-not-found --wait=false >&2 || true
+  local status=$? name
+  if [ "$status" -ne 0 ] && [ "$fresh" = true ] && [ "${#created[@]}" -gt 0 ]; then
+    echo "the install of Kueue $KUEUE_VERSION failed: removing what it created (the next pulumi up installs it again)" >&2
+    for name in "${created[@]}"; do
+      if [[ $name == *webhookconfiguration* ]]; then
+        kubectl delete "$name" --ignore-not-found >&2 || true
+      fi
+    done
+    for name in "${created[@]}"; do
+      if [[ $name != *webhookconfiguration* ]]; then
+        kubectl -n "$ns" delete "$name" --ignore-not-found --wait=false >&2 || true
+      fi
+    done
   fi
+  rm -f "$manifest"
   exit "$status"
 }
 trap remove_failed_install EXIT
@@ -80,7 +96,10 @@ unreadable() {
   exit 1
 }
 
-if kubectl get crd "$crd" -o name >/dev/null 2>&1; then
+# --ignore-not-found: no CRD prints nothing and succeeds; any other failure (a refusal, an
+# unreachable server) fails the step instead of passing for a cluster without Kueue.
+found=$(kubectl get crd "$crd" --ignore-not-found -o name 2>&1) || unreadable "customresourcedefinition $crd" "$found"
+if [ -n "$found" ]; then
   # --ignore-not-found: no deployment prints nothing and succeeds; a refusal fails.
   owner=$(kubectl -n "$ns" get deployment "$deploy" --ignore-not-found -o "jsonpath={.metadata.annotations.gke-rl/installed-by}" 2>&1) ||
     unreadable "deployment $ns/$deploy" "$owner"
@@ -92,7 +111,8 @@ if kubectl get crd "$crd" -o name >/dev/null 2>&1; then
     fi
     config=$(kubectl -n "$ns" get configmap kueue-manager-config --ignore-not-found -o 'jsonpath={.data.controller_manager_config\.yaml}' 2>&1) ||
       unreadable "configmap $ns/kueue-manager-config" "$config"
-    if [ -n "$config" ] && ! grep -q 'ray.io/rayjob' <<<"$config"; then
+    # A list item of its own, not the text anywhere (a comment names it too).
+    if [ -n "$config" ] && ! grep -qE '^[[:space:]]*-[[:space:]]*"?ray\.io/rayjob"?[[:space:]]*$' <<<"$config"; then
       echo "the cluster's Kueue ($ns/kueue-manager-config) does not manage RayJobs: add \"ray.io/rayjob\" to integrations.frameworks and restart its manager" >&2
       exit 1
     fi
@@ -111,8 +131,18 @@ else
 fi
 
 echo "installing Kueue $KUEUE_VERSION from $KUEUE_MANIFEST"
+kubectl create --dry-run=client -o yaml -f "$KUEUE_MANIFEST" >"$manifest"
+if [ "$fresh" = true ]; then
+  mapfile -t all < <(kubectl create --dry-run=client -o name -f "$manifest")
+  existing=$(kubectl -n "$ns" get -f "$manifest" --ignore-not-found -o name 2>&1) ||
+    unreadable "the objects of Kueue's manifest" "$existing"
+  for name in "${all[@]}"; do
+    # -o name of get and of create name a kind by its resource and group alike.
+    grep -qxF "$name" <<<"$existing" || created+=("$name")
+  done
+fi
 # Server-side: the CRDs are larger than client-side apply's annotation allows.
-kubectl apply --server-side --force-conflicts -f "$KUEUE_MANIFEST"
+kubectl apply --server-side --force-conflicts -f "$manifest"
 kubectl -n "$ns" annotate --overwrite deployment "$deploy" "$installed_by=$STACK_NAMESPACE"
 # Before the manager is waited for: the apply gave its webhooks the release's reach.
 narrow_webhooks
