@@ -66,8 +66,12 @@ func (l Layout) PrepDirs() []string {
 	return []string{hfHomeDir, modelsDir, datasetsDir, preparedDir, verlDir}
 }
 
-// Logs is the run's logs directory (NeMo RL's metrics and TensorBoard logs).
-func (l Layout) Logs() string { return path.Join(l.Root, "logs", l.Run) }
+// Logs is the run's logs directory (NeMo RL's metrics and TensorBoard logs): in the
+// experiment's checkpoint directory, which only the training pods write, so that no other
+// principal can steer the trainer's writes with a link planted where they go (the volume's
+// logs/, where they were, is every support principal's to write). NeMo RL reads only step_<n>
+// there as checkpoints (nemo_rl/utils/checkpoint.py, get_latest_checkpoint_path).
+func (l Layout) Logs() string { return path.Join(l.Checkpoints(), "logs") }
 
 // VerlSource is the verl checkout.
 func (l Layout) VerlSource() string { return path.Join(l.Root, verlDir, VerlSourceTag) }

@@ -96,7 +96,7 @@ func (r Run) wandbProject() string {
 // Why the program fixes what no job.* key sets.
 const (
 	whyCheckpointDir = "each experiment keeps its checkpoints in its own directory, named by job.name (a new experiment: a new job.name; continuing another one's checkpoint: job.resumeFrom)"
-	whyLogDir        = "the logs go to the shared volume, in the experiment's directory, named by job.name"
+	whyLogDir        = "the logs go to the shared volume, in the experiment's checkpoint directory (named by job.name), which only the training pods write"
 	whyWandBName     = "the W&B run is named after the experiment: job.name"
 	whyGRPO          = "the program runs GRPO"
 	whyOffload       = "a model of more than 35B parameters (job.model, job.modelSize) trains with its parameters and optimizer state in host memory"

@@ -91,7 +91,7 @@ func TestNeMoRLEntrypoint(t *testing.T) {
 		"checkpointing.keep_top_k":           "2",
 		"checkpointing.metric_name":          "null",
 		"logger.wandb_enabled":               "False",
-		"logger.log_dir":                     "/lustre/logs/ray-a4-grpo",
+		"logger.log_dir":                     "/lustre/checkpoints/ray-a4-grpo/logs", // the training pods alone write there
 		"policy.megatron_cfg.converter_type": "Qwen2ForCausalLM",
 	}, o)
 	assert.Equal(t, "policy.megatron_cfg.converter_type=Qwen2ForCausalLM", ws[len(ws)-1], "job.args come last")
