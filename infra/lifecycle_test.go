@@ -95,10 +95,23 @@ func TestSlowResourcesCarryTimeoutsLongerThanTheProvidersDefault(t *testing.T) {
 
 // A second `pulumi up` proposes no change: every field the cloud changes after creation is
 // either ignored or never set, as the table says.
+// ignoredByType is what `pulumi up --refresh` must not undo, stated from who writes it, not read
+// from the program's table (lifecycle.Drifts): a change of that table shows here as a failure.
+var ignoredByType = map[string][]string{
+	// GKE fills the default pool's node config, which would replace the cluster
+	// (Cluster Toolkit's modules/scheduler/gke-cluster ignores node_config for this reason).
+	"gcp:container/cluster:Cluster": {"nodeConfig"},
+	// The autoscaler resizes the pool; initialNodeCount is ForceNew in the provider.
+	"gcp:container/nodePool:NodePool": {"initialNodeCount", "nodeCount"},
+	// Kueue admits a queued RayJob by setting spec.suspend to false (kueue v0.17.0
+	// pkg/controller/jobs/rayjob/rayjob_controller.go, RunWithPodSetsInfo); spec replaces.
+	"kubernetes:ray.io/v1:RayJob": {"spec.suspend"},
+}
+
 func TestFieldsTheCloudChangesAreIgnoredOrNotSet(t *testing.T) {
 	eachVariant(t, func(t *testing.T, res *offline.Result) {
 		for _, r := range res.Resources {
-			want := lifecycle.IgnoredFields(r.Type)
+			want := slices.Clone(ignoredByType[r.Type])
 			if r.Name == "gate-nccl" || r.Name == "gate-storage" {
 				// Not a drift: a gate Job runs once; re-running it is a deliberate --replace.
 				want = append(want, "spec")
@@ -189,7 +202,8 @@ func TestCustomResourcesWaitForTheirCRDs(t *testing.T) {
 	eachVariant(t, func(t *testing.T, res *offline.Result) {
 		crds := res.Find("command:local:Command", "cluster-crds")
 		require.NotNil(t, crds)
-		assert.Equal(t, strings.Join(cluster.CRDs, " "), plantest.Input(t, crds, "environment.CRDS"))
+		// KubeRay's two kinds the program makes, and GKE's multi-network kinds the GPU NICs use.
+		assert.Equal(t, "rayclusters.ray.io rayjobs.ray.io gkenetworkparamsets.networking.gke.io networks.networking.gke.io", plantest.Input(t, crds, "environment.CRDS"))
 		var custom int
 		for _, r := range res.Resources {
 			if !strings.HasPrefix(r.Type, "kubernetes:ray.io/") && !strings.HasPrefix(r.Type, "kubernetes:networking.gke.io/") {

@@ -179,7 +179,23 @@ func TestBucketSettings(t *testing.T) {
 	for _, o := range input(t, pv, "spec.mountOptions").([]any) {
 		opts = append(opts, o.(string))
 	}
-	assert.Equal(t, storage.GCSFuseMountOptions(6144000), opts)
+	// Literal, not the function under test: GCS FUSE's own names (gcsfuse's config flags,
+	// mount options form): implicit directories on, metadata caches never stale (ttl 0, no
+	// negative entries) and unbounded, the file cache of the node's size with parallel
+	// downloads and range reads cached, streaming writes.
+	assert.Equal(t, []string{
+		"implicit-dirs",
+		"metadata-cache:negative-ttl-secs:0",
+		"metadata-cache:ttl-secs:0",
+		"metadata-cache:stat-cache-max-size-mb:-1",
+		"metadata-cache:type-cache-max-size-mb:-1",
+		"file-cache:max-size-mb:6144000",
+		"file-cache:cache-file-for-range-read:true",
+		"file-cache:enable-parallel-downloads:true",
+		"read_ahead_kb=1024",
+		"write:enable-streaming-writes:true",
+		"write:global-max-blocks:200000",
+	}, opts)
 	assert.Contains(t, opts, "file-cache:max-size-mb:6144000", "bounded by what the node holds")
 }
 
