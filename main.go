@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -34,9 +36,23 @@ func main() {
 		usage(os.Stdout, ".")
 	default:
 		// Started by hand, not by the engine: pulumi.Run would only exit 32 with nothing said.
+		if len(args) > 0 {
+			fmt.Fprintln(os.Stderr, unknownCommand(args[0]))
+		}
 		usage(os.Stderr, ".")
 		os.Exit(cmd.ExitUsage)
 	}
+}
+
+// pulumiCommands are the Pulumi CLI's commands a user may type to this program instead.
+var pulumiCommands = []string{"preview", "up", "destroy", "refresh", "import", "stack", "config"}
+
+// unknownCommand is the error line for a first argument that names no command of the program.
+func unknownCommand(name string) string {
+	if slices.Contains(pulumiCommands, name) {
+		return fmt.Sprintf("error: %q is a command of the Pulumi CLI, which runs this program: pulumi %s -s NAME", name, name)
+	}
+	return fmt.Sprintf("error: %q is not a command of gke-rl; allowed: plan, preflight, repo-check, help", name)
 }
 
 // usage says what the program does when it is not run by the Pulumi engine.
@@ -49,6 +65,14 @@ func usage(w io.Writer, dir string) {
   pulumi preview -s NAME           what pulumi up would change (in this directory)
   pulumi up -s NAME                build it
 
-The stacks here: %v
-`, offline.StacksIn(dir))
+The stacks here: %s
+`, stackList(offline.StacksIn(dir)))
+}
+
+// stackList names the stacks, or says there is none.
+func stackList(stacks []string) string {
+	if len(stacks) == 0 {
+		return "none (a stack is a Pulumi.NAME.yaml file)"
+	}
+	return strings.Join(stacks, ", ")
 }

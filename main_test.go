@@ -29,7 +29,10 @@ func TestUsageOutsideTheEngine(t *testing.T) {
 	}
 	out.Reset()
 	usage(&out, dir)
-	assert.Contains(t, out.String(), "The stacks here: [b200-spot my-smoke]")
+	assert.Contains(t, out.String(), "The stacks here: b200-spot, my-smoke\n")
+	out.Reset()
+	usage(&out, t.TempDir())
+	assert.Contains(t, out.String(), "The stacks here: none (a stack is a Pulumi.NAME.yaml file)")
 
 	bin := filepath.Join(t.TempDir(), "gke-rl")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -52,6 +55,20 @@ func TestUsageOutsideTheEngine(t *testing.T) {
 		}
 		assert.Equal(t, want, code, "gke-rl %s", args)
 		assert.Contains(t, string(got), "run it through Pulumi, or plan a stack offline", "gke-rl %s", args)
+	}
+	// A word that is no command is named, with what is allowed, before the usage.
+	for args, want := range map[string]string{
+		"version": `error: "version" is not a command of gke-rl; allowed: plan, preflight, repo-check, help`,
+		"preview": `error: "preview" is a command of the Pulumi CLI, which runs this program: pulumi preview -s NAME`,
+	} {
+		cmd := exec.Command(bin, args)
+		cmd.Env = append(os.Environ(), "PULUMI_MONITOR=")
+		got, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		require.True(t, errors.As(err, &exit), "gke-rl %s fails", args)
+		assert.Equal(t, 2, exit.ExitCode(), "gke-rl %s", args)
+		assert.Contains(t, string(got), want+"\n")
+		assert.Contains(t, string(got), "run it through Pulumi, or plan a stack offline")
 	}
 	// The preflight subcommand is reached from the binary too.
 	got, err := exec.Command(bin, "preflight", "--help").CombinedOutput()

@@ -57,6 +57,10 @@ func TestKeysThatDoNothingAreWarnedAbout(t *testing.T) {
 	assert.Contains(t, warns("b200-spot", "cluster.mode=autopilot", "storage.type=gcsfuse", "gpu.maxNodes=10"), "gpu.maxNodes: is set but does nothing here; it applies with cluster.mode=standard")
 	assert.Contains(t, warns("b200-spot", "ray.mirror=true", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:1"), "ray.mirror: is set but does nothing here")
 	assert.Contains(t, warns("b200-spot", "job.enabled=false"), "job.enabled: is false, so job.model, job.dataset, job.maxSteps")
+	// Epochs that job.maxSteps cuts short: smoke's GSM8K has 7473 rows, 64 prompts a step, so
+	// 116 steps an epoch and 2 epochs are 232 steps; 231 stops within epoch 2, 232 does not.
+	assert.Contains(t, warns("smoke", "job.epochs=2", "job.maxSteps=231"), "job.epochs: 2 epochs are 232 steps (7473 gsm8k rows / job.promptsPerStep 64 = 116 per epoch), but job.maxSteps 231 stops the run first, in epoch 2;")
+	assert.NotContains(t, warns("smoke", "job.epochs=2", "job.maxSteps=232", "job.checkpointPeriod=2"), "job.epochs:")
 	// A stopped experiment of a queue keeps its keys for when it runs again, while the others run.
 	assert.NotContains(t, warns("smoke", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4", "jobs.b.enabled=false"), "the stack runs no job")
 	for _, stack := range plantest.Stacks {

@@ -24,6 +24,7 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) E
 	warnUnpinned(c, &warns)
 	warnExclusion(c, now, &warns)
 	warnInapplicable(c, &warns)
+	warnCappedEpochs(c, &warns)
 	warnRecipeSize(c, &warns)
 	warnImageDigest(c, &warns)
 	warnSingleRunLeft(c, &warns)
@@ -208,4 +209,21 @@ func warnUnpinned(c *Config, warns *Errors) {
 				quote(id), strings.Join(loaded, ", "), id)
 		}
 	}
+}
+
+// warnCappedEpochs warns when job.epochs, set, asks for more steps than job.maxSteps lets the
+// run take: both frameworks stop at whichever comes first (verl's total_training_steps, NeMo
+// RL's max_num_steps), so the epochs set would not be trained.
+func warnCappedEpochs(c *Config, warns *Errors) {
+	j := c.Job
+	rows, known := trainRows[j.Dataset]
+	if !j.Enabled || !c.explicit["job.epochs"] || j.MaxSteps <= 0 || !known || j.PromptsPerStep <= 0 {
+		return
+	}
+	perEpoch := rows / j.PromptsPerStep
+	if perEpoch <= 0 || j.MaxSteps >= j.Epochs*perEpoch {
+		return
+	}
+	warns.Add("job.epochs", "%d epochs are %d steps (%d %s rows / job.promptsPerStep %d = %d per epoch), but job.maxSteps %d stops the run first, in epoch %d; to train the epochs, remove job.maxSteps (`pulumi config rm --path job.maxSteps`), or set job.epochs to what the steps cover",
+		j.Epochs, j.Epochs*perEpoch, rows, j.Dataset, j.PromptsPerStep, perEpoch, j.MaxSteps, (j.MaxSteps+perEpoch-1)/perEpoch)
 }

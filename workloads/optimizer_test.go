@@ -56,15 +56,22 @@ func optimizerRun(t *testing.T, f kinds.Framework, r workloads.Run, saveStep int
 	return out, code, strings.Split(strings.TrimSpace(string(got)), "\n")
 }
 
+// rateRun is a one-node run of attempts attempts at learning rate lr, its model staged.
+func rateRun(t *testing.T, attempts int, lr float64) workloads.Run {
+	t.Helper()
+	r := run()
+	r.Nodes, r.GPUsPerNode, r.Attempts = 1, 2, attempts
+	r.Layout.Root = t.TempDir()
+	r.Tuning.LearningRate = &lr
+	stageModel(t, r)
+	return r
+}
+
 // A new learning rate on an experiment that has saved applies: verl resumes its weights with a
 // fresh optimizer and scheduler until it has saved with the new rate, then resumes all of it.
 func TestANewLearningRateAppliesToAVerlExperimentThatHasSaved(t *testing.T) {
-	old, lr := 1e-6, 5e-6
-	r := run()
-	r.Nodes, r.GPUsPerNode, r.Attempts = 1, 2, 2
-	r.Layout.Root = t.TempDir()
-	r.Tuning.LearningRate = &old
-	stageModel(t, r)
+	lr := 5e-6
+	r := rateRun(t, 2, 1e-6)
 	ck := r.Layout.Checkpoints()
 
 	// The first run records its settings and saves step 4; its retry resumes all of it.
@@ -94,12 +101,7 @@ func TestANewLearningRateAppliesToAVerlExperimentThatHasSaved(t *testing.T) {
 
 // Preempted before it saves with the new rate, the next attempt again loads the weights alone.
 func TestAVerlRetryBeforeTheFirstSaveWithNewSettingsStillStartsAFreshOptimizer(t *testing.T) {
-	lr := 5e-6
-	r := run()
-	r.Nodes, r.GPUsPerNode, r.Attempts = 1, 2, 2
-	r.Layout.Root = t.TempDir()
-	r.Tuning.LearningRate = &lr
-	stageModel(t, r)
+	r := rateRun(t, 2, 5e-6)
 	ck := r.Layout.Checkpoints()
 	require.NoError(t, os.MkdirAll(filepath.Join(ck, "global_step_4"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(ck, "latest_checkpointed_iteration.txt"), []byte("4\n"), 0o644))
@@ -142,12 +144,8 @@ func TestAVerlBranchWithANewLearningRateStartsAFreshOptimizer(t *testing.T) {
 // refused before the framework starts, naming the two ways on; a checkpoint saved before the
 // record existed resumes as saved.
 func TestANewLearningRateOnANeMoRLExperimentThatHasSavedIsRefused(t *testing.T) {
-	old, lr := 1e-6, 5e-6
-	r := run()
-	r.Nodes, r.GPUsPerNode, r.Attempts = 1, 2, 1
-	r.Layout.Root = t.TempDir()
-	r.Tuning.LearningRate = &old
-	stageModel(t, r)
+	lr := 5e-6
+	r := rateRun(t, 1, 1e-6)
 	ck := r.Layout.Checkpoints()
 	require.NoError(t, os.MkdirAll(filepath.Join(ck, "step_4"), 0o755))
 

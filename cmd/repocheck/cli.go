@@ -2,6 +2,7 @@ package repocheck
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -58,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer, c *Client) int {
 			"lists, the %s environment's reviewers and branches, and whether workflows may approve pull requests.\n", Environment)
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cmd.ExitOK // asked for: the usage is the answer
+		}
 		return cmd.ExitUsage
 	}
 	if !repoPattern.MatchString(*repo) {

@@ -191,4 +191,9 @@ func TestUsage(t *testing.T) {
 	out.Reset()
 	assert.Equal(t, cmd.ExitCannotAsk, run([]string{"--repo", repo}, &out, &out, &Client{Base: "http://127.0.0.1:1", HTTP: http.DefaultClient}))
 	assert.Contains(t, out.String(), "error: cannot ask GitHub's API at http://127.0.0.1:1")
+	// Asked for, the usage is an answer, not a failure; an unknown flag is one.
+	out.Reset()
+	assert.Equal(t, cmd.ExitOK, run([]string{"--help"}, &out, &out, &Client{}))
+	assert.Contains(t, out.String(), "usage: go run . repo-check --repo OWNER/NAME [--json]")
+	assert.Equal(t, cmd.ExitUsage, run([]string{"--no-such-flag"}, &out, &out, &Client{}))
 }
