@@ -69,7 +69,8 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 			Detail: fmt.Sprintf("%d GiB at %d MB/s per TiB", l.CapacityGiB, l.ThroughputMBpsPerTiB),
 			SKU:    cost.SKU{Name: fmt.Sprintf("lustre-%d", l.ThroughputMBpsPerTiB), Region: c.Region}, Unit: cost.PerGiBMonth,
 			Training: float64(l.CapacityGiB), Idle: float64(l.CapacityGiB),
-			Note: "billed by provisioned capacity, full or empty",
+			Note:    "billed by provisioned capacity, full or empty",
+			StandIn: &cost.SKU{Name: fmt.Sprintf("lustre-%d", l.ThroughputMBpsPerTiB), Region: cost.LustreRecordedRegion},
 		})
 	} else {
 		bucket := cost.Line{

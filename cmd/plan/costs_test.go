@@ -36,9 +36,15 @@ func TestCLITreeShowsTheCosts(t *testing.T) {
 }
 
 // The spot stacks' GPU nodes have a dated price: the item that is most of the bill is a figure,
-// with its source named; what has none (Managed Lustre) stays unknown.
+// with its source named; b200-spot's Managed Lustre in us-east1 is priced at Iowa's recorded
+// price (18000 GiB × $0.34 = $6,120.00 a month), saying whose it is.
 func TestTheShippedSpotStacksPriceTheirGPUNodes(t *testing.T) {
-	for stack, unknown := range map[string][]string{"smoke": nil, "b200-spot": {"Lustre instance"}} {
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Regexp(t, `
+    Lustre instance +18000 GiB at 500 MB/s per TiB +training \$8\.38/h, idle \$6,120\.00/month; \$0\.34 per GiB-month \(2026-06-05\); billed by provisioned capacity, full or empty; priced at us-central1's list price: none of us-east1 is recorded
+`, out)
+	for stack, unknown := range map[string][]string{"smoke": nil, "b200-spot": nil} {
 		t.Run(stack, func(t *testing.T) {
 			r := plantest.Plan(t, stack)
 			assert.Equal(t, unknown, r.Costs.TrainingPerHour.Unknown)

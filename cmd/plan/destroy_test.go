@@ -101,10 +101,12 @@ func TestDestroyPlan(t *testing.T) {
 						assert.Zero(t, stepOf(d, lustre, "storage-lustre"))
 						instance := keptOf(d, lustre)
 						require.NotNil(t, instance.Monthly(), "the kept instance says what it bills")
-						// No public record prices Managed Lustre: the shipped table leaves it
-						// unknown, and a price file prices it.
-						assert.False(t, instance.Monthly().Known)
-						assert.Equal(t, []string{"storage-lustre"}, d.StaysMonthly().Unknown)
+						// Managed Lustre's price is recorded for Iowa alone: the kept instance is
+						// priced at it (capacity × $0.34 a GiB-month at 500 MB/s per TiB), and a
+						// price file with the region's own price replaces it.
+						require.True(t, instance.Monthly().Known)
+						assert.InDelta(t, 0.34*float64(instanceGiB(t, plantest.Plan(t, stack, "storage.type="+storage, fmt.Sprintf("storage.protect=%v", protect)))), instance.Monthly().USD, 0.01)
+						assert.Empty(t, d.StaysMonthly().Unknown)
 						priced := plantest.Plan(t, stack, "storage.type="+storage, fmt.Sprintf("storage.protect=%v", protect))
 						sku := instance.Bill.SKU
 						priced.Price(cost.Table{Prices: map[cost.SKU]cost.Price{sku: {USD: 0.14, Source: &cost.Source{Date: "2026-12-01", Name: "test"}}}})

@@ -51,6 +51,10 @@ type Line struct {
 	UnknownQuantity bool
 	// Note is said next to the line.
 	Note string
+	// StandIn is a SKU whose price stands in for the line's own when that has none (Managed
+	// Lustre, whose prices are recorded for one region): the estimate then says whose price it
+	// is. Nil: an unpriced line is unknown.
+	StandIn *SKU
 }
 
 // Bill is a stack's bill of materials.
@@ -151,7 +155,13 @@ func (b Bill) Price(t Table) Estimate {
 	e := Estimate{Excluded: b.Excluded}
 	for _, l := range b.Lines {
 		c := Costed{Line: l}
-		if p, ok := t.Lookup(l.SKU); ok {
+		p, ok := t.Lookup(l.SKU)
+		if !ok && l.StandIn != nil {
+			if p, ok = t.Lookup(*l.StandIn); ok {
+				c.Line.Note = strings.TrimPrefix(c.Line.Note+"; ", "; ") + fmt.Sprintf("priced at %s's list price: none of %s is recorded", l.StandIn.Region, l.SKU.Region)
+			}
+		}
+		if ok {
 			c.Price = &p
 			if !slices.Contains(e.Sources, *p.Source) {
 				e.Sources = append(e.Sources, *p.Source)

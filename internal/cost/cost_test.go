@@ -1,6 +1,9 @@
 package cost
 
 import (
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,10 +129,12 @@ func TestTheCatalogIsDatedAndHasOnlyPositivePrices(t *testing.T) {
 			want = &FeeSource
 		case strings.HasPrefix(sku.Name, "a4-") || strings.HasPrefix(sku.Name, "a3-"):
 			want = &GPUSource
+		case strings.HasPrefix(sku.Name, "lustre-"):
+			want = &LustreSource
 		}
 		assert.Equal(t, want, p.Source, sku.String())
 	}
-	for _, s := range []Source{CatalogSource, FeeSource, GPUSource} {
+	for _, s := range []Source{CatalogSource, FeeSource, GPUSource, LustreSource} {
 		assert.Regexp(t, `^\d{4}-\d{2}-\d{2}$`, s.Date)
 	}
 	// The cluster fee is the same in every region, those without a machine price included.
@@ -188,4 +193,39 @@ func TestTheShippedGPUPricesHoldTogether(t *testing.T) {
 			assert.Less(t, spot.USD, onDemand.USD, sku.String())
 		}
 	}
+}
+
+// A line with a stand-in is priced at the stand-in's price when its own region has none, and
+// says whose price it is; its own region's price, shipped or given (plan --prices), wins.
+func TestAStandInPriceSaysWhoseItIs(t *testing.T) {
+	east := SKU{Name: "lustre-500", Region: "us-east1"}
+	iowa := SKU{Name: "lustre-500", Region: "us-central1"}
+	line := Line{Item: "Lustre instance", SKU: east, Unit: PerGiBMonth, Training: 1000, Idle: 1000, Note: "billed by provisioned capacity", StandIn: &iowa}
+	e := Bill{Lines: []Line{line}}.Price(table(map[SKU]float64{iowa: 0.34}))
+	assert.InDelta(t, 340, e.IdlePerMonth.KnownUSD, 1e-9, "1000 GiB × $0.34")
+	assert.Equal(t, "billed by provisioned capacity; priced at us-central1's list price: none of us-east1 is recorded", e.Lines[0].Line.Note)
+	own := Bill{Lines: []Line{line}}.Price(table(map[SKU]float64{iowa: 0.34, east: 0.30}))
+	assert.InDelta(t, 300, own.IdlePerMonth.KnownUSD, 1e-9, "the region's own price")
+	assert.Equal(t, "billed by provisioned capacity", own.Lines[0].Line.Note)
+	none := Bill{Lines: []Line{line}}.Price(Table{})
+	assert.False(t, none.IdlePerMonth.Complete(), "no stand-in price either: unknown")
+}
+
+// The shipped Managed Lustre prices are the recorded ones
+// (testdata/recorded/prices-managed-lustre.txt, "Managed Lustre Capacity <tier>-Perf Iowa").
+func TestTheShippedLustrePricesAreTheRecordedOnes(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/recorded/prices-managed-lustre.txt")
+	require.NoError(t, err)
+	recorded := regexp.MustCompile(`(?m)^Managed Lustre Capacity (\d+)-Perf Iowa\s+([0-9.]+)$`).FindAllStringSubmatch(string(data), -1)
+	require.Len(t, recorded, 4, "the 125, 250, 500 and 1000 tiers")
+	for _, m := range recorded {
+		usd, err := strconv.ParseFloat(m[2], 64)
+		require.NoError(t, err)
+		p, ok := Catalog.Lookup(SKU{Name: "lustre-" + m[1], Region: "us-central1"})
+		require.True(t, ok, m[1])
+		assert.InDelta(t, usd, p.USD, 0, m[1])
+		assert.Equal(t, "2026-06-05", p.Source.Date)
+	}
+	_, ok := Catalog.Lookup(SKU{Name: "lustre-500", Region: "us-east1"})
+	assert.False(t, ok, "no other region's price is recorded: a stand-in says so instead")
 }

@@ -36,10 +36,33 @@ var GPUSource = Source{
 	Name: "SkyPilot's GCP catalog, github.com/skypilot-org/skypilot-catalog catalogs/v8/gcp/vms.csv at commit 006059e",
 }
 
+// LustreSource is Managed Lustre's list prices per GiB-month by performance tier, in Iowa
+// (us-central1) alone, from a Cloud Billing pricing export of 2026-06-05 (SKU descriptions
+// "Managed Lustre Capacity <tier>-Perf Iowa") as a public benchmark write-up quotes them; a
+// second source agrees on the 125 tier (The New Stack, July 2025: "$0.145 a month").
+// testdata/recorded/prices-managed-lustre.txt is the record, which a test holds these to.
+var LustreSource = Source{
+	Date: "2026-06-05",
+	Name: "Managed Lustre list prices in Iowa (us-central1), a Cloud Billing pricing export",
+}
+
+// LustreRecordedRegion is the one region whose Managed Lustre prices are recorded: elsewhere a
+// Lustre line is priced at its price, and says so (Line.StandIn).
+const LustreRecordedRegion = "us-central1"
+
+// lustrePrices are LustreSource's, by the program's SKU name: lustre-<MB/s per TiB>.
+var lustrePrices = map[string]map[string]float64{
+	"lustre-125":  {LustreRecordedRegion: 0.145},
+	"lustre-250":  {LustreRecordedRegion: 0.21},
+	"lustre-500":  {LustreRecordedRegion: 0.34},
+	"lustre-1000": {LustreRecordedRegion: 0.60},
+}
+
 // Catalog is the shipped table: CatalogSource's prices for the regions that offer B200 or H200
-// machines (that compilation's tools/acceleratortyperegion.csv), GPUSource's GPU machines, and
-// GKE's cluster fee, the same in every region (FeeSource: "applies to all GKE clusters").
-var Catalog = tableOf(&CatalogSource, catalogPrices).With(tableOf(&GPUSource, gpuMachinePrices())).With(Table{Prices: map[SKU]Price{
+// machines (that compilation's tools/acceleratortyperegion.csv), GPUSource's GPU machines,
+// LustreSource's Managed Lustre tiers, and GKE's cluster fee, the same in every region
+// (FeeSource: "applies to all GKE clusters").
+var Catalog = tableOf(&CatalogSource, catalogPrices).With(tableOf(&GPUSource, gpuMachinePrices())).With(tableOf(&LustreSource, lustrePrices)).With(Table{Prices: map[SKU]Price{
 	{Name: "gke-cluster", Region: AnyRegion}: {USD: ClusterFeeUSDPerHour, Source: &FeeSource},
 }})
 
