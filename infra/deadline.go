@@ -191,5 +191,18 @@ func (d RunDeadline) Summary() string {
 		hours(limit), d.Seconds, hours(DeadlineStartup), d.Steps, d.StepsBasis, minutes(d.Step), d.StepBasis, d.Retries)
 }
 
+// Longest is the most the run can take: the deadline, or with a deadline per attempt, each of
+// its attempts taking all of it.
+func (d RunDeadline) Longest() time.Duration {
+	limit := time.Duration(d.Seconds) * time.Second
+	if d.Scope == PerAttempt {
+		return time.Duration(max(1, d.Attempts)) * limit
+	}
+	return limit
+}
+
+// Hours is a duration as the plan says it: hours to a tenth.
+func Hours(d time.Duration) string { return hours(d) }
+
 func hours(d time.Duration) string   { return fmt.Sprintf("%gh", math.Round(d.Hours()*10)/10) }
 func minutes(d time.Duration) string { return fmt.Sprintf("%g min", d.Minutes()) }

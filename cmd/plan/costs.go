@@ -6,18 +6,24 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
+	"gke-rl/infra"
 	"gke-rl/internal/cost"
 )
 
 // CurrentPricesURL is where a user checks today's prices of a SKU.
 const CurrentPricesURL = "https://cloud.google.com/skus"
 
-// writeCosts prints the estimate: the two totals, then one line per item of the bill.
-func writeCosts(w io.Writer, e cost.Estimate) {
+// writeCosts prints the estimate: the two totals, the most the run can cost (when its deadline
+// bounds it), then one line per item of the bill.
+func writeCosts(w io.Writer, e cost.Estimate, d *infra.RunDeadline) {
 	fmt.Fprintf(w, "Costs in USD at list prices, before discounts and taxes (%s; current prices: %s):\n", sourcesText(e.Sources), CurrentPricesURL)
 	fmt.Fprintf(w, "  per hour while training  %s\n", e.TrainingPerHour)
 	fmt.Fprintf(w, "  per month while idle     %s\n", e.IdlePerMonth)
+	if most, ok := MostARunCosts(e, d); ok {
+		fmt.Fprintf(w, "  at most a run            %s\n", most)
+	}
 	itemWidth, detailWidth := 0, 0
 	for _, l := range e.Lines {
 		itemWidth = max(itemWidth, len(l.Item))
@@ -39,6 +45,25 @@ func writeCosts(w io.Writer, e cost.Estimate) {
 		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintf(w, "  not counted: %s\n", strings.Join(e.Excluded, ", "))
+}
+
+// MostARunCosts is what the run costs if it takes all its deadline allows (infra.RunDeadline:
+// the deadline, or each attempt's): the training rate, every item of the bill with the storage's
+// hours, for that long. ok is false when no derived deadline bounds the run (none, a queue's
+// experiments, or job.activeDeadlineSeconds set).
+func MostARunCosts(e cost.Estimate, d *infra.RunDeadline) (string, bool) {
+	if d == nil {
+		return "", false
+	}
+	longest := d.Longest()
+	how := fmt.Sprintf("for its longest, %s (%s)", infra.Hours(longest), d.Scope)
+	if d.Scope == infra.PerAttempt {
+		how = fmt.Sprintf("for its longest, %s: %d attempts of %s (%s)", infra.Hours(longest), d.Attempts, infra.Hours(time.Duration(d.Seconds)*time.Second), d.Scope)
+	}
+	if !e.TrainingPerHour.Complete() {
+		return fmt.Sprintf("unknown: no price for %s; the rest: %s, %s", strings.Join(e.TrainingPerHour.Unknown, ", "), cost.Dollars(e.TrainingPerHour.KnownUSD*longest.Hours()), how), true
+	}
+	return fmt.Sprintf("%s, %s at %s an hour", cost.Dollars(e.TrainingPerHour.KnownUSD*longest.Hours()), how, e.TrainingPerHour), true
 }
 
 // sourcesText names the price lists an estimate used, with their dates.

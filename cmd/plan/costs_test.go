@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/cmd"
+	"gke-rl/cmd/plan"
 	"gke-rl/internal/cost"
 	"gke-rl/test/plantest"
 )
@@ -156,8 +158,11 @@ func TestREADMECostsSampleIsTheSmokePlans(t *testing.T) {
 	r := plantest.Plan(t, "smoke")
 	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
 	require.NoError(t, err)
+	most, ok := plan.MostARunCosts(r.Costs, r.Blueprint.Deadline)
+	require.True(t, ok)
 	sample := "```\n  per hour while training  " + r.Costs.TrainingPerHour.String() +
-		"\n  per month while idle     " + r.Costs.IdlePerMonth.String() + "\n```"
+		"\n  per month while idle     " + r.Costs.IdlePerMonth.String() +
+		"\n  at most a run            " + most + "\n```"
 	assert.Contains(t, string(readme), sample)
 	// The prose, wrapped anywhere.
 	prose := strings.Join(strings.Fields(string(readme)), " ")
@@ -167,4 +172,26 @@ func TestREADMECostsSampleIsTheSmokePlans(t *testing.T) {
 	gpu := r.Costs.Lines[0]
 	require.Equal(t, "GPU nodes", gpu.Item)
 	assert.Contains(t, prose, "It bills "+cost.Dollars(r.Costs.TrainingPerHour.KnownUSD-gpu.TrainingPerHour.USD)+" an hour while it exists (list prices of "+cost.CatalogSource.Date+"), plus "+cost.Dollars(gpu.TrainingPerHour.USD)+" an hour for the spot `a4-highgpu-8g`")
+}
+
+// The most a run can cost: its training rate (every item of the bill, the storage's hours with
+// it) for as long as its deadline lets it run. smoke: a deadline of 3h per attempt, KubeRay
+// restarting the clock on each of 2 attempts (job.backoffLimit 1): 6h × the hourly total.
+func TestThePlanSaysTheMostARunCanCost(t *testing.T) {
+	r := plantest.Plan(t, "smoke")
+	hourly := r.Costs.TrainingPerHour.KnownUSD
+	require.True(t, r.Costs.TrainingPerHour.Complete())
+	code, out, errOut := plantest.Main(t, "--stack", "smoke")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	want := fmt.Sprintf("  at most a run            %s, for its longest, 6h: 2 attempts of 3h (per attempt) at %s an hour\n", cost.Dollars(6*hourly), cost.Dollars(hourly))
+	assert.Contains(t, out, want)
+	assert.Contains(t, out, "; at most a run: "+cost.Dollars(6*hourly)+", for its longest, 6h", "the summary says it too")
+
+	// On the long-lived cluster the deadline bounds the run, retries included: once.
+	_, out, _ = plantest.Main(t, "--stack", "h200-reserved")
+	assert.Regexp(t, `\n  at most a run +unknown: no price for GPU nodes; the rest: \$[\d,]+\.\d\d, for its longest, [\d.]+h \(for the run\)\n`, out)
+
+	// A deadline of the user's, or a queue's own per experiment, derives no bound here.
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--config", "job.activeDeadlineSeconds=7200")
+	assert.NotContains(t, out, "at most a run")
 }

@@ -105,7 +105,7 @@ func TestCLITreeEndsWithCountAndSummary(t *testing.T) {
 	assert.Equal(t, "  2 placeholders (`pulumi preview` and `pulumi up` refuse a stack with one); the first: gcp:project: \"your-project-id\" is the shipped placeholder; set your project: pulumi config set gcp:project <project-id> (`gcloud projects list` lists yours)", lines[len(lines)-3])
 	assert.True(t, strings.HasPrefix(lines[len(lines)-2], "  1 warning: storage.checkpointBudgetSeconds: "), lines[len(lines)-2])
 	assert.Contains(t, errOut, "warning: "+strings.TrimPrefix(lines[len(lines)-2], "  1 warning: ")+"\n", "the warning printed before the tree, in full")
-	assert.Regexp(t, `^  per hour while training: \$[\d,]+\.\d\d; per month while idle: \$[\d,]+\.\d\d$`, lines[len(lines)-1])
+	assert.Regexp(t, `^  per hour while training: \$[\d,]+\.\d\d; per month while idle: \$[\d,]+\.\d\d; at most a run: \$[\d,]+\.\d\d, for its longest, `, lines[len(lines)-1])
 	assert.Contains(t, out, "gcp:compute/network:Network networks-rdma")
 
 	// Every shipped stack, its placeholders set, plans with no warning.

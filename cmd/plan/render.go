@@ -186,7 +186,7 @@ func WriteTree(out io.Writer, r *offline.Result) error {
 	walk(roots, "")
 	writeOutputs(w, r.Outputs)
 	writeQueue(w, r)
-	writeCosts(w, r.Costs)
+	writeCosts(w, r.Costs, r.Blueprint.Deadline)
 	custom, components := 0, 0
 	for _, res := range r.Resources {
 		if res.Custom {
@@ -217,8 +217,17 @@ func closingSummary(r *offline.Result) string {
 		"Summary:",
 		"  " + count(r.Placeholders, "placeholder", "placeholders", " (`pulumi preview` and `pulumi up` refuse a stack with one)"),
 		"  " + count(r.Warnings, "warning", "warnings", ""),
-		fmt.Sprintf("  per hour while training: %s; per month while idle: %s", r.Costs.TrainingPerHour, r.Costs.IdlePerMonth),
+		costLine(r),
 	}, "\n")
+}
+
+// costLine is the summary's line of what the stack costs, and the most its run can.
+func costLine(r *offline.Result) string {
+	line := fmt.Sprintf("  per hour while training: %s; per month while idle: %s", r.Costs.TrainingPerHour, r.Costs.IdlePerMonth)
+	if most, ok := MostARunCosts(r.Costs, r.Blueprint.Deadline); ok {
+		line += "; at most a run: " + most
+	}
+	return line
 }
 
 // writeOutputs prints the stack outputs that `pulumi up` would set, sorted by name, one a line:
