@@ -184,6 +184,7 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		// Without retries verl's peak is keepCheckpoints itself: 17 × 1152 + 288 (the model's
 		// download and checked copy, 72B × 2 bytes each) = 19872 GB > 19327 GB.
 		{"verl's checkpoints without retries, one over the instance", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]", "job.backoffLimit=0", "job.keepCheckpoints=17"}, "job.keepCheckpoints", "17 checkpoints at the peak (verl removes the oldest before it saves the next) need 19584 GB (1152 GB each), and the model's download and checked copy 288 GB more: 19872 GB in all, more than the Lustre instance's 19327 GB (storage.capacityGib 18000); allowed: at most 16,"},
+		{"a gated model without a Hugging Face token is refused", "h200-reserved", []string{"job.model=meta-llama/Llama-3.1-8B-Instruct"}, "job.model", `"meta-llama/Llama-3.1-8B-Instruct" is gated on the Hugging Face Hub (the Hub's model info says "gated": "manual"): its download needs the token of an account granted access, and the data preparation would fail in the cluster; allowed: ` + "`pulumi config set --path tokens.huggingFace true`"},
 		{"a model size that contradicts the model's name is refused", "b200-spot", []string{"job.modelSize=8B"}, "job.modelSize", "whose name says 72B"},
 		{"an authorized network listed twice is refused", "b200-spot", []string{"cluster.authorizedNetworks[1]=203.0.113.7/32"}, "cluster.authorizedNetworks[1]", "each block once"},
 		{"a notification channel listed twice is refused", "b200-spot", []string{"monitoring.notificationChannels[0]=projects/acme/notificationChannels/1", "monitoring.notificationChannels[1]=projects/acme/notificationChannels/1"}, "monitoring.notificationChannels[1]", "each channel once"},
@@ -197,6 +198,12 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 // The limits of job.keepCheckpoints that no shipped stack reaches: verl's lower bound of 2 and,
 // without retries, its peak of keepCheckpoints itself (16 × 1152 + 288 = 18720 GB fits 19327 GB);
 // NeMo RL may keep 1 (it writes the new save before it removes the old one).
+// With the token, a gated model plans: the refusal is the token's, not the model's.
+func TestAGatedModelPlansWithAToken(t *testing.T) {
+	_, err := plantest.TryPlan("h200-reserved", "job.model=meta-llama/Llama-3.1-8B-Instruct", "tokens.huggingFace=true")
+	assert.NoError(t, err)
+}
+
 func TestKeepCheckpointsAtItsLimits(t *testing.T) {
 	verl := []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}
 	for name, overrides := range map[string][]string{

@@ -40,7 +40,7 @@ func frameworkCommand(t *testing.T, entrypoint string) (overrides []string, reci
 func TestKnobsReachEachFramework(t *testing.T) {
 	stacks := map[string][]string{
 		"nemo-rl megatron": {"framework=nemo-rl", "job.dataset=DeepScaler"},
-		"nemo-rl dtensor":  {"framework=nemo-rl", "job.dataset=DeepScaler", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.model=meta-llama/Llama-3.1-8B-Instruct", "job.args=[]"},
+		"nemo-rl dtensor":  {"framework=nemo-rl", "job.dataset=DeepScaler", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.model=meta-llama/Llama-3.1-8B-Instruct", "job.args=[]", "tokens.huggingFace=true"},
 		"verl":             {"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"},
 	}
 	cases := []struct {

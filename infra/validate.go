@@ -408,6 +408,10 @@ func validateJob(c *Config, errs *Errors) {
 				quote(j.ModelSize), quote(j.Model), m[1], strings.ToUpper(m[2]))
 		}
 	}
+	if why, gated := workloads.GatedModels[j.Model]; gated && j.Enabled && !c.Tokens.HuggingFace {
+		errs.Add("job.model", "%s is gated on the Hugging Face Hub (%s): its download needs the token of an account granted access, and the data preparation would fail in the cluster; allowed: `pulumi config set --path tokens.huggingFace true` and its value (README, Tokens), or a model that is not gated",
+			quote(j.Model), why)
+	}
 	if strings.TrimSpace(j.Dataset) == "" {
 		errs.Add("job.dataset", "is empty; allowed: a dataset name such as DeepScaler (nemo-rl) or gsm8k (verl)")
 	}
