@@ -155,10 +155,17 @@ func (t Tokens) ProviderClass(namespace string, tok Token) (*secretsstorev1.Secr
 	}, nil
 }
 
-// AddVersionCommand is the command that stores a token's value, read from standard input: the
-// value never appears on a command line.
+// AddVersionCommand is the command that stores a token's value: it reads the value without
+// echoing it (read -rs) and pipes it to gcloud, so that it never appears on a command line or in
+// the shell's history. The W&B secret is a netrc entry, which the command writes around the key
+// (NETRC: W&B reads the password of machine api.wandb.ai); a raw key stored there would not be
+// read.
 func (t Tokens) AddVersionCommand(tok Token) string {
-	return fmt.Sprintf("gcloud secrets versions add %s --project %s --data-file=-", t.SecretID(tok), t.Project)
+	add := fmt.Sprintf("gcloud secrets versions add %s --project %s --data-file=-", t.SecretID(tok), t.Project)
+	if tok == WandBNetrc {
+		return `read -rs WANDB_KEY && printf 'machine api.wandb.ai\n  login user\n  password %s\n' "$WANDB_KEY" | ` + add
+	}
+	return `read -rs HF_TOKEN && printf %s "$HF_TOKEN" | ` + add
 }
 
 // TokensArgs place the tokens.

@@ -259,8 +259,37 @@ func TestTokensProviderClass(t *testing.T) {
 		require.NoError(t, yaml.Unmarshal([]byte(class.Spec.Parameters["secrets"]), &entries))
 		assert.Equal(t, []map[string]string{want}, entries, "this token's secret alone")
 	}
-	assert.Equal(t, "gcloud secrets versions add ray-a4-hf-token --project my-project --data-file=-", tokens.AddVersionCommand(workloads.HFToken),
+	assert.Equal(t, `read -rs HF_TOKEN && printf %s "$HF_TOKEN" | gcloud secrets versions add ray-a4-hf-token --project my-project --data-file=-`, tokens.AddVersionCommand(workloads.HFToken),
 		"the value comes from standard input, never the command line")
+}
+
+// The commands that store the tokens, run by bash with the value typed at their prompt: gcloud
+// receives the Hugging Face token as it is and the W&B key inside the netrc entry W&B reads.
+// gcloud here is a shell function that keeps what it is piped and its arguments: the test is of
+// what the command gives gcloud, not of gcloud.
+func TestTokenCommandsStoreWhatTheReadersRead(t *testing.T) {
+	bash := clitest.Tool(t, "bash")
+	tokens := workloads.Tokens{HF: true, WandB: true, Project: "my-project", Prefix: "ray-a4"}
+	for tok, want := range map[workloads.Token]string{
+		workloads.HFToken:    "hf_secret",
+		workloads.WandBNetrc: "machine api.wandb.ai\n  login user\n  password wandb_secret\n",
+	} {
+		out := filepath.Join(t.TempDir(), "stdin")
+		typed := map[workloads.Token]string{workloads.HFToken: "hf_secret\n", workloads.WandBNetrc: "wandb_secret\n"}[tok]
+		script := `gcloud() { cat >"$OUT"; printf '%s\n' "$*" >"$OUT.args"; }` + "\n" + tokens.AddVersionCommand(tok)
+		cmd := exec.Command(bash, "-c", script)
+		cmd.Env = append(os.Environ(), "OUT="+out)
+		cmd.Stdin = strings.NewReader(typed)
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		got, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), tok.Secret)
+		args, err := os.ReadFile(out + ".args")
+		require.NoError(t, err)
+		assert.Equal(t, "secrets versions add ray-a4-"+tok.Secret+" --project my-project --data-file=-\n", string(args))
+		assert.NotContains(t, string(args), strings.TrimSpace(typed), "the value is on no command line")
+	}
 }
 
 func TestProjectNumberOfASecret(t *testing.T) {

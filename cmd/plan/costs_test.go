@@ -195,3 +195,17 @@ func TestThePlanSaysTheMostARunCanCost(t *testing.T) {
 	_, out, _ = plantest.Main(t, "--stack", "smoke", "--config", "job.activeDeadlineSeconds=7200")
 	assert.NotContains(t, out, "at most a run")
 }
+
+// The README's token commands are the ones `pulumi stack output tokenCommands` prints, the W&B
+// netrc wrapper included.
+func TestREADMETokenCommandsAreTheOutputs(t *testing.T) {
+	r := plantest.Plan(t, "b200-spot", "gcp:project=my-project-id", "tokens.huggingFace=true", "tokens.wandb=true")
+	commands, ok := r.Outputs["tokenCommands"].([]string)
+	require.True(t, ok, "%T", r.Outputs["tokenCommands"])
+	require.Len(t, commands, 2)
+	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
+	require.NoError(t, err)
+	for _, c := range commands {
+		assert.Contains(t, string(readme), "\n"+c+"\n")
+	}
+}
