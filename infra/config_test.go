@@ -184,6 +184,10 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		// Without retries verl's peak is keepCheckpoints itself: 17 × 1152 + 288 (the model's
 		// download and checked copy, 72B × 2 bytes each) = 19872 GB > 19327 GB.
 		{"verl's checkpoints without retries, one over the instance", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]", "job.backoffLimit=0", "job.keepCheckpoints=17"}, "job.keepCheckpoints", "17 checkpoints at the peak (verl removes the oldest before it saves the next) need 19584 GB (1152 GB each), and the model's download and checked copy 288 GB more: 19872 GB in all, more than the Lustre instance's 19327 GB (storage.capacityGib 18000); allowed: at most 16,"},
+		// smoke's batches, 64 prompts × 4 generations = 256, split over 8 or 16 GPUs, not 24:
+		// the refusal names the key the entry set and the node counts that fit (1, 2, 4, 8).
+		{"an experiment's node count its batches do not split over is refused under its own key", "smoke", []string{"gpu.maxNodes=3", "jobs.a.maxSteps=4", "jobs.a.nodes=3"}, "jobs.a.nodes",
+			"experiment a: data.train_batch_size × rollout.n = 64 × 4 = 256 must be divisible by the 24 GPUs; node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) 1, 2, 4, 8"},
 		{"a gated model without a Hugging Face token is refused", "h200-reserved", []string{"job.model=meta-llama/Llama-3.1-8B-Instruct"}, "job.model", `"meta-llama/Llama-3.1-8B-Instruct" is gated on the Hugging Face Hub (the Hub's model info says "gated": "manual"): its download needs the token of an account granted access, and the data preparation would fail in the cluster; allowed: ` + "`pulumi config set --path tokens.huggingFace true`"},
 		{"a model size that contradicts the model's name is refused", "b200-spot", []string{"job.modelSize=8B"}, "job.modelSize", "whose name says 72B"},
 		{"an authorized network listed twice is refused", "b200-spot", []string{"cluster.authorizedNetworks[1]=203.0.113.7/32"}, "cluster.authorizedNetworks[1]", "each block once"},

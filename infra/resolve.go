@@ -397,7 +397,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	}
 	var errs Errors
 	for _, p := range workloads.CheckRun(c.Framework, run) {
-		errs.Add(p.Origin, "%s", p.Message)
+		errs.Add(gpuCountSetter(c, p), "%s", p.Message)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, nil, "", nil, err
@@ -610,4 +610,21 @@ func order(xs []ExperimentPlan, gpus int) {
 			xs[i].Start = Waits
 		}
 	}
+}
+
+// gpuCountSetter is the key to name for a framework's refusal: its origin, unless the refusal
+// is about how the batches split over the GPUs and the stack set the node count, not the
+// origin's key (`jobs.a.nodes=3` under smoke's default batches): then the node count, which
+// experimentError names as the entry's own when it sets it.
+func gpuCountSetter(c *Config, p workloads.Problem) string {
+	switch {
+	case !strings.Contains(p.Message, " GPUs"):
+		return p.Origin
+	case c.Job.own["jobs.nodes"] && !c.Job.own[p.Origin]:
+		// The experiment's own node count against batches it takes from job.
+		return "gpu.nodes"
+	case c.explicit["gpu.nodes"] && !c.explicit[p.Origin]:
+		return "gpu.nodes"
+	}
+	return p.Origin
 }

@@ -123,6 +123,9 @@ func origin(e *frameworkconfig.Effective, keys ...string) string {
 	return "job.args"
 }
 
+// verlMaxNodes bounds the node counts a refusal lists as fitting the batches.
+const verlMaxNodes = 16
+
 // verlChecks are verl v0.6.0's startup checks on the effective config.
 func verlChecks(e *frameworkconfig.Effective) []Problem {
 	const (
@@ -139,9 +142,33 @@ func verlChecks(e *frameworkconfig.Effective) []Problem {
 	if e.Bool(ar + "actor.use_dynamic_bsz") {
 		return out
 	}
+	sp := max(1, intOf(e, ar+"actor.ulysses_sequence_parallel_size"))
+	micro := intOf(e, ar+"actor.ppo_micro_batch_size_per_gpu")
+	// fitsNodes reports whether these batches split over nodes nodes' GPUs by both checks below.
+	fitsNodes := func(nodes int) bool {
+		g := nodes * intOf(e, "trainer.n_gpus_per_node")
+		if g <= 0 || (train*n)%g != 0 || g < sp {
+			return false
+		}
+		perGPU := mini * n / (g / sp)
+		return micro <= 0 || (perGPU > 0 && perGPU%micro == 0)
+	}
+	// nodesThatFit names the node counts, up to verlMaxNodes, that these batches split over.
+	nodesThatFit := func() string {
+		var fit []string
+		for nodes := 1; nodes <= verlMaxNodes; nodes++ {
+			if fitsNodes(nodes) {
+				fit = append(fit, fmt.Sprint(nodes))
+			}
+		}
+		if len(fit) == 0 {
+			return fmt.Sprintf("; no node count up to %d fits these batch sizes", verlMaxNodes)
+		}
+		return "; node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) " + strings.Join(fit, ", ")
+	}
 	if nGPUs > 0 && e.Value(ar+"actor.strategy") != "megatron" && (train*n)%nGPUs != 0 {
 		fail("verl/utils/config.py validate_config", []string{"data.train_batch_size", ar + "rollout.n"},
-			"data.train_batch_size × rollout.n = %d × %d = %d must be divisible by the %d GPUs", train, n, train*n, nGPUs)
+			"data.train_batch_size × rollout.n = %d × %d = %d must be divisible by the %d GPUs%s", train, n, train*n, nGPUs, nodesThatFit())
 	}
 	for _, pair := range [][2]string{
 		{ar + "actor.ppo_micro_batch_size", ar + "actor.ppo_micro_batch_size_per_gpu"},
@@ -159,13 +186,12 @@ func verlChecks(e *frameworkconfig.Effective) []Problem {
 		fail("verl/workers/config/actor.py ActorConfig.validate", []string{"data.train_batch_size", ar + "actor.ppo_mini_batch_size"},
 			"data.train_batch_size (%d) must be at least actor.ppo_mini_batch_size (%d)", train, mini)
 	}
-	sp := max(1, intOf(e, ar+"actor.ulysses_sequence_parallel_size"))
-	if micro := intOf(e, ar+"actor.ppo_micro_batch_size_per_gpu"); nGPUs > 0 && micro > 0 {
+	if nGPUs > 0 && micro > 0 {
 		normalized := mini * n / (nGPUs / sp)
 		if normalized == 0 || normalized%micro != 0 {
 			fail("verl/workers/fsdp_workers.py", []string{ar + "actor.ppo_mini_batch_size", "data.train_batch_size", ar + "actor.ppo_micro_batch_size_per_gpu"},
-				"the mini batch per GPU, ppo_mini_batch_size × rollout.n / GPUs = %d × %d / %d = %d, must be a positive multiple of ppo_micro_batch_size_per_gpu (%d)",
-				mini, n, nGPUs, normalized, micro)
+				"the mini batch per GPU, ppo_mini_batch_size × rollout.n / GPUs = %d × %d / %d = %d, must be a positive multiple of ppo_micro_batch_size_per_gpu (%d)%s",
+				mini, n, nGPUs, normalized, micro, nodesThatFit())
 		}
 	}
 	infer := max(1, intOf(e, ar+"rollout.tensor_model_parallel_size")) * max(1, intOf(e, ar+"rollout.data_parallel_size")) * max(1, intOf(e, ar+"rollout.pipeline_model_parallel_size"))
