@@ -23,6 +23,7 @@ func TestTheGatedModelsAreTheRecordedOnes(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
 	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	var info struct {

@@ -158,7 +158,7 @@ func (b Bill) Price(t Table) Estimate {
 		p, ok := t.Lookup(l.SKU)
 		if !ok && l.StandIn != nil {
 			if p, ok = t.Lookup(*l.StandIn); ok {
-				c.Line.Note = strings.TrimPrefix(c.Line.Note+"; ", "; ") + fmt.Sprintf("priced at %s's list price: none of %s is recorded", l.StandIn.Region, l.SKU.Region)
+				c.Note = strings.TrimPrefix(c.Note+"; ", "; ") + fmt.Sprintf("priced at %s's list price: none of %s is recorded", l.StandIn.Region, l.SKU.Region)
 			}
 		}
 		if ok {

@@ -203,10 +203,10 @@ func TestAStandInPriceSaysWhoseItIs(t *testing.T) {
 	line := Line{Item: "Lustre instance", SKU: east, Unit: PerGiBMonth, Training: 1000, Idle: 1000, Note: "billed by provisioned capacity", StandIn: &iowa}
 	e := Bill{Lines: []Line{line}}.Price(table(map[SKU]float64{iowa: 0.34}))
 	assert.InDelta(t, 340, e.IdlePerMonth.KnownUSD, 1e-9, "1000 GiB × $0.34")
-	assert.Equal(t, "billed by provisioned capacity; priced at us-central1's list price: none of us-east1 is recorded", e.Lines[0].Line.Note)
+	assert.Equal(t, "billed by provisioned capacity; priced at us-central1's list price: none of us-east1 is recorded", e.Lines[0].Note)
 	own := Bill{Lines: []Line{line}}.Price(table(map[SKU]float64{iowa: 0.34, east: 0.30}))
 	assert.InDelta(t, 300, own.IdlePerMonth.KnownUSD, 1e-9, "the region's own price")
-	assert.Equal(t, "billed by provisioned capacity", own.Lines[0].Line.Note)
+	assert.Equal(t, "billed by provisioned capacity", own.Lines[0].Note)
 	none := Bill{Lines: []Line{line}}.Price(Table{})
 	assert.False(t, none.IdlePerMonth.Complete(), "no stand-in price either: unknown")
 }
