@@ -32,7 +32,9 @@ func writeCosts(w io.Writer, e cost.Estimate, d *infra.RunDeadline) {
 	for _, l := range e.Lines {
 		price := "no price for " + l.SKU.String()
 		if l.Price != nil {
-			price = "$" + strconv.FormatFloat(l.Price.USD, 'f', -1, 64) + " per " + string(l.Unit)
+			// To a millionth of a dollar: a machine priced as the sum of two catalog rows
+			// (A3 Ultra's host and GPUs) would print the sum's binary noise otherwise.
+			price = "$" + strconv.FormatFloat(math.Round(l.Price.USD*1e6)/1e6, 'f', -1, 64) + " per " + string(l.Unit)
 			if len(e.Sources) > 1 {
 				price += " (" + l.Price.Source.Date + ")"
 			}

@@ -209,3 +209,12 @@ func TestREADMETokenCommandsAreTheOutputs(t *testing.T) {
 		assert.Contains(t, string(readme), "\n"+c+"\n")
 	}
 }
+
+// A reservation's machines bill at the on-demand rate, training or idle; A3 Ultra's on-demand
+// price is the sum of its two catalog rows in us-central1, 12.266 + 74.49392 = 86.75992 an
+// hour, printed as that (not the sum's float noise), for 2 nodes: $173.52 an hour.
+func TestAReservationIsPricedAtTheOnDemandRate(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--config", "gcp:region=us-central1", "--config", "zone=us-central1-b")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "training $173.52/h, idle $126,669.48/month; $86.75992 per hour (2026-12-05); a reservation bills its machines (on-demand rate, less any commitment) whether they run or not")
+}
