@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,4 +102,33 @@ func TestAQueuesBucketBillsEveryExperimentsCheckpoints(t *testing.T) {
 	two := lineOf(t, plantest.Resolve(t, "smoke", "job.keepCheckpoints=2", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.keepCheckpoints=4", "jobs.b.enabled=false").Bill, "Bucket")
 	assert.Contains(t, two.Detail, "6 checkpoints of 2 experiments")
 	assert.InDelta(t, 3*one.Idle, two.Idle, 4, "the single run keeps two checkpoints; the queue 2 + 4 of the same model (each total rounded up to a GiB)")
+}
+
+// What a user pays for the GPU nodes, by provisioning model: spot and flex-start scale to zero
+// and bill nothing idle; on demand, the single run's long-lived cluster holds its nodes; a
+// reservation bills them whether they run or not. A3 Ultra in us-central1 is 86.75992 an hour
+// on demand (12.266 + 74.49392), so 2 nodes idle a month are 2 × 86.75992 × 730 = 126,669.48.
+func TestWhatTheGPUNodesBillByProvisioning(t *testing.T) {
+	central := []string{"gcp:region=us-central1", "zone=us-central1-b"}
+	priced := func(overrides ...string) cost.Costed {
+		for _, l := range plantest.Resolve(t, "h200-reserved", append(slices.Clone(central), overrides...)...).Bill.Price(cost.Catalog).Lines {
+			if l.Item == "GPU nodes" {
+				return l
+			}
+		}
+		t.Fatal("no GPU nodes line")
+		return cost.Costed{}
+	}
+	onDemand := priced("gpu.provisioning=on-demand", "gpu.reservation=")
+	assert.InDelta(t, 126669.48, onDemand.IdlePerMonth.USD, 0.01, "held by the long-lived cluster")
+	reserved := priced()
+	assert.InDelta(t, 126669.48, reserved.IdlePerMonth.USD, 0.01, "billed whether used or not")
+	assert.Contains(t, reserved.Note, "whether they run or not")
+	spot := priced("gpu.provisioning=spot", "gpu.reservation=")
+	assert.True(t, spot.IdlePerMonth.Known)
+	assert.Zero(t, spot.IdlePerMonth.USD, "a spot pool scales to zero")
+	// A4 flex-start has no price in any record: unknown training, nothing idle.
+	flex := plantest.Resolve(t, "b200-spot", "gpu.provisioning=flex-start").Bill.Price(cost.Catalog)
+	assert.Contains(t, flex.TrainingPerHour.Unknown, "GPU nodes")
+	assert.Zero(t, lineOf(t, plantest.Resolve(t, "b200-spot", "gpu.provisioning=flex-start").Bill, "GPU nodes").Idle)
 }
