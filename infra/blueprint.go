@@ -100,6 +100,9 @@ type RunPlan struct {
 	// Settings are the framework's overrides of the run, each with the config key it comes
 	// from (workloads.Overrides); nil without a RayJob.
 	Settings []workloads.Override
+	// RunSettings are the single run's settings that a config key sets, and which key (as an
+	// experiment's Settings): what the plan shows of its hyperparameters. Nil with jobs.
+	RunSettings []Setting
 }
 
 // ExperimentPlan is one experiment of `jobs`.

@@ -168,7 +168,8 @@ func experimentSettings(j JobConfig, e *Config, overrides []workloads.Override) 
 		switch {
 		case j.own[top]:
 			from = KeyJobs + "." + j.Name + "." + field
-		case e.explicit[top]:
+		case e.explicit[top] || workloads.KnobSet(e.Job.Tuning, top):
+			// Set by the stack (a knob is set when it has a value: Tuning's pointers).
 			from = o.Origin
 		}
 		out = append(out, Setting{Key: o.Key, Value: o.Value, From: from})

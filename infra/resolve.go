@@ -314,6 +314,9 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 			return RunPlan{}, err
 		}
 		plan.RayJob, plan.Prep, plan.MemoryEstimate, plan.Settings = job, prep, memory, settings
+		if !c.Queued() {
+			plan.RunSettings = experimentSettings(c.Job, c, settings)
+		}
 		if err := ray.ValidateJob(job); err != nil {
 			errs.Add(KeyJob, "KubeRay's validation rejects the training run: %v", err)
 		}

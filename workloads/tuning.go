@@ -125,6 +125,17 @@ var Knobs = []Knob{
 		set: func(t Tuning) (float64, bool) { return 0, t.WandBProject != nil }},
 }
 
+// KnobSet reports whether the knob of config key key is set in t.
+func KnobSet(t Tuning, key string) bool {
+	for _, k := range Knobs {
+		if k.Key == key {
+			_, set := k.set(t)
+			return set
+		}
+	}
+	return false
+}
+
 // CheckTuning returns, by config key, why each knob that is set cannot be taken: out of range,
 // or the framework has no such setting.
 func CheckTuning(f kinds.Framework, t Tuning) map[string]string {

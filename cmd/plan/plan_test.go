@@ -400,3 +400,17 @@ func TestOperationsShowsTheQueueThePlanPrints(t *testing.T) {
 	shown, _, _ = strings.Cut(shown, "\n```\n")
 	assert.Equal(t, queue, shown)
 }
+
+// The single run's plan shows what it trains with, and which key set each value, as the queue's
+// table does for each experiment: a learning rate set by the stack is its own, one it leaves
+// unset is a default.
+func TestThePlanShowsTheRunsSettings(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "job.learningRate=5e-6")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "Settings of the run (the framework's key = value, from the config key that sets it):\n  experiment (qwen2-5-0-5b-instruct-gsm8k-9f3889):\n")
+	assert.Regexp(t, `\n    actor_rollout_ref\.actor\.optim\.lr = 5e-06 +job\.learningRate\n`, out)
+	assert.Regexp(t, `\n    data\.max_prompt_length = 512 +default of job\.maxPromptLength\n`, out)
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4")
+	assert.NotContains(t, out, "Settings of the run", "with jobs, the experiments' table says it")
+	assert.Contains(t, out, "Settings of the experiments")
+}

@@ -41,14 +41,24 @@ func writeQueue(w io.Writer, r *offline.Result) {
 	if !perNode.known {
 		fmt.Fprintln(w, "  (the GPU node's price is unknown: plan --prices FILE adds it)")
 	}
-	writeSettings(w, run.Experiments)
+	writeSettings(w, "the experiments", run.Experiments)
+}
+
+// writeRunSettings prints what the single run trains with that a config key sets, as the
+// queue's table does for each experiment.
+func writeRunSettings(w io.Writer, r *offline.Result) {
+	run := r.Blueprint.Run
+	if run.Queue != nil || len(run.RunSettings) == 0 {
+		return
+	}
+	writeSettings(w, "the run", []infra.ExperimentPlan{{Name: "experiment", Layout: run.Layout, Settings: run.RunSettings}})
 }
 
 // writeSettings prints what each experiment trains with that a config key sets, and the key
 // that set it: the entry's own, job's, or a key's default. It is what tells the experiments
 // apart without reading their RayJobs.
-func writeSettings(w io.Writer, xs []infra.ExperimentPlan) {
-	fmt.Fprintln(w, "Settings of the experiments (the framework's key = value, from the config key that sets it):")
+func writeSettings(w io.Writer, what string, xs []infra.ExperimentPlan) {
+	fmt.Fprintf(w, "Settings of %s (the framework's key = value, from the config key that sets it):\n", what)
 	for _, x := range xs {
 		if x.Stopped {
 			fmt.Fprintf(w, "  %s: stopped (jobs.%s.enabled=false)\n", x.Name, x.Name)

@@ -186,6 +186,7 @@ func WriteTree(out io.Writer, r *offline.Result) error {
 	walk(roots, "")
 	writeOutputs(w, r.Outputs)
 	writeQueue(w, r)
+	writeRunSettings(w, r)
 	writeCosts(w, r.Costs, r.Blueprint.Deadline)
 	custom, components := 0, 0
 	for _, res := range r.Resources {
