@@ -190,6 +190,9 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 			"experiment a: data.train_batch_size × rollout.n = 64 × 4 = 256 must be divisible by the 24 GPUs; node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) 1, 2, 4, 8"},
 		{"a gated model without a Hugging Face token is refused", "h200-reserved", []string{"job.model=meta-llama/Llama-3.1-8B-Instruct"}, "job.model", `"meta-llama/Llama-3.1-8B-Instruct" is gated on the Hugging Face Hub (the Hub's model info says "gated": "manual"): its download needs the token of an account granted access, and the data preparation would fail in the cluster; allowed: ` + "`pulumi config set --path tokens.huggingFace true`"},
 		{"a model size that contradicts the model's name is refused", "b200-spot", []string{"job.modelSize=8B"}, "job.modelSize", "whose name says 72B"},
+		// 72B ± 35 %: 46.8B to 97.2B; just outside on each side.
+		{"a model size just under the name's range is refused", "b200-spot", []string{"job.modelSize=46.7B"}, "job.modelSize", "within 35 % of the name's (46.8B to 97.2B)"},
+		{"a model size just over the name's range is refused", "b200-spot", []string{"job.modelSize=97.3B"}, "job.modelSize", "whose name says 72B"},
 		{"an authorized network listed twice is refused", "b200-spot", []string{"cluster.authorizedNetworks[1]=203.0.113.7/32"}, "cluster.authorizedNetworks[1]", "each block once"},
 		{"a notification channel listed twice is refused", "b200-spot", []string{"monitoring.notificationChannels[0]=projects/acme/notificationChannels/1", "monitoring.notificationChannels[1]=projects/acme/notificationChannels/1"}, "monitoring.notificationChannels[1]", "each channel once"},
 		{"a Ray version other than the pinned image's is refused", "b200-spot", []string{"ray.version=2.50.1"}, "ray.version", "allowed: 2.49.2, or set ray.image"},
@@ -206,6 +209,22 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 func TestAGatedModelPlansWithAToken(t *testing.T) {
 	_, err := plantest.TryPlan("h200-reserved", "job.model=meta-llama/Llama-3.1-8B-Instruct", "tokens.huggingFace=true")
 	assert.NoError(t, err)
+}
+
+// A name rounds its model's count: the card's count is taken when it is near the name's
+// (Llama-3.2-1B's 1.24B; 72B's range 46.8B to 97.2B, just inside on each side).
+func TestAModelSizeNearItsNameIsTaken(t *testing.T) {
+	for stack, overrides := range map[string][]string{
+		"smoke":     {"job.model=meta-llama/Llama-3.2-1B-Instruct", "job.modelSize=1.24B"},
+		"b200-spot": {"job.modelSize=72.7B"},
+	} {
+		_, err := plantest.TryPlan(stack, overrides...)
+		assert.NoError(t, err, "%s %v", stack, overrides)
+	}
+	for _, size := range []string{"46.9B", "97.1B"} {
+		_, err := plantest.TryPlan("b200-spot", "job.modelSize="+size)
+		assert.NoError(t, err, size)
+	}
 }
 
 func TestKeepCheckpointsAtItsLimits(t *testing.T) {

@@ -43,10 +43,13 @@ func validateJob(c *Config, errs *Errors) {
 	if size, ok := ParseModelSize(j.ModelSize); j.ModelSize != "" && !ok {
 		errs.Add("job.modelSize", "%s is not a parameter count; allowed: a number with B or M, e.g. 72B, 1.5B, 500M", quote(j.ModelSize))
 	} else if m := modelSizePattern.FindStringSubmatch(j.Model); ok && m != nil {
-		// The size sizes verl's batches and the checkpoint estimate: two sizes cannot both hold.
-		if named, _ := sizeValue(m[1], m[2]); named != size {
-			errs.Add("job.modelSize", "%s contradicts job.model %s, whose name says %s%s; allowed: remove job.modelSize (it is read from the name), or the size the name says",
-				quote(j.ModelSize), quote(j.Model), m[1], strings.ToUpper(m[2]))
+		// The size sizes verl's batches and the checkpoint estimate: two sizes far apart cannot
+		// both hold. A name rounds its model's count (Llama-3.2-1B has 1.24B parameters,
+		// Qwen2.5-7B 7.62B, Qwen2.5-0.5B 0.49B, by their cards), so the card's count is taken
+		// within namedSizeSlack of the name's.
+		if named, _ := sizeValue(m[1], m[2]); size < named*(1-namedSizeSlack) || size > named*(1+namedSizeSlack) {
+			errs.Add("job.modelSize", "%s contradicts job.model %s, whose name says %s%s; allowed: remove job.modelSize (it is read from the name), or the count on the model's card, within %.0f %% of the name's (%s to %s)",
+				quote(j.ModelSize), quote(j.Model), m[1], strings.ToUpper(m[2]), namedSizeSlack*100, formatParams(named*(1-namedSizeSlack)), formatParams(named*(1+namedSizeSlack)))
 		}
 	}
 	if why, gated := workloads.GatedModels[j.Model]; gated && j.Enabled && !c.Tokens.HuggingFace {
@@ -145,6 +148,11 @@ func validateRevisions(c *Config, errs *Errors) {
 
 // revisionKey is the config path of one pin, as `pulumi config set --path` takes it.
 func revisionKey(id string) string { return fmt.Sprintf("job.revisions[%q]", id) }
+
+// namedSizeSlack is how far job.modelSize may be from the size a model's name says: names
+// round their counts (the largest gap among the common families, Llama-3.2-1B's 1.24B, is
+// 24 %), and a size twice or half the name's is still refused.
+const namedSizeSlack = 0.35
 
 // Bounds of the run's retry and time keys.
 const (
