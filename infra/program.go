@@ -7,10 +7,13 @@
 //	load.go       LoadConfig: the engine's config, the top-level keys
 //	decode.go     strict decoding of each section, and of `jobs` over `job`
 //	defaults.go   every default
-//	validate.go   the rules, every problem at once (Errors, errors.go)
-//	resolve.go    Resolve: every derived value into the Blueprint (blueprint.go), with what it
+//	validate.go   the rules, every problem at once (Errors, errors.go), by what they check:
+//	              validate_cluster.go, validate_storage.go, validate_run.go, validate_queue.go
+//	resolve.go    Resolve: every derived value into the Blueprint (blueprint.go), by what it
+//	              resolves: resolve_cluster.go, resolve_run.go, resolve_queue.go; with what it
 //	              derives from in its own files: hardware.go, addressplan.go, lustre.go,
-//	              checkpoint.go, deadline.go, experiment.go, bill.go, warnings.go, placeholders.go
+//	              checkpoint.go, deadline.go, experiment.go, volume.go, changes.go, bill.go,
+//	              warnings.go, placeholders.go
 //	deploy.go     Deploy: the components registered from the Blueprint, the stack outputs
 //	program.go    Program: LoadConfig → Resolve → warnings → Deploy → exports
 package infra
