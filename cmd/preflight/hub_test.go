@@ -103,12 +103,18 @@ func TestAGatedModelNeedsAGrantedToken(t *testing.T) {
 	hub["/api/models/meta-llama/Llama-3.1-8B-Instruct/auth-check"] = "auth-check-gated-not-granted.http"
 	llama := append([]string{"--stack", "smoke", "--config", "job.model=meta-llama/Llama-3.1-8B-Instruct"}, yours...)
 
-	_, out, _ := preflight(t, withHub(ready, hub, ""), llama...)
-	assert.Equal(t, "ok    hub model     meta-llama/Llama-3.1-8B-Instruct at main, today commit 0e9e39f249a1 (unpinned: it can move); LlamaForCausalLM; 8B parameters (its safetensors); gated (manual)", finding(t, out, CheckHubModel))
-	assert.Equal(t, "FAIL  hub access    meta-llama/Llama-3.1-8B-Instruct is gated and the run reads no Hugging Face token: the data preparation's download would be refused", finding(t, out, CheckHubAccess))
+	// The plan knows this model is gated (workloads.GatedModels) and refuses it first.
+	code, out, _ := preflight(t, withHub(ready, hub, ""), llama...)
+	assert.Equal(t, cmd.ExitInvalidConfig, code, out)
+	assert.Contains(t, out, `job.model: "meta-llama/Llama-3.1-8B-Instruct" is gated on the Hugging Face Hub`)
+	// A gated model the plan has no record of reaches the Hub check, which says the same.
+	noToken := checkHubAccess(context.Background(), &Hub{}, infra.HubDownloads{Model: "meta-llama/Llama-3.1-8B-Instruct"})
+	assert.Equal(t, cmd.Failed, noToken.Status)
+	assert.Equal(t, "meta-llama/Llama-3.1-8B-Instruct is gated and the run reads no Hugging Face token: the data preparation's download would be refused", noToken.Detail)
 
 	withToken := append(llama, "--config", "tokens.huggingFace=true")
 	_, out, _ = preflight(t, withHub(ready, hub, ""), withToken...)
+	assert.Equal(t, "ok    hub model     meta-llama/Llama-3.1-8B-Instruct at main, today commit 0e9e39f249a1 (unpinned: it can move); LlamaForCausalLM; 8B parameters (its safetensors); gated (manual)", finding(t, out, CheckHubModel))
 	assert.Contains(t, finding(t, out, CheckHubAccess), "skip  hub access    meta-llama/Llama-3.1-8B-Instruct is gated: whether your token's account is granted is not known without it; export HF_TOKEN")
 
 	_, out, _ = preflight(t, withHub(ready, hub, "hf_notgranted"), withToken...)
