@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gke-rl/infra"
+	"gke-rl/test/plantest"
 )
 
 // The operations guide's table is the program's: the effects --compare prints.
@@ -42,4 +43,32 @@ func TestWhatEachChangeDoes(t *testing.T) {
 		assert.Contains(t, effects[k].Verl, "applies when the run resumes", k)
 	}
 	assert.Contains(t, effects["job.maxSteps"].Verl, "trains on to the new budget")
+}
+
+// The table's "a new experiment" keys are the ones that rename the default experiment
+// (experimentIdentity), held here against the names the plan derives: changing each of them
+// renames it, changing a knob that applies on resume does not.
+func TestTheTablesNewExperimentKeysRenameTheExperiment(t *testing.T) {
+	nameOf := func(stack string, overrides ...string) string {
+		return plantest.Resolve(t, stack, overrides...).Run.Layout.Run
+	}
+	verl := nameOf("smoke")
+	for _, o := range []string{"job.model=Qwen/Qwen2.5-1.5B-Instruct", "job.dataset=math", `job.revisions["openai/gsm8k"]=0000000000000000000000000000000000000001`, "gpu.nodes=2"} {
+		assert.NotEqual(t, verl, nameOf("smoke", o, "gpu.maxNodes=2"), o)
+	}
+	assert.Equal(t, verl, nameOf("smoke", "job.learningRate=5e-6"), "a knob: the same experiment")
+	nemo := nameOf("b200-spot")
+	assert.NotEqual(t, nemo, nameOf("b200-spot", "job.recipe=examples/configs/grpo_math_70B_megatron_fp8.yaml"), "NeMo RL's recipe")
+	assert.Equal(t, nemo, nameOf("b200-spot", "gpu.nodes=4"), "NeMo RL's GPU count is not in its identity")
+
+	effects := map[string]infra.ChangeEffect{}
+	for _, e := range infra.ChangeEffects() {
+		effects[e.Key] = e
+	}
+	for _, k := range []string{"job.model", "job.dataset", "job.revisions", "gpu.nodes"} {
+		assert.Contains(t, effects[k].Verl, "a new experiment", k)
+	}
+	assert.Contains(t, effects["job.recipe"].NeMoRL, "a new experiment")
+	assert.NotContains(t, effects["gpu.nodes"].NeMoRL, "a new experiment")
+	assert.NotContains(t, effects["job.learningRate"].Verl, "a new experiment")
 }

@@ -170,7 +170,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	}
 	var errs Errors
 	for _, p := range workloads.CheckRun(c.Framework, run) {
-		errs.Add(gpuCountSetter(c, p), "%s", p.Message)
+		errs.Add(problemKey(c, p), "%s", p.Message)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, nil, "", nil, err
@@ -263,19 +263,19 @@ func prepJobName(c *Config, l workloads.Layout) string {
 	return c.Cluster.Name + "-data-prep"
 }
 
-// gpuCountSetter is the key to name for a framework's refusal: its origin, unless the refusal
-// is about how the batches split over the GPUs and the stack set the node count, not the
-// origin's key (`jobs.a.nodes=3` under smoke's default batches): then the node count, which
-// experimentError names as the entry's own when it sets it.
-func gpuCountSetter(c *Config, p workloads.Problem) string {
-	switch {
-	case !strings.Contains(p.Message, " GPUs"):
-		return p.Origin
-	case c.Job.own["jobs.nodes"] && !c.Job.own[p.Origin]:
-		// The experiment's own node count against batches it takes from job.
-		return "gpu.nodes"
-	case c.explicit["gpu.nodes"] && !c.explicit[p.Origin]:
-		return "gpu.nodes"
+// problemKey is the key to name a framework's refusal under: among the config keys its check
+// reads (Problem.Origins), the first that an experiment's entry sets itself (`jobs.a.nodes=3`
+// against the batches it takes from job: experimentError then names the entry's key), else the
+// check's own first.
+func problemKey(c *Config, p workloads.Problem) string {
+	for _, o := range p.Origins {
+		own := c.Job.own[o]
+		if o == "gpu.nodes" {
+			own = c.Job.own["jobs.nodes"]
+		}
+		if own {
+			return o
+		}
 	}
 	return p.Origin
 }

@@ -792,3 +792,39 @@ func TestTheEntrypointsScriptIsMountedOnTheHead(t *testing.T) {
 		}
 	}
 }
+
+// The seam of verl's reward: the path the entrypoint gives verl (custom_reward_function.path) is
+// a key of the run script's ConfigMap, mounted read-only on the head and on every worker group,
+// since verl loads the module in its TaskRunner actor, which Ray may place on any node.
+func TestVerlsRewardModuleIsMountedWhereverVerlLoadsIt(t *testing.T) {
+	for _, stack := range []string{"smoke", "h200-reserved"} {
+		res := plantest.Plan(t, stack)
+		job := one(t, res, "RayJob")
+		entrypoint := get(t, job, "spec.entrypoint").(string)
+		require.Contains(t, entrypoint, " custom_reward_function.path="+workloads.RewardPath+" ", stack)
+		data, _ := get(t, manifestsOf(res, "ConfigMap")[0], "data").(map[string]any)
+		assert.Equal(t, workloads.RewardModule(), data[path.Base(workloads.RewardPath)], "%s: the ConfigMap holds the module under the path's name", stack)
+
+		spec := clusterSpecOf(t, res)
+		pods := []any{get(t, spec, "headGroupSpec.template.spec")}
+		for i := range get(t, spec, "workerGroupSpecs").([]any) {
+			pods = append(pods, get(t, spec, fmt.Sprintf("workerGroupSpecs.%d.template.spec", i)))
+		}
+		for i, pod := range pods {
+			var volume string
+			for _, v := range get(t, pod, "volumes").([]any) {
+				if get(t, v, "configMap.name") == workloads.RunScriptConfigMap {
+					volume = get(t, v, "name").(string)
+				}
+			}
+			require.NotEmpty(t, volume, "%s pod %d has the ConfigMap", stack, i)
+			mounted := false
+			for _, m := range get(t, pod, "containers.0.volumeMounts").([]any) {
+				if get(t, m, "name") == volume && get(t, m, "mountPath") == path.Dir(workloads.RewardPath) && get(t, m, "readOnly") == true {
+					mounted = true
+				}
+			}
+			assert.True(t, mounted, "%s pod %d mounts it read-only at %s", stack, i, path.Dir(workloads.RewardPath))
+		}
+	}
+}

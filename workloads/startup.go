@@ -123,6 +123,18 @@ func origin(e *frameworkconfig.Effective, keys ...string) string {
 	return "job.args"
 }
 
+// origins are the config keys that set keys, in order, each once, the framework's fixed values
+// left out.
+func origins(e *frameworkconfig.Effective, keys ...string) []string {
+	var out []string
+	for _, k := range keys {
+		if o := e.Origin(k); o != "" && o != "framework" && !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // verlMaxNodes bounds the node counts a refusal lists as fitting the batches.
 const verlMaxNodes = 16
 
@@ -133,7 +145,7 @@ func verlChecks(e *frameworkconfig.Effective) []Problem {
 	)
 	var out []Problem
 	fail := func(rule string, keys []string, format string, args ...any) {
-		out = append(out, Problem{Origin: origin(e, keys...), Message: fmt.Sprintf(format, args...) + " (verl " + VerlConfigTag + " " + rule + ")"})
+		out = append(out, Problem{Origin: origin(e, keys...), Origins: origins(e, keys...), Message: fmt.Sprintf(format, args...) + " (verl " + VerlConfigTag + " " + rule + ")"})
 	}
 	nGPUs := intOf(e, "trainer.nnodes") * intOf(e, "trainer.n_gpus_per_node")
 	train := intOf(e, "data.train_batch_size")
@@ -167,7 +179,7 @@ func verlChecks(e *frameworkconfig.Effective) []Problem {
 		return "; node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) " + strings.Join(fit, ", ")
 	}
 	if nGPUs > 0 && e.Value(ar+"actor.strategy") != "megatron" && (train*n)%nGPUs != 0 {
-		fail("verl/utils/config.py validate_config", []string{"data.train_batch_size", ar + "rollout.n"},
+		fail("verl/utils/config.py validate_config", []string{"data.train_batch_size", ar + "rollout.n", "trainer.nnodes"},
 			"data.train_batch_size × rollout.n = %d × %d = %d must be divisible by the %d GPUs%s", train, n, train*n, nGPUs, nodesThatFit())
 	}
 	for _, pair := range [][2]string{
@@ -189,7 +201,7 @@ func verlChecks(e *frameworkconfig.Effective) []Problem {
 	if nGPUs > 0 && micro > 0 {
 		normalized := mini * n / (nGPUs / sp)
 		if normalized == 0 || normalized%micro != 0 {
-			fail("verl/workers/fsdp_workers.py", []string{ar + "actor.ppo_mini_batch_size", "data.train_batch_size", ar + "actor.ppo_micro_batch_size_per_gpu"},
+			fail("verl/workers/fsdp_workers.py", []string{ar + "actor.ppo_mini_batch_size", "data.train_batch_size", ar + "actor.ppo_micro_batch_size_per_gpu", "trainer.nnodes"},
 				"the mini batch per GPU, ppo_mini_batch_size × rollout.n / GPUs = %d × %d / %d = %d, must be a positive multiple of ppo_micro_batch_size_per_gpu (%d)%s",
 				mini, n, nGPUs, normalized, micro, nodesThatFit())
 		}
@@ -206,7 +218,7 @@ func verlChecks(e *frameworkconfig.Effective) []Problem {
 func nemoRLChecks(e *frameworkconfig.Effective) []Problem {
 	var out []Problem
 	fail := func(rule string, keys []string, format string, args ...any) {
-		out = append(out, Problem{Origin: origin(e, keys...), Message: fmt.Sprintf(format, args...) + " (NeMo RL " + NeMoRLConfigTag + " " + rule + ")"})
+		out = append(out, Problem{Origin: origin(e, keys...), Origins: origins(e, keys...), Message: fmt.Sprintf(format, args...) + " (NeMo RL " + NeMoRLConfigTag + " " + rule + ")"})
 	}
 	if name, _ := e.Value("data.dataset_name").(string); !slices.Contains(NeMoRLDatasets, name) {
 		fail("nemo_rl/data/datasets/response_datasets/__init__.py load_response_dataset", []string{"data.dataset_name"},

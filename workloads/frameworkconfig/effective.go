@@ -31,6 +31,9 @@ func ParseOverride(arg, origin string) Override {
 // Problem is an override the framework would refuse, about the config key it came from.
 type Problem struct {
 	Origin, Message string
+	// Origins are every config key the check's framework keys come from, Origin first: the
+	// plan names the problem under the one the stack (or an experiment's entry) set itself.
+	Origins []string
 }
 
 // Effective is a table with overrides applied in order; the last value of a key wins, as in
@@ -50,9 +53,9 @@ func (t *Table) Apply(overrides []Override) (*Effective, []Problem) {
 		exists := t.Has(o.Key)
 		switch {
 		case o.Prefix == "" && !exists:
-			problems = append(problems, Problem{o.Origin, fmt.Sprintf("%s is not a key of %s %s's config (%s)", o.Key, t.Framework, t.Tag, t.Source)})
+			problems = append(problems, Problem{Origin: o.Origin, Message: fmt.Sprintf("%s is not a key of %s %s's config (%s)", o.Key, t.Framework, t.Tag, t.Source)})
 		case o.Prefix == "+" && exists:
-			problems = append(problems, Problem{o.Origin, fmt.Sprintf("+%s adds a key that %s %s's config already has; set it without the +", o.Key, t.Framework, t.Tag)})
+			problems = append(problems, Problem{Origin: o.Origin, Message: fmt.Sprintf("+%s adds a key that %s %s's config already has; set it without the +", o.Key, t.Framework, t.Tag)})
 		}
 		e.set[o.Key] = o
 	}
