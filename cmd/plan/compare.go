@@ -61,6 +61,11 @@ type EarlierPlan struct {
 	// Settings are each experiment's framework values that a config key set (plans of this
 	// version on; absent from earlier ones, which then compare without them).
 	Settings map[string]map[string]jsonSetting `json:"settings"`
+	// Costs are the bounds the plan printed (plans of this version on).
+	Costs struct {
+		MostARunUSD     *float64 `json:"mostARunUSD"`
+		MostTheQueueUSD *float64 `json:"mostTheQueueUSD"`
+	} `json:"costs"`
 }
 
 // LoadEarlierPlan reads a `plan --json` document written by this or an earlier version.
@@ -379,10 +384,10 @@ func describe(c *Change, res *offline.Resource) {
 	}
 }
 
-// WriteComparison prints the changes, what they do to the experiment (exp, nil when the stack
-// runs nothing) or to the queue's experiments (q, nil without jobs), and a closing line on what
-// runs.
-func WriteComparison(out io.Writer, file string, changes []Change, exp *ExperimentShift, q *QueueShift) error {
+// WriteComparison prints the changes, how they move the most a run or the queue can cost
+// (costs, CostShift's lines), what they do to the experiment (exp, nil when the stack runs
+// nothing) or to the queue's experiments (q, nil without jobs), and a closing line on what runs.
+func WriteComparison(out io.Writer, file string, changes []Change, costs []string, exp *ExperimentShift, q *QueueShift) error {
 	w := &errWriter{w: out}
 	fmt.Fprintf(w, "Changes against %s (inputs compared; `pulumi preview --diff` has the provider's word):\n", file)
 	stops, unknown, jobDeleted, jobCreated, newStorage := false, 0, false, false, false
@@ -414,6 +419,9 @@ func WriteComparison(out io.Writer, file string, changes []Change, exp *Experime
 	}
 	if unknown > 0 {
 		fmt.Fprintf(w, "  ?  %d Kubernetes objects not compared: the earlier plan was written before plans carried digests of them\n", unknown)
+	}
+	for _, line := range costs {
+		fmt.Fprintln(w, line)
 	}
 	if exp != nil && len(changes) > 0 {
 		fmt.Fprintln(w, exp.Line(newStorage))

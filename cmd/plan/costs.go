@@ -9,20 +9,24 @@ import (
 	"time"
 
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/internal/cost"
 )
 
 // CurrentPricesURL is where a user checks today's prices of a SKU.
 const CurrentPricesURL = "https://cloud.google.com/skus"
 
-// writeCosts prints the estimate: the two totals, the most the run can cost (when its deadline
-// bounds it), then one line per item of the bill.
-func writeCosts(w io.Writer, e cost.Estimate, d *infra.RunDeadline) {
+// writeCosts prints the estimate: the two totals, the most the run or the queue can cost (when
+// deadlines bound them), then one line per item of the bill.
+func writeCosts(w io.Writer, e cost.Estimate, run infra.RunPlan, d *infra.RunDeadline) {
 	fmt.Fprintf(w, "Costs in USD at list prices, before discounts and taxes (%s; current prices: %s):\n", sourcesText(e.Sources), CurrentPricesURL)
 	fmt.Fprintf(w, "  per hour while training  %s\n", e.TrainingPerHour)
 	fmt.Fprintf(w, "  per month while idle     %s\n", e.IdlePerMonth)
 	if most, ok := MostARunCosts(e, d); ok {
 		fmt.Fprintf(w, "  at most a run            %s\n", most)
+	}
+	if run.Queue != nil {
+		fmt.Fprintf(w, "  at most the queue        %s\n", queueMostText(e, run.Experiments))
 	}
 	itemWidth, detailWidth := 0, 0
 	for _, l := range e.Lines {
@@ -68,6 +72,43 @@ func MostARunCosts(e cost.Estimate, d *infra.RunDeadline) (string, bool) {
 	return fmt.Sprintf("%s, %s at %s an hour", cost.Dollars(e.TrainingPerHour.KnownUSD*longest.Hours()), how, e.TrainingPerHour), true
 }
 
+// mostARunUSD is MostARunCosts's amount; ok is false when it is unknown or nothing bounds the
+// run.
+func mostARunUSD(e cost.Estimate, d *infra.RunDeadline) (float64, bool) {
+	if d == nil || !e.TrainingPerHour.Complete() {
+		return 0, false
+	}
+	return e.TrainingPerHour.KnownUSD * d.Longest().Hours(), true
+}
+
+// CostShift says how an update moves the most a run and the queue can cost, against an earlier
+// plan that carried them: a line for each bound that moved, appeared or went.
+func CostShift(before *EarlierPlan, after *offline.Result) []string {
+	now := costsJSON(after.Costs, after.Blueprint.Run, after.Blueprint.Deadline)
+	var lines []string
+	for _, b := range []struct {
+		what    string
+		was, is *float64
+	}{
+		{"a run", before.Costs.MostARunUSD, now.MostARunUSD},
+		{"the queue", before.Costs.MostTheQueueUSD, now.MostTheQueueUSD},
+	} {
+		switch {
+		case b.was == nil && b.is == nil:
+			continue
+		case b.was == nil:
+			lines = append(lines, fmt.Sprintf("At most %s: %s (the earlier plan gave no bound).", b.what, cost.Dollars(*b.is)))
+		case b.is == nil:
+			lines = append(lines, fmt.Sprintf("At most %s: no bound now (the earlier plan's: %s).", b.what, cost.Dollars(*b.was)))
+		case cost.Dollars(*b.was) == cost.Dollars(*b.is):
+			continue // unmoved: nothing to say
+		default:
+			lines = append(lines, fmt.Sprintf("At most %s: %s, from %s (%+.0f %%).", b.what, cost.Dollars(*b.is), cost.Dollars(*b.was), (*b.is / *b.was - 1)*100))
+		}
+	}
+	return lines
+}
+
 // sourcesText names the price lists an estimate used, with their dates.
 func sourcesText(sources []cost.Source) string {
 	if len(sources) == 0 {
@@ -89,6 +130,11 @@ type jsonCosts struct {
 	IdlePerMonth    cost.Total     `json:"idlePerMonth"`
 	Lines           []jsonCostLine `json:"lines"`
 	Excluded        []string       `json:"excluded"`
+	// MostARunUSD and MostTheQueueUSD are the bounds the plan prints (MostARunCosts,
+	// QueueMost); null when unknown or when the stack has no such run or queue. `--compare`
+	// reads them from the earlier plan.
+	MostARunUSD     *float64 `json:"mostARunUSD"`
+	MostTheQueueUSD *float64 `json:"mostTheQueueUSD"`
 }
 
 type jsonCostLine struct {
@@ -106,7 +152,7 @@ type jsonCostLine struct {
 	Note             string   `json:"note,omitempty"`
 }
 
-func costsJSON(e cost.Estimate) jsonCosts {
+func costsJSON(e cost.Estimate, run infra.RunPlan, d *infra.RunDeadline) jsonCosts {
 	total := func(t cost.Total) cost.Total {
 		if t.Unknown == nil {
 			t.Unknown = []string{}
@@ -136,6 +182,14 @@ func costsJSON(e cost.Estimate) jsonCosts {
 		TrainingPerHour: total(e.TrainingPerHour), IdlePerMonth: total(e.IdlePerMonth),
 		Lines: []jsonCostLine{}, Excluded: e.Excluded,
 	}
+	if usd, ok := mostARunUSD(e, d); ok {
+		doc.MostARunUSD = &usd
+	}
+	if run.Queue != nil {
+		if usd, _, _, ok := QueueMost(e, run.Experiments); ok {
+			doc.MostTheQueueUSD = &usd
+		}
+	}
 	for _, l := range e.Lines {
 		jl := jsonCostLine{
 			Item: l.Item, Detail: l.Detail, SKU: l.SKU, Unit: string(l.Unit),
@@ -153,3 +207,55 @@ func costsJSON(e cost.Estimate) jsonCosts {
 
 // round2 rounds to cents, so that the JSON reads as money.
 func round2(usd float64) float64 { return math.Round(usd*100) / 100 }
+
+// ExperimentMost is the most one queued experiment can cost if it takes all its deadline allows
+// (infra.RunDeadline.Longest: deadline × attempts): its own GPU nodes, and the stack's other
+// training lines (CPU nodes, disks, storage, the cluster's fee) as if it ran alone, for that
+// long. ok is false when it has no deadline or a price is missing.
+func ExperimentMost(e cost.Estimate, x infra.ExperimentPlan) (usd, hours float64, ok bool) {
+	if x.Stopped || x.Deadline == nil || !e.TrainingPerHour.Complete() {
+		return 0, 0, false
+	}
+	perNode := gpuNodeHour(e)
+	if !perNode.known {
+		return 0, 0, false
+	}
+	rest := e.TrainingPerHour.KnownUSD
+	for _, l := range e.Lines {
+		if l.Item == "GPU nodes" {
+			rest -= l.TrainingPerHour.USD
+		}
+	}
+	hours = x.Deadline.Longest().Hours()
+	return (perNode.usd*float64(x.Nodes) + rest) * hours, hours, true
+}
+
+// QueueMost is the most the whole queue can cost: each running or waiting experiment's
+// ExperimentMost, as if they ran one after another (the stack's other lines counted for each;
+// experiments that run at once share them, so it is a bound, not a forecast). ok is false when
+// an experiment's bound is unknown, which unknown names.
+func QueueMost(e cost.Estimate, xs []infra.ExperimentPlan) (usd, hours float64, unknown []string, ok bool) {
+	for _, x := range xs {
+		if x.Stopped {
+			continue
+		}
+		u, h, known := ExperimentMost(e, x)
+		if !known {
+			unknown = append(unknown, x.Name)
+			continue
+		}
+		usd += u
+		hours += h
+	}
+	return usd, hours, unknown, len(unknown) == 0
+}
+
+// queueMostText is the queue's bound as the plan prints it.
+func queueMostText(e cost.Estimate, xs []infra.ExperimentPlan) string {
+	usd, hours, unknown, ok := QueueMost(e, xs)
+	if !ok {
+		return fmt.Sprintf("unknown: no deadline or no price for %s", strings.Join(unknown, ", "))
+	}
+	return fmt.Sprintf("%s, if each experiment takes all its deadline allows (%s of runs in all, each with its GPU nodes and the stack's other lines; fewer hours when they run at once)",
+		cost.Dollars(usd), infra.Hours(time.Duration(hours*float64(time.Hour))))
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -217,4 +218,63 @@ func TestAReservationIsPricedAtTheOnDemandRate(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--config", "gcp:region=us-central1", "--config", "zone=us-central1-b")
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "training $173.52/h, idle $126,669.48/month; $86.75992 per hour (2026-12-05); a reservation bills its machines (on-demand rate, less any commitment) whether they run or not")
+}
+
+// The most a queue can cost, worked by hand from smoke's price lines with two experiments on a
+// GPU pool of one node (gpu.maxNodes=1): an experiment holds its node, $32.6064 an hour, and the
+// stack's other training lines as if it ran alone: the CPU node $0.776944, 300 GiB of disk at
+// $0.1 a GiB-month (/730 = $0.0410959), 30 GiB of bucket at $0.02 (/730 = $0.00082192) and the
+// cluster's $0.1: $33.5252618 an hour, for its deadline's 2 attempts of 3h: $201.15157. The
+// queue: both, one after another: 12h, $402.30314.
+func TestThePlanSaysTheMostTheQueueCanCost(t *testing.T) {
+	two := []string{"--config", "gpu.maxNodes=1", "--config", "jobs.first.maxSteps=4", "--config", "jobs.second.maxSteps=4"}
+	code, out, errOut := plantest.Main(t, append([]string{"--stack", "smoke"}, two...)...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Regexp(t, `\n  runs +first +priority 0 +8 GPUs \(1 node\)  GPU nodes \$32\.61/h  at most \$201\.15 \(6h\)\n`, out)
+	assert.Regexp(t, `\n  waits +second +priority 0 +8 GPUs \(1 node\)  at most \$201\.15 \(6h\)\n`, out)
+	queueBound := "$402.30, if each experiment takes all its deadline allows (12h of runs in all, each with its GPU nodes and the stack's other lines; fewer hours when they run at once)"
+	assert.Contains(t, out, "\n  at most the queue: "+queueBound+"\n")
+	assert.Contains(t, out, "\n  at most the queue        "+queueBound+"\n")
+	assert.Contains(t, out, "; at most the queue: "+queueBound, "the summary says it too")
+	assert.NotContains(t, out, "at most a run", "no single run")
+
+	// A stopped experiment costs nothing: the queue is the first alone. The bucket holds the
+	// stopped one's checkpoints still (30 GiB): $201.15.
+	_, out, _ = plantest.Main(t, append([]string{"--stack", "smoke", "--config", "jobs.second.enabled=false"}, two...)...)
+	assert.Contains(t, out, "\n  at most the queue: $201.15, if each experiment takes all its deadline allows (6h of runs in all,")
+
+	// Without the GPU node's price the bound is unknown, and says whose.
+	r := plantest.Plan(t, "smoke", "gpu.maxNodes=1", "jobs.first.maxSteps=4", "jobs.second.maxSteps=4")
+	noGPU := r.Costs
+	noGPU.Lines = slices.Clone(noGPU.Lines)
+	noGPU.Lines[0].Price = nil
+	_, _, unknown, ok := plan.QueueMost(noGPU, r.Blueprint.Run.Experiments)
+	assert.False(t, ok)
+	assert.Equal(t, []string{"first", "second"}, unknown)
+}
+
+// `--compare` says how a change moves the bounds: a third experiment adds its 6h (the bucket's
+// share grows by its checkpoints, 15 GiB: $0.00041096 an hour more for every run).
+func TestCompareSaysHowTheBoundsMove(t *testing.T) {
+	before := plantest.PlanFile(t, "smoke", nil, "gpu.maxNodes=1", "jobs.first.maxSteps=4", "jobs.second.maxSteps=4")
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--compare", before, "--config", "gpu.maxNodes=1",
+		"--config", "jobs.first.maxSteps=4", "--config", "jobs.second.maxSteps=4", "--config", "jobs.third.maxSteps=4")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	// 3 × 6h × ($33.5252618 + $0.00041096) = $603.46.
+	assert.Contains(t, out, "\nAt most the queue: $603.46, from $402.30 (+50 %).\n")
+
+	single := plantest.PlanFile(t, "smoke", nil)
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", single)
+	assert.NotContains(t, out, "At most", "an unmoved bound is not repeated")
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", single, "--config", "job.activeDeadlineSeconds=7200")
+	assert.Contains(t, out, "\nAt most a run: no bound now (the earlier plan's: $201.15).\n", "a deadline of the user's derives no bound")
+
+	// An earlier plan without bounds (written before plans carried them) gives none to compare.
+	old := filepath.Join(t.TempDir(), "old.json")
+	doc, err := os.ReadFile(single)
+	require.NoError(t, err)
+	doc = []byte(strings.Replace(string(doc), `"mostARunUSD"`, `"formerKey"`, 1))
+	require.NoError(t, os.WriteFile(old, doc, 0o600))
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--compare", old)
+	assert.Contains(t, out, "\nAt most a run: $201.15 (the earlier plan gave no bound).\n")
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"gke-rl/infra"
 	"gke-rl/infra/offline"
@@ -34,10 +35,14 @@ func writeQueue(w io.Writer, r *offline.Result) {
 		if x.Start == infra.StartsAtOnce {
 			line += "  GPU nodes " + perNode.times(x.Nodes)
 		}
+		if usd, hours, ok := ExperimentMost(r.Costs, x); ok {
+			line += fmt.Sprintf("  at most %s (%s)", cost.Dollars(usd), infra.Hours(time.Duration(hours*float64(time.Hour))))
+		}
 		fmt.Fprintln(w, line)
 	}
 	nodes, names := run.RunningAtOnce()
 	fmt.Fprintf(w, "  at once: %s (%s): GPU nodes %s; a waiting experiment holds no node and starts by itself when one ends\n", words.Count(nodes, "node"), names, perNode.times(nodes))
+	fmt.Fprintf(w, "  at most the queue: %s\n", queueMostText(r.Costs, run.Experiments))
 	if !perNode.known {
 		fmt.Fprintln(w, "  (the GPU node's price is unknown: plan --prices FILE adds it)")
 	}

@@ -50,7 +50,7 @@ func WriteJSON(w io.Writer, r *offline.Result) error {
 		// Settings are what each experiment trains with that a config key sets: `--compare`
 		// names the values an update changes.
 		Settings map[string]map[string]jsonSetting `json:"settings"`
-	}{Stack: r.Stack, Resources: []jsonResource{}, Outputs: r.Outputs, Costs: costsJSON(r.Costs),
+	}{Stack: r.Stack, Resources: []jsonResource{}, Outputs: r.Outputs, Costs: costsJSON(r.Costs, r.Blueprint.Run, r.Blueprint.Deadline),
 		Placeholders: findingsJSON(r.Placeholders), Warnings: findingsJSON(r.Warnings), Settings: settingsJSON(r)}
 	for _, res := range r.Resources {
 		opts := res.Options
@@ -187,7 +187,7 @@ func WriteTree(out io.Writer, r *offline.Result) error {
 	writeOutputs(w, r.Outputs)
 	writeQueue(w, r)
 	writeRunSettings(w, r)
-	writeCosts(w, r.Costs, r.Blueprint.Deadline)
+	writeCosts(w, r.Costs, r.Blueprint.Run, r.Blueprint.Deadline)
 	custom, components := 0, 0
 	for _, res := range r.Resources {
 		if res.Custom {
@@ -222,11 +222,14 @@ func closingSummary(r *offline.Result) string {
 	}, "\n")
 }
 
-// costLine is the summary's line of what the stack costs, and the most its run can.
+// costLine is the summary's line of what the stack costs, and the most its run or queue can.
 func costLine(r *offline.Result) string {
 	line := fmt.Sprintf("  per hour while training: %s; per month while idle: %s", r.Costs.TrainingPerHour, r.Costs.IdlePerMonth)
 	if most, ok := MostARunCosts(r.Costs, r.Blueprint.Deadline); ok {
 		line += "; at most a run: " + most
+	}
+	if run := r.Blueprint.Run; run.Queue != nil {
+		line += "; at most the queue: " + queueMostText(r.Costs, run.Experiments)
 	}
 	return line
 }
