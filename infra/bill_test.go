@@ -79,7 +79,7 @@ func TestABucketBillsTheCheckpointsItKeeps(t *testing.T) {
 	assert.Equal(t, 954.0, bucket.Idle)
 	assert.False(t, bucket.UnknownQuantity)
 
-	unknown := lineOf(t, plantest.Resolve(t, "h200-reserved", "job.model=my-org/my-model").Bill, "Bucket")
+	unknown := lineOf(t, plantest.Resolve(t, "h200-reserved", append(plantest.Shape(4096, 32, 128256), "job.model=my-org/my-model")...).Bill, "Bucket")
 	assert.True(t, unknown.UnknownQuantity, "a model of unknown size stores an unknown amount")
 }
 

@@ -41,7 +41,7 @@ func TestCheckpointEstimates(t *testing.T) {
 		// 36000 GiB at 1000 MB/s per TiB = 35156 MB/s; 1152 GB / 35156 MB/s = 32.8 s.
 		{"a faster tier shortens the write", "b200-spot", []string{"storage.throughput=1000", "storage.capacityGib=36000"}, 33, 35156, false},
 		{"a tight budget warns on Lustre too", "b200-spot", []string{"storage.checkpointBudgetSeconds=60"}, 132, 8789, true},
-		{"the model size can be given when the name lacks it", "b200-spot", []string{"job.model=acme/custom-model", "job.modelSize=8B"}, 15, 8789, false},
+		{"the model size can be given when the name lacks it", "b200-spot", append(plantest.Shape(4096, 32, 152064), "job.model=acme/custom-model", "job.modelSize=8B"), 15, 8789, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestFUSEWarningSaysWritesGoAtFUSESpeed(t *testing.T) {
 }
 
 func TestUnknownModelSizeWarnsInsteadOfGuessing(t *testing.T) {
-	bp := plantest.Resolve(t, "b200-spot", "job.model=acme/custom-model")
+	bp := plantest.Resolve(t, "b200-spot", append(plantest.Shape(4096, 32, 152064), "job.model=acme/custom-model")...)
 	assert.Equal(t, []string{"job.modelSize"}, warningKeysButPins(bp))
 	assert.Contains(t, bp.Warnings.Error(), "and the derived deadline (22h) guesses 60 min a step, which neither the size's allowance nor the step's work bounds: set job.modelSize, or job.activeDeadlineSeconds to what the run may take")
 	assert.Nil(t, bp.Checkpoint, "no estimate from a guess")

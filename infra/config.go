@@ -162,15 +162,18 @@ type JobConfig struct {
 	// leaves the old model's pin inert instead of applying it to another repository.
 	Revisions map[string]string `json:"revisions"`
 	// ModelSize is the parameter count (72B, 1.5B, 500M) when the model ID does not say it.
-	ModelSize            string   `json:"modelSize"`
-	Dataset              string   `json:"dataset"`
-	MaxSteps             int      `json:"maxSteps"`
-	Epochs               int      `json:"epochs"`
-	PromptsPerStep       int      `json:"promptsPerStep"`
-	GenerationsPerPrompt int      `json:"generationsPerPrompt"`
-	CheckpointPeriod     int      `json:"checkpointPeriod"`
-	KeepCheckpoints      int      `json:"keepCheckpoints"`
-	Args                 []string `json:"args"`
+	ModelSize string `json:"modelSize"`
+	// ModelShape is the model's shape from its config.json, for a model outside the program's
+	// table (workloads.KnownShape); nil takes the table's.
+	ModelShape           *ModelShape `json:"modelShape"`
+	Dataset              string      `json:"dataset"`
+	MaxSteps             int         `json:"maxSteps"`
+	Epochs               int         `json:"epochs"`
+	PromptsPerStep       int         `json:"promptsPerStep"`
+	GenerationsPerPrompt int         `json:"generationsPerPrompt"`
+	CheckpointPeriod     int         `json:"checkpointPeriod"`
+	KeepCheckpoints      int         `json:"keepCheckpoints"`
+	Args                 []string    `json:"args"`
 	// Recipe is NeMo RL's config file, relative to its source directory.
 	Recipe string `json:"recipe"`
 	// BackoffLimit is how many times a failed run is retried: by KubeRay on a new cluster when
@@ -254,4 +257,22 @@ func (c *Config) ForExperiment(j JobConfig) *Config {
 	}
 	maps.Copy(e.explicit, j.explicit)
 	return &e
+}
+
+// ModelShape is `job.modelShape`: the values of a model's config.json that size its memory
+// estimate, under config.json's names in camel case.
+type ModelShape struct {
+	HiddenSize      int `json:"hiddenSize"`
+	NumHiddenLayers int `json:"numHiddenLayers"`
+	VocabSize       int `json:"vocabSize"`
+}
+
+// Shape is job.modelShape as the estimates take it, or nil when the stack leaves it to the
+// program's table.
+func (j JobConfig) Shape() *workloads.Shape {
+	if j.ModelShape == nil {
+		return nil
+	}
+	m := j.ModelShape
+	return &workloads.Shape{Hidden: m.HiddenSize, Layers: m.NumHiddenLayers, Vocab: m.VocabSize, Source: "job.modelShape"}
 }

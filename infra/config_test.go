@@ -215,7 +215,7 @@ func TestAGatedModelPlansWithAToken(t *testing.T) {
 // (Llama-3.2-1B's 1.24B; 72B's range 46.8B to 97.2B, just inside on each side).
 func TestAModelSizeNearItsNameIsTaken(t *testing.T) {
 	for stack, overrides := range map[string][]string{
-		"smoke":     {"job.model=meta-llama/Llama-3.2-1B-Instruct", "job.modelSize=1.24B"},
+		"smoke":     append(plantest.Shape(2048, 16, 128256), "job.model=meta-llama/Llama-3.2-1B-Instruct", "job.modelSize=1.24B"),
 		"b200-spot": {"job.modelSize=72.7B"},
 	} {
 		_, err := plantest.TryPlan(stack, overrides...)

@@ -35,7 +35,7 @@ func TestRunDeadlineFollowsTheRunsSize(t *testing.T) {
 		// 33280 / (8 × 2250e12 × 10 %) = 849 min, not the 15 of the class; 2 h + 4 × 849 min.
 		{"long rollouts scale the step", "smoke", []string{"job.model=Qwen/Qwen2.5-7B-Instruct", "job.maxResponseLength=32768", "job.promptsPerStep=1024", "job.generationsPerPrompt=8"}, 2 + 4*849.0/60, infra.PerAttempt},
 		// 8B: 15 min a step; 2 h + 20 × 15 min = 7 h.
-		{"a small model", "b200-spot", []string{"job.model=Qwen/Qwen3-8B", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]"}, 7, infra.PerAttempt},
+		{"a small model", "b200-spot", append(plantest.Shape(4096, 36, 151936), "job.model=Qwen/Qwen3-8B", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]"), 7, infra.PerAttempt},
 		// Retries beyond three do not add up: a deadline is for hangs.
 		{"one retry", "h200-reserved", []string{"job.backoffLimit=1"}, 2 + 58*51/60.0 + (2 + 10*51/60.0), infra.PerRun},
 		{"the long-lived cluster on on-demand capacity", "b200-spot", append(plantest.GPU("h200"), "gpu.provisioning=on-demand"), 2 + 20 + 3*(2+2), infra.PerRun},

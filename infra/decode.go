@@ -159,10 +159,44 @@ func decodeValue(raw json.RawMessage, field reflect.Value) error {
 			return fmt.Errorf("is not a map of names to strings; set one entry with `pulumi config set --path '<key>[\"<name>\"]' <value>`")
 		}
 		field.Set(reflect.ValueOf(m))
+	case *ModelShape:
+		shape, err := decodeModelShape(raw)
+		if err != nil {
+			return err
+		}
+		field.Set(reflect.ValueOf(shape))
 	default:
 		return fmt.Errorf("has an unsupported type %s", field.Type())
 	}
 	return nil
+}
+
+// decodeModelShape decodes job.modelShape: an object of its three whole numbers, each required
+// (a shape is read from one config.json; half of one is a mistake).
+func decodeModelShape(raw json.RawMessage) (*ModelShape, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("is not an object; set each field with `pulumi config set --path job.modelShape.hiddenSize <hidden_size>` (numHiddenLayers, vocabSize the same way)")
+	}
+	shape := &ModelShape{}
+	targets := map[string]*int{"hiddenSize": &shape.HiddenSize, "numHiddenLayers": &shape.NumHiddenLayers, "vocabSize": &shape.VocabSize}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		target, ok := targets[name]
+		if !ok {
+			return nil, fmt.Errorf("has an unknown field %s; allowed: hiddenSize, numHiddenLayers, vocabSize (config.json's hidden_size, num_hidden_layers, vocab_size)", quote(name))
+		}
+		n, err := decodeInt(fields[name])
+		if err != nil {
+			return nil, fmt.Errorf("field %s %w", name, err)
+		}
+		*target = n
+	}
+	for _, name := range []string{"hiddenSize", "numHiddenLayers", "vocabSize"} {
+		if _, ok := fields[name]; !ok {
+			return nil, fmt.Errorf("lacks %s; allowed: all three of hiddenSize, numHiddenLayers, vocabSize, from the model's config.json", name)
+		}
+	}
+	return shape, nil
 }
 
 func decodeInt(raw json.RawMessage) (int, error) {

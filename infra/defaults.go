@@ -100,6 +100,7 @@ type rawJob struct {
 	Model                *string           `json:"model"`
 	Revisions            map[string]string `json:"revisions"`
 	ModelSize            *string           `json:"modelSize"`
+	ModelShape           *ModelShape       `json:"modelShape"`
 	Dataset              *string           `json:"dataset"`
 	MaxSteps             *int              `json:"maxSteps"`
 	Epochs               *int              `json:"epochs"`
@@ -291,6 +292,7 @@ func jobConfig(c *Config, r rawJob) JobConfig {
 		Model:                or(r.Model, DefaultModel),
 		Revisions:            r.Revisions,
 		ModelSize:            or(r.ModelSize, ""),
+		ModelShape:           r.ModelShape,
 		Dataset:              or(r.Dataset, defaultDatasets[c.Framework]),
 		MaxSteps:             or(r.MaxSteps, 0),
 		Epochs:               or(r.Epochs, 0),

@@ -14,12 +14,13 @@ import (
 func TestAModelThatCannotFitIsRefused(t *testing.T) {
 	assertRefused(t, []refusal{
 		{"a model whose offloaded state the hosts cannot hold is refused with the nodes that can", "smoke",
-			[]string{"job.model=meta-llama/Llama-3.1-405B-Instruct"}, "job.model", "the smallest gpu.nodes that holds it is 3"},
+			append(plantest.Shape(16384, 126, 128256), "job.model=meta-llama/Llama-3.1-405B-Instruct"), "job.model", "the smallest gpu.nodes that holds it is 3"},
 		{"a rollout too narrow for the model is refused with the width that holds it", "b200-spot",
 			[]string{"job.rolloutTensorParallel=1"}, "job.rolloutTensorParallel", "set job.rolloutTensorParallel to 2"},
 		{"a model too large for the recipe on one node is refused", "h200-reserved",
 			[]string{"framework=nemo-rl", "job.dataset=DeepScaler", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]", "gpu.nodes=1",
-				"job.modelSize=72B", "job.model=example/private-model", "job.rolloutTensorParallel=4"},
+				"job.modelSize=72B", "job.model=example/private-model", "job.rolloutTensorParallel=4",
+				"job.modelShape.hiddenSize=8192", "job.modelShape.numHiddenLayers=80", "job.modelShape.vocabSize=152064"},
 			"job.modelSize", "the smallest gpu.nodes that holds it is 2"},
 	})
 }
@@ -34,7 +35,11 @@ func TestTheRecipeFollowsTheModelsSize(t *testing.T) {
 		"Qwen/Qwen2.5-1.5B-Instruct": "examples/configs/grpo_math_1B.yaml",
 		"example/private-model":      "examples/configs/grpo_math_8B.yaml", // size unknown
 	} {
-		bp := plantest.Resolve(t, "b200-spot", "job.recipe=", "job.args=[]", "job.model="+model)
+		overrides := []string{"job.recipe=", "job.args=[]", "job.model=" + model}
+		if model == "example/private-model" {
+			overrides = append(overrides, plantest.Shape(4096, 32, 128256)...)
+		}
+		bp := plantest.Resolve(t, "b200-spot", overrides...)
 		assert.Contains(t, bp.Run.RayJob.Spec.Entrypoint, "--config "+recipe+" ", model)
 		if model != "example/private-model" {
 			assert.Contains(t, bp.Run.MemoryEstimate, "; recipe "+recipe, model)

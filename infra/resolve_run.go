@@ -127,6 +127,7 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 		Model:                c.Job.Model,
 		Revisions:            c.Job.Revisions,
 		ModelBillions:        plan.Hub.ModelBillions,
+		Shape:                c.Job.Shape(),
 		Dataset:              c.Job.Dataset,
 		Recipe:               c.Job.Recipe,
 		Nodes:                c.GPU.Nodes,

@@ -52,6 +52,7 @@ func validateJob(c *Config, errs *Errors) {
 				quote(j.ModelSize), quote(j.Model), m[1], strings.ToUpper(m[2]), namedSizeSlack*100, formatParams(named*(1-namedSizeSlack)), formatParams(named*(1+namedSizeSlack)))
 		}
 	}
+	validateModelShape(j, errs)
 	if why, gated := workloads.GatedModels[j.Model]; gated && j.Enabled && !c.Tokens.HuggingFace {
 		errs.Add("job.model", "%s is gated on the Hugging Face Hub (%s): its download needs the token of an account granted access, and the data preparation would fail in the cluster; allowed: `pulumi config set --path tokens.huggingFace true` and its value (README, Tokens), or a model that is not gated",
 			quote(j.Model), why)
@@ -231,4 +232,46 @@ func checkpointsAtPeak(c *Config, keep int) (int, string) {
 		return keep, "verl removes the oldest before it saves the next"
 	}
 	return keep + 1, "the one being saved beside those kept"
+}
+
+// Bounds of job.modelShape: the smallest and largest values of the models people post-train
+// with GRPO are far inside them (hidden sizes 896 to 16,384, 24 to 126 layers, vocabularies of
+// 32,000 to 262,208); a value outside is a typo or another field of config.json.
+const (
+	minHiddenSize, maxHiddenSize = 64, 65536
+	minLayers, maxLayers         = 1, 1024
+	minVocab, maxVocab           = 1000, 1048576
+)
+
+// validateModelShape refuses a model the memory estimate has no shape for, rather than guess
+// one (a Gemma 3's vocabulary is 1.7 times a Qwen's, and the log-prob peak grows with it), and
+// a job.modelShape outside what any model has.
+func validateModelShape(j JobConfig, errs *Errors) {
+	m := j.ModelShape
+	if m == nil {
+		if _, known := workloads.KnownShape(j.Model); !known && j.Enabled && modelPattern.MatchString(j.Model) {
+			errs.Add("job.model", "%s is not in the program's table of model shapes (%s), which sizes the memory check and verl's batches; allowed: a model of the table, or job.modelShape from the model's config.json: `pulumi config set --path job.modelShape.hiddenSize <hidden_size>`, and numHiddenLayers (num_hidden_layers) and vocabSize (vocab_size) the same way",
+				quote(j.Model), strings.Join(workloads.KnownShapeNames(), ", "))
+		}
+		return
+	}
+	for _, f := range []struct {
+		key           string
+		value, lo, hi int
+	}{
+		{"job.modelShape.hiddenSize", m.HiddenSize, minHiddenSize, maxHiddenSize},
+		{"job.modelShape.numHiddenLayers", m.NumHiddenLayers, minLayers, maxLayers},
+		{"job.modelShape.vocabSize", m.VocabSize, minVocab, maxVocab},
+	} {
+		if f.value < f.lo || f.value > f.hi {
+			errs.Add(f.key, "%d is not a value of config.json for any model; allowed: %d to %d (config.json's %s)", f.value, f.lo, f.hi, configJSONName[f.key])
+		}
+	}
+}
+
+// configJSONName is each job.modelShape field's name in config.json.
+var configJSONName = map[string]string{
+	"job.modelShape.hiddenSize":      "hidden_size",
+	"job.modelShape.numHiddenLayers": "num_hidden_layers",
+	"job.modelShape.vocabSize":       "vocab_size",
 }

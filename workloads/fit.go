@@ -87,7 +87,7 @@ func EstimateFit(f kinds.Framework, r Run, m NodeMemory) (Fit, bool) {
 		return Fit{}, false
 	}
 	params := r.ModelBillions * 1e9
-	shape := ModelShape(r.Model, r.ModelBillions)
+	shape := r.ShapeOf()
 	var fit Fit
 	if f == kinds.Verl {
 		fit = verlFit(eff, params)

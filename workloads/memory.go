@@ -34,18 +34,46 @@ var knownShapes = []struct {
 	{"llama-3.3-70b", 70.6, Shape{8192, 80, 128256, ""}},
 }
 
-// ModelShape is the shape of model (a Hub ID) of billions parameters: config.json's values for
-// the models knownShapes holds; for another, the known model nearest in size, its hidden size
-// times layers scaled with the size, and the largest vocabulary known (the logits, which
-// dominate the activations, are never underestimated for a Qwen or Llama model).
-func ModelShape(model string, billions float64) Shape {
+// KnownShapeNames are the table's models, as a model ID's name starts (an -Instruct variant has
+// its base's shape).
+func KnownShapeNames() []string {
+	names := make([]string, len(knownShapes))
+	for i, k := range knownShapes {
+		names[i] = k.Name
+	}
+	return names
+}
+
+// KnownShape is config.json's shape of model (a Hub ID) when knownShapes holds it.
+func KnownShape(model string) (Shape, bool) {
 	name := strings.ToLower(path.Base(model))
 	for _, k := range knownShapes {
 		if strings.HasPrefix(name, k.Name) && (len(name) == len(k.Name) || !isDigit(name[len(k.Name)])) {
 			s := k.Shape
 			s.Source = "config.json of " + model
-			return s
+			return s, true
 		}
+	}
+	return Shape{}, false
+}
+
+// ShapeOf is the shape a run's estimates use: the run's own (job.modelShape), else the table's
+// (KnownShape), else ModelShape's estimate. The program refuses a model outside the table
+// without job.modelShape before it gets here; the estimate serves other callers.
+func (r Run) ShapeOf() Shape {
+	if r.Shape != nil {
+		return *r.Shape
+	}
+	return ModelShape(r.Model, r.ModelBillions)
+}
+
+// ModelShape is the shape of model (a Hub ID) of billions parameters: config.json's values for
+// the models knownShapes holds; for another, the known model nearest in size, its hidden size
+// times layers scaled with the size, and the largest vocabulary known (the logits, which
+// dominate the activations, are never underestimated for a Qwen or Llama model).
+func ModelShape(model string, billions float64) Shape {
+	if s, ok := KnownShape(model); ok {
+		return s
 	}
 	if billions <= 0 {
 		billions = 8

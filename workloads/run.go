@@ -15,7 +15,10 @@ type Run struct {
 	// ModelBillions is the model's parameter count in billions (0 when unknown), which sizes
 	// verl's micro batches, rollout parallelism and offloading.
 	ModelBillions float64
-	Dataset       string
+	// Shape is the model's shape when the stack gives it (job.modelShape); nil takes the
+	// program's table (ShapeOf).
+	Shape   *Shape
+	Dataset string
 	// Revisions pin the Hub downloads (a commit, a tag or a branch), keyed by repository ID:
 	// the model's and the datasets' (HubDatasets). A repository without one is fetched at its
 	// default branch as it is when the data preparation runs.

@@ -41,7 +41,7 @@ func (r Run) verlFittingMicro(want, seq int, offload, logProb bool) int {
 	if r.GPUMemoryGB <= 0 || r.ModelBillions <= 0 || seq <= 0 {
 		return want
 	}
-	shape := ModelShape(r.Model, r.ModelBillions)
+	shape := r.ShapeOf()
 	perGPU := r.ModelBillions * 1e9 / float64(max(1, r.Nodes*r.GPUsPerNode))
 	resident, perToken := perGPU*fp32MasterState, UpdateActivationBytesPerToken(shape, true)
 	if logProb {

@@ -125,7 +125,7 @@ func TestAGatedModelNeedsAGrantedToken(t *testing.T) {
 // The seam between the Hub and the plan: a size the plan could not read from the model's name
 // is planned again, with the stack's own overrides, at the size the Hub tells.
 func TestAModelSizedByTheHubIsPlannedAgain(t *testing.T) {
-	replan := fitWith(plantest.Env(plantest.RepoRoot(), io.Discard, io.Discard), "smoke", []string{"job.model=acme/house-model"})
+	replan := fitWith(plantest.Env(plantest.RepoRoot(), io.Discard, io.Discard), "smoke", append(plantest.Shape(4096, 32, 152064), "job.model=acme/house-model"))
 	assert.Empty(t, replan("494M"), "a small model fits smoke")
 	problems := replan("405B")
 	require.NotEmpty(t, problems)

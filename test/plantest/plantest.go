@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +183,14 @@ func PlanFile(t testing.TB, stack string, edit func(doc map[string]any), overrid
 	file := filepath.Join(t.TempDir(), "before.json")
 	require.NoError(t, os.WriteFile(file, data, 0o600))
 	return file
+}
+
+// Shape are the overrides of job.modelShape, which a model outside the program's table of
+// shapes needs: a test's own values, not a real model's unless its test says so.
+func Shape(hidden, layers, vocab int) []string {
+	return []string{
+		"job.modelShape.hiddenSize=" + strconv.Itoa(hidden),
+		"job.modelShape.numHiddenLayers=" + strconv.Itoa(layers),
+		"job.modelShape.vocabSize=" + strconv.Itoa(vocab),
+	}
 }
