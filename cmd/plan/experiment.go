@@ -214,7 +214,10 @@ func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
 			if prev.priority != x.priority {
 				changes = append(changes, fmt.Sprintf("priority %d → %d (jobs.%s.priority)", prev.priority, x.priority, name))
 			}
-			line := fmt.Sprintf("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one trains nothing more unless its steps grew).%s", name, x.dir, changesText(changes))
+			// A finished experiment's replaced RayJob is admitted and KubeRay brings its whole
+			// Ray cluster up before the submitter runs run.sh, which then finds the run done
+			// (KubeRay v1.5.0 rayjob_controller.go: the submitter waits for the cluster).
+			line := fmt.Sprintf("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one trains nothing more unless its steps grew, but still brings up its Ray cluster and GPU nodes for the minutes until run.sh finds it done: stop it first with jobs.%s.enabled=false).%s", name, x.dir, name, changesText(changes))
 			if len(changes) > 0 {
 				line += givesWay(name, is)
 			}
