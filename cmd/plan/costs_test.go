@@ -243,6 +243,11 @@ func TestThePlanSaysTheMostTheQueueCanCost(t *testing.T) {
 	_, out, _ = plantest.Main(t, append([]string{"--stack", "smoke", "--config", "jobs.second.enabled=false"}, two...)...)
 	assert.Contains(t, out, "\n  at most the queue: $201.15, if each experiment takes all its deadline allows (6h of runs in all,")
 
+	// An experiment of two nodes holds both: 2 × $32.6064, and the other lines with a bucket of
+	// its 15 GiB ($0.00041096): $66.1312509 an hour, × 6h = $396.79.
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.big.nodes=2", "--config", "jobs.big.maxSteps=4")
+	assert.Regexp(t, `\n  runs +big +priority 0 +16 GPUs \(2 nodes\)  GPU nodes \$65\.21/h  at most \$396\.79 \(6h\)\n`, out)
+
 	// Without the GPU node's price the bound is unknown, and says whose.
 	r := plantest.Plan(t, "smoke", "gpu.maxNodes=1", "jobs.first.maxSteps=4", "jobs.second.maxSteps=4")
 	noGPU := r.Costs
