@@ -28,11 +28,14 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 		gpuLine.Training = float64(nodes)
 		gpuLine.Detail = fmt.Sprintf("%d × %s, %s, %s (queue: %s)", nodes, gpu.MachineType, gpu.Provisioning, c.Zone, names)
 	}
+	if region, ok := cost.GPUStandInRegions[gpuLine.SKU.Name]; ok && region != c.Region {
+		gpuLine.StandIn = &cost.SKU{Name: gpuLine.SKU.Name, Region: region}
+	}
 	switch gpu.Provisioning {
 	case kinds.Reservation:
 		// Compute Engine bills reserved machines at on-demand rates whether or not they run.
 		gpuLine.Idle = float64(gpu.Nodes)
-		gpuLine.Note = "a reservation bills its machines (on-demand rate, less any commitment) whether they run or not"
+		gpuLine.Note = "a reservation bills its machines whether they run or not, at the on-demand rate less any commitment (which only your billing account knows)"
 	case kinds.Spot:
 		// Google's Spot VMs pricing page: spot prices "can change up to once every day".
 		gpuLine.Note = "spot prices can change daily"

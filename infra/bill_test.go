@@ -85,10 +85,10 @@ func TestABucketBillsTheCheckpointsItKeeps(t *testing.T) {
 
 func TestTheShippedStacksArePricedExceptWhereTheCatalogHasNoPrice(t *testing.T) {
 	// The shipped table lacks A3 Ultra in us-south1 (h200-reserved's region: its catalog rows
-	// contradict themselves there, cost.GPUSource says so); Managed Lustre is priced at Iowa's
-	// recorded price where its region's is not recorded (cost.LustreSource); every other line of
-	// every shipped stack has its price.
-	lacks := map[string]bool{"a3-ultragpu-8g": true}
+	// contradict themselves there, cost.GPUSource says so) and us-central1's price stands in;
+	// Managed Lustre is priced at Iowa's recorded price where its region's is not recorded
+	// (cost.LustreSource); every line of every shipped stack has its price.
+	lacks := map[string]bool{}
 	for _, stack := range plantest.Stacks {
 		for _, l := range plantest.Resolve(t, stack).Bill.Price(cost.Catalog).Lines {
 			assert.Equal(t, !lacks[l.SKU.Name], l.Price != nil, "%s: %s (%s)", stack, l.Item, l.SKU)

@@ -193,7 +193,7 @@ func TestAQueueHoldsNoGPUNodeIdle(t *testing.T) {
 	assert.EqualValues(t, 2, onDemand.Training)
 	reserved := lineOf(t, plantest.Resolve(t, "h200-reserved", "jobs.a.maxSteps=20").Bill, "GPU nodes")
 	assert.EqualValues(t, 2, reserved.Idle, "the reservation's 2 machines bill idle too")
-	assert.Contains(t, reserved.Note, "a reservation bills its machines (on-demand rate, less any commitment) whether they run or not")
+	assert.Contains(t, reserved.Note, "a reservation bills its machines whether they run or not, at the on-demand rate less any commitment (which only your billing account knows)")
 	held := plantest.Plan(t, "h200-reserved", "gpu.provisioning=on-demand", "gpu.reservation=", "jobs.a.maxSteps=20", "gpu.minNodes=1").Find(lifecycle.NodePoolType, "cluster-gpu")
 	assert.EqualValues(t, 1, plantest.Input(t, held, "autoscaling.totalMinNodeCount"), "gpu.minNodes set is kept")
 }

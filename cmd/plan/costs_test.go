@@ -72,8 +72,10 @@ func TestSmokeStackCosts(t *testing.T) {
 	assert.True(t, r.Costs.IdlePerMonth.Complete(), "the spot GPU pool is at zero while idle: the idle month is all known")
 }
 
+// A price no table has is null in the JSON plan, not 0: A4 on demand, what a reservation of B200
+// bills, has no recorded price and no stand-in (cost.GPUStandInRegions).
 func TestCLIJSONCarriesTheCosts(t *testing.T) {
-	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--json")
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "gpu.provisioning=reservation", "--config", "gpu.reservation=my-res", "--json")
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	var doc struct {
 		Costs struct {
@@ -104,8 +106,8 @@ func TestCLIJSONCarriesTheCosts(t *testing.T) {
 	require.NotEmpty(t, c.Lines)
 	gpu := c.Lines[0]
 	assert.Equal(t, "GPU nodes", gpu.Item)
-	assert.Equal(t, "a3-ultragpu-8g", gpu.SKU)
-	assert.Equal(t, "us-south1", gpu.Region)
+	assert.Equal(t, "a4-highgpu-8g", gpu.SKU)
+	assert.Equal(t, "us-east1", gpu.Region)
 	assert.Nil(t, gpu.UnitUSD, "an unknown price is null, not 0")
 	assert.Nil(t, gpu.IdlePerMonthUSD, "a reservation bills while idle, at an unknown price")
 	assert.NotEmpty(t, c.Excluded)
@@ -189,8 +191,12 @@ func TestThePlanSaysTheMostARunCanCost(t *testing.T) {
 	assert.Contains(t, out, "; at most a run: "+cost.Dollars(6*hourly)+", for its longest, 6h", "the summary says it too")
 
 	// On the long-lived cluster the deadline bounds the run, retries included: once.
+	// h200-reserved: its hourly total (us-central1's A3 Ultra standing in) for 82.8h.
 	_, out, _ = plantest.Main(t, "--stack", "h200-reserved")
-	assert.Regexp(t, `\n  at most a run +unknown: no price for GPU nodes; the rest: \$[\d,]+\.\d\d, for its longest, [\d.]+h \(for the run\)\n`, out)
+	assert.Contains(t, out, "\n  at most a run            $14,457.88, for its longest, 82.8h (for the run) at $174.61 an hour\n")
+	// Without the GPU nodes' price (a B200 reservation) the bound says what it lacks.
+	_, out, _ = plantest.Main(t, "--stack", "smoke", "--config", "gpu.provisioning=reservation", "--config", "gpu.reservation=my-res")
+	assert.Contains(t, out, "\n  at most a run            unknown: no price for GPU nodes; the rest: $5.05, for its longest, 5.5h (for the run)\n")
 
 	// A deadline of the user's, or a queue's own per experiment, derives no bound here.
 	_, out, _ = plantest.Main(t, "--stack", "smoke", "--config", "job.activeDeadlineSeconds=7200")
@@ -217,7 +223,14 @@ func TestREADMETokenCommandsAreTheOutputs(t *testing.T) {
 func TestAReservationIsPricedAtTheOnDemandRate(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--config", "gcp:region=us-central1", "--config", "zone=us-central1-b")
 	require.Equal(t, cmd.ExitOK, code, errOut)
-	assert.Contains(t, out, "training $173.52/h, idle $126,669.48/month; $86.75992 per hour (2026-12-05); a reservation bills its machines (on-demand rate, less any commitment) whether they run or not")
+	assert.Contains(t, out, "training $173.52/h, idle $126,669.48/month; $86.75992 per hour (2026-12-05); a reservation bills its machines whether they run or not, at the on-demand rate less any commitment (which only your billing account knows)\n")
+
+	// In us-south1 (h200-reserved's region) the catalog has no A3 Ultra price: us-central1's
+	// stands in, and the line says so; idle or training, the two nodes bill the same.
+	code, out, errOut = plantest.Main(t, "--stack", "h200-reserved")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "training $173.52/h, idle $126,669.48/month; $86.75992 per hour (2026-12-05); a reservation bills its machines whether they run or not, at the on-demand rate less any commitment (which only your billing account knows); priced at us-central1's list price: none of us-south1 is recorded\n")
+	assert.NotContains(t, out, "unknown", "every line of h200-reserved is priced")
 }
 
 // The most a queue can cost, worked by hand from smoke's price lines with two experiments on a

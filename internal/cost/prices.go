@@ -46,6 +46,14 @@ var LustreSource = Source{
 	Name: "Managed Lustre list prices in Iowa (us-central1), a Cloud Billing pricing export",
 }
 
+// GPUStandInRegions are, by machine SKU, the region whose recorded price stands in where the
+// machine's own region has none: a3-ultragpu-8g on demand (what a reservation bills) lists the
+// same in each of the three regions where the catalog's rows hold together (gpuMachinePrices:
+// us-central1, us-east4 and us-west1, $86.75992 an hour), so that price is the best record
+// of another region's; the estimate says whose price it is. A4 on demand has no recorded price
+// anywhere (the catalog contradicts itself), so none stands in for it.
+var GPUStandInRegions = map[string]string{"a3-ultragpu-8g": "us-central1"}
+
 // LustreRecordedRegion is the one region whose Managed Lustre prices are recorded: elsewhere a
 // Lustre line is priced at its price, and says so (Line.StandIn).
 const LustreRecordedRegion = "us-central1"
