@@ -256,22 +256,15 @@ func validateModelShape(j JobConfig, errs *Errors) {
 		return
 	}
 	for _, f := range []struct {
-		key           string
-		value, lo, hi int
+		key, inConfigJSON string
+		value, lo, hi     int
 	}{
-		{"job.modelShape.hiddenSize", m.HiddenSize, minHiddenSize, maxHiddenSize},
-		{"job.modelShape.numHiddenLayers", m.NumHiddenLayers, minLayers, maxLayers},
-		{"job.modelShape.vocabSize", m.VocabSize, minVocab, maxVocab},
+		{"job.modelShape.hiddenSize", "hidden_size", m.HiddenSize, minHiddenSize, maxHiddenSize},
+		{"job.modelShape.numHiddenLayers", "num_hidden_layers", m.NumHiddenLayers, minLayers, maxLayers},
+		{"job.modelShape.vocabSize", "vocab_size", m.VocabSize, minVocab, maxVocab},
 	} {
 		if f.value < f.lo || f.value > f.hi {
-			errs.Add(f.key, "%d is not a value of config.json for any model; allowed: %d to %d (config.json's %s)", f.value, f.lo, f.hi, configJSONName[f.key])
+			errs.Add(f.key, "%d is not a value of config.json for any model; allowed: %d to %d (config.json's %s)", f.value, f.lo, f.hi, f.inConfigJSON)
 		}
 	}
-}
-
-// configJSONName is each job.modelShape field's name in config.json.
-var configJSONName = map[string]string{
-	"job.modelShape.hiddenSize":      "hidden_size",
-	"job.modelShape.numHiddenLayers": "num_hidden_layers",
-	"job.modelShape.vocabSize":       "vocab_size",
 }

@@ -62,10 +62,7 @@ type EarlierPlan struct {
 	// version on; absent from earlier ones, which then compare without them).
 	Settings map[string]map[string]jsonSetting `json:"settings"`
 	// Costs are the bounds the plan printed (plans of this version on).
-	Costs struct {
-		MostARunUSD     *float64 `json:"mostARunUSD"`
-		MostTheQueueUSD *float64 `json:"mostTheQueueUSD"`
-	} `json:"costs"`
+	Costs costBounds `json:"costs"`
 }
 
 // LoadEarlierPlan reads a `plan --json` document written by this or an earlier version.

@@ -84,7 +84,7 @@ func mostARunUSD(e cost.Estimate, d *infra.RunDeadline) (float64, bool) {
 // CostShift says how an update moves the most a run and the queue can cost, against an earlier
 // plan that carried them: a line for each bound that moved, appeared or went.
 func CostShift(before *EarlierPlan, after *offline.Result) []string {
-	now := costsJSON(after.Costs, after.Blueprint.Run, after.Blueprint.Deadline)
+	now := boundsOf(after.Costs, after.Blueprint.Run, after.Blueprint.Deadline)
 	var lines []string
 	for _, b := range []struct {
 		what    string
@@ -130,11 +130,29 @@ type jsonCosts struct {
 	IdlePerMonth    cost.Total     `json:"idlePerMonth"`
 	Lines           []jsonCostLine `json:"lines"`
 	Excluded        []string       `json:"excluded"`
-	// MostARunUSD and MostTheQueueUSD are the bounds the plan prints (MostARunCosts,
-	// QueueMost); null when unknown or when the stack has no such run or queue. `--compare`
-	// reads them from the earlier plan.
+	costBounds
+}
+
+// costBounds are the bounds the plan prints (MostARunCosts, QueueMost), as the JSON plan
+// carries them and `--compare` reads them from an earlier one; null when unknown or when the
+// stack has no such run or queue.
+type costBounds struct {
 	MostARunUSD     *float64 `json:"mostARunUSD"`
 	MostTheQueueUSD *float64 `json:"mostTheQueueUSD"`
+}
+
+// boundsOf are an estimate's bounds for the run's deadline d and the queue's experiments.
+func boundsOf(e cost.Estimate, run infra.RunPlan, d *infra.RunDeadline) costBounds {
+	var b costBounds
+	if usd, ok := mostARunUSD(e, d); ok {
+		b.MostARunUSD = &usd
+	}
+	if run.Queue != nil {
+		if usd, _, _, ok := QueueMost(e, run.Experiments); ok {
+			b.MostTheQueueUSD = &usd
+		}
+	}
+	return b
 }
 
 type jsonCostLine struct {
@@ -180,15 +198,7 @@ func costsJSON(e cost.Estimate, run infra.RunPlan, d *infra.RunDeadline) jsonCos
 	doc := jsonCosts{
 		Currency: "USD", Sources: sources, CurrentPrices: CurrentPricesURL,
 		TrainingPerHour: total(e.TrainingPerHour), IdlePerMonth: total(e.IdlePerMonth),
-		Lines: []jsonCostLine{}, Excluded: e.Excluded,
-	}
-	if usd, ok := mostARunUSD(e, d); ok {
-		doc.MostARunUSD = &usd
-	}
-	if run.Queue != nil {
-		if usd, _, _, ok := QueueMost(e, run.Experiments); ok {
-			doc.MostTheQueueUSD = &usd
-		}
+		Lines: []jsonCostLine{}, Excluded: e.Excluded, costBounds: boundsOf(e, run, d),
 	}
 	for _, l := range e.Lines {
 		jl := jsonCostLine{
@@ -212,7 +222,7 @@ func round2(usd float64) float64 { return math.Round(usd*100) / 100 }
 // (infra.RunDeadline.Longest: deadline × attempts): its own GPU nodes, and the stack's other
 // training lines (CPU nodes, disks, storage, the cluster's fee) as if it ran alone, for that
 // long. ok is false when it has no deadline or a price is missing.
-func ExperimentMost(e cost.Estimate, x infra.ExperimentPlan) (usd, hours float64, ok bool) {
+func ExperimentMost(e cost.Estimate, x infra.ExperimentPlan) (usd float64, longest time.Duration, ok bool) {
 	if x.Stopped || x.Deadline == nil || !e.TrainingPerHour.Complete() {
 		return 0, 0, false
 	}
@@ -226,15 +236,15 @@ func ExperimentMost(e cost.Estimate, x infra.ExperimentPlan) (usd, hours float64
 			rest -= l.TrainingPerHour.USD
 		}
 	}
-	hours = x.Deadline.Longest().Hours()
-	return (perNode.usd*float64(x.Nodes) + rest) * hours, hours, true
+	longest = x.Deadline.Longest()
+	return (perNode.usd*float64(x.Nodes) + rest) * longest.Hours(), longest, true
 }
 
 // QueueMost is the most the whole queue can cost: each running or waiting experiment's
 // ExperimentMost, as if they ran one after another (the stack's other lines counted for each;
 // experiments that run at once share them, so it is a bound, not a forecast). ok is false when
 // an experiment's bound is unknown, which unknown names.
-func QueueMost(e cost.Estimate, xs []infra.ExperimentPlan) (usd, hours float64, unknown []string, ok bool) {
+func QueueMost(e cost.Estimate, xs []infra.ExperimentPlan) (usd float64, longest time.Duration, unknown []string, ok bool) {
 	for _, x := range xs {
 		if x.Stopped {
 			continue
@@ -245,17 +255,17 @@ func QueueMost(e cost.Estimate, xs []infra.ExperimentPlan) (usd, hours float64, 
 			continue
 		}
 		usd += u
-		hours += h
+		longest += h
 	}
-	return usd, hours, unknown, len(unknown) == 0
+	return usd, longest, unknown, len(unknown) == 0
 }
 
 // queueMostText is the queue's bound as the plan prints it.
 func queueMostText(e cost.Estimate, xs []infra.ExperimentPlan) string {
-	usd, hours, unknown, ok := QueueMost(e, xs)
+	usd, longest, unknown, ok := QueueMost(e, xs)
 	if !ok {
 		return fmt.Sprintf("unknown: no deadline or no price for %s", strings.Join(unknown, ", "))
 	}
 	return fmt.Sprintf("%s, if each experiment takes all its deadline allows (%s of runs in all, each with its GPU nodes and the stack's other lines; fewer hours when they run at once)",
-		cost.Dollars(usd), infra.Hours(time.Duration(hours*float64(time.Hour))))
+		cost.Dollars(usd), infra.Hours(longest))
 }

@@ -3,7 +3,6 @@ package plan
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"gke-rl/infra"
 	"gke-rl/infra/offline"
@@ -35,8 +34,8 @@ func writeQueue(w io.Writer, r *offline.Result) {
 		if x.Start == infra.StartsAtOnce {
 			line += "  GPU nodes " + perNode.times(x.Nodes)
 		}
-		if usd, hours, ok := ExperimentMost(r.Costs, x); ok {
-			line += fmt.Sprintf("  at most %s (%s)", cost.Dollars(usd), infra.Hours(time.Duration(hours*float64(time.Hour))))
+		if usd, longest, ok := ExperimentMost(r.Costs, x); ok {
+			line += fmt.Sprintf("  at most %s (%s)", cost.Dollars(usd), infra.Hours(longest))
 		}
 		fmt.Fprintln(w, line)
 	}

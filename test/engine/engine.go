@@ -107,7 +107,7 @@ func (s Steps) Changing() Steps {
 // Of is the step of the resource of type typ and name, or "" when it stays as it is.
 func (s Steps) Of(typ, name string) apitype.OpType {
 	for urn, op := range s.Changing() {
-		if strings.HasSuffix(urn, "$"+typ+"::"+name) || strings.HasSuffix(urn, "::"+typ+"::"+name) {
+		if t, n := TypeAndName(urn); t == typ && n == name {
 			return op
 		}
 	}
@@ -123,16 +123,18 @@ func (s Steps) String() string {
 	return strings.Join(lines, "\n")
 }
 
-// collect gathers the steps from an operation's engine events.
+// collect gathers the steps from an operation's engine events. A replacement shows as
+// replace, create-replacement and delete-replaced steps of one URN: all three count as replace.
 func collect(ch <-chan events.EngineEvent, into Steps, done chan<- struct{}) {
 	for e := range ch {
-		if e.ResourcePreEvent != nil {
-			m := e.ResourcePreEvent.Metadata
-			// A replacement shows as create-replacement and delete-replaced steps too: keep
-			// the one that names it.
-			if cur, ok := into[m.URN]; ok && (cur == apitype.OpReplace || strings.HasSuffix(string(m.Op), "replacement") || strings.HasSuffix(string(m.Op), "replaced")) {
-				continue
-			}
+		if e.ResourcePreEvent == nil {
+			continue
+		}
+		m := e.ResourcePreEvent.Metadata
+		switch {
+		case m.Op == apitype.OpCreateReplacement || m.Op == apitype.OpDeleteReplaced || m.Op == apitype.OpReplace:
+			into[m.URN] = apitype.OpReplace
+		case into[m.URN] != apitype.OpReplace:
 			into[m.URN] = m.Op
 		}
 	}
@@ -145,58 +147,56 @@ func (s *Stack) Use(plan *offline.Result) {
 }
 
 // Up runs `pulumi up` (with --refresh when refresh is set) and returns its steps; an error is
-// the engine's, with its output.
+// the engine's, with its output in Log.
 func (s *Stack) Up(refresh bool) (Steps, error) {
-	ch := make(chan events.EngineEvent)
-	steps, done := Steps{}, make(chan struct{})
-	go collect(ch, steps, done)
-	opts := []optup.Option{optup.EventStreams(ch), optup.ProgressStreams(&s.Log)}
-	if refresh {
-		opts = append(opts, optup.Refresh())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	_, err := s.stack.Up(ctx, opts...)
-	<-done
-	s.t.Logf("pulumi up (refresh %v): %s\n%s", refresh, time.Since(start).Round(time.Second), steps.Changing())
-	return steps, s.explain("up", err)
+	return s.operation(fmt.Sprintf("up (refresh %v)", refresh), func(ctx context.Context, ch chan<- events.EngineEvent) error {
+		opts := []optup.Option{optup.EventStreams(ch), optup.ProgressStreams(&s.Log)}
+		if refresh {
+			opts = append(opts, optup.Refresh())
+		}
+		_, err := s.stack.Up(ctx, opts...)
+		return err
+	})
 }
 
 // Preview runs `pulumi preview` (with --refresh when refresh is set) and returns the steps it
 // proposes.
 func (s *Stack) Preview(refresh bool) (Steps, error) {
-	ch := make(chan events.EngineEvent)
-	steps, done := Steps{}, make(chan struct{})
-	go collect(ch, steps, done)
-	opts := []optpreview.Option{optpreview.EventStreams(ch), optpreview.ProgressStreams(&s.Log), optpreview.Diff()}
-	if refresh {
-		opts = append(opts, optpreview.Refresh())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	_, err := s.stack.Preview(ctx, opts...)
-	<-done
-	s.t.Logf("pulumi preview (refresh %v): %s\n%s", refresh, time.Since(start).Round(time.Second), steps.Changing())
-	return steps, s.explain("preview", err)
+	return s.operation(fmt.Sprintf("preview (refresh %v)", refresh), func(ctx context.Context, ch chan<- events.EngineEvent) error {
+		opts := []optpreview.Option{optpreview.EventStreams(ch), optpreview.ProgressStreams(&s.Log), optpreview.Diff()}
+		if refresh {
+			opts = append(opts, optpreview.Refresh())
+		}
+		_, err := s.stack.Preview(ctx, opts...)
+		return err
+	})
 }
 
 // Destroy runs `pulumi destroy`.
 func (s *Stack) Destroy() error {
+	_, err := s.operation("destroy", func(ctx context.Context, ch chan<- events.EngineEvent) error {
+		_, err := s.stack.Destroy(ctx, optdestroy.EventStreams(ch), optdestroy.ProgressStreams(&s.Log))
+		return err
+	})
+	return err
+}
+
+// operation runs one engine operation with its events gathered into steps, within five
+// minutes, and logs how long it took and what it changed.
+func (s *Stack) operation(what string, run func(context.Context, chan<- events.EngineEvent) error) (Steps, error) {
+	ch := make(chan events.EngineEvent)
+	steps, done := Steps{}, make(chan struct{})
+	go collect(ch, steps, done)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	_, err := s.stack.Destroy(ctx, optdestroy.ProgressStreams(&s.Log))
-	s.t.Logf("pulumi destroy: %s", time.Since(start).Round(time.Second))
-	return s.explain("destroy", err)
-}
-
-func (s *Stack) explain(op string, err error) error {
-	if err == nil {
-		return nil
+	err := run(ctx, ch)
+	<-done
+	s.t.Logf("pulumi %s: %s\n%s", what, time.Since(start).Round(time.Second), steps.Changing())
+	if err != nil {
+		return steps, fmt.Errorf("pulumi %s: %w", what, err)
 	}
-	return fmt.Errorf("pulumi %s: %w", op, err)
+	return steps, nil
 }
 
 // Inputs are the inputs the stack's state holds for the resource of type typ and name: what
@@ -219,7 +219,7 @@ func (s *Stack) Inputs(typ, name string) (map[string]any, error) {
 		return nil, err
 	}
 	for _, r := range state.Resources {
-		if r.Type == typ && strings.HasSuffix(r.URN, "::"+name) {
+		if t, n := TypeAndName(r.URN); t == typ && n == name {
 			return r.Inputs, nil
 		}
 	}

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -10,14 +9,11 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
-	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
-	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"gke-rl/cmd"
 	"gke-rl/infra/offline"
@@ -34,9 +30,7 @@ const rayJobType = "kubernetes:ray.io/v1:RayJob"
 // unless its Job is one the test has made fail, whose pods fail; KubeRay's submitters run
 // until the test ends their Ray job.
 type cluster struct {
-	cp   *kubetest.ControlPlane
-	dash *kubetest.Dashboard
-	ns   string
+	kubetest.Experiments
 
 	mu      sync.Mutex
 	failing map[string]bool // Job name prefixes whose pods fail
@@ -59,7 +53,8 @@ func newCluster(t *testing.T, plan *offline.Result) *cluster {
 		require.NoError(t, err)
 		require.NoError(t, nodes.CreatePool(ctx, p))
 	}
-	c := &cluster{cp: cp, dash: dash, ns: plan.Blueprint.Namespace, failing: map[string]bool{}}
+	ns := plan.Blueprint.Namespace
+	c := &cluster{Experiments: kubetest.Experiments{CP: cp, Dash: dash, Namespace: ns}, failing: map[string]bool{}}
 	loop, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	go c.playJobs(loop)
@@ -89,7 +84,7 @@ func (c *cluster) fails(job string) bool {
 func (c *cluster) playJobs(ctx context.Context) {
 	for ctx.Err() == nil {
 		time.Sleep(300 * time.Millisecond)
-		jobs, err := c.cp.Client.BatchV1().Jobs(c.ns).List(ctx, metav1.ListOptions{})
+		jobs, err := c.CP.Client.BatchV1().Jobs(c.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			continue
 		}
@@ -99,10 +94,10 @@ func (c *cluster) playJobs(ctx context.Context) {
 			}
 			selector := "batch.kubernetes.io/job-name=" + j.Name
 			if !c.fails(j.Name) {
-				_ = c.cp.CompleteRunningPods(ctx, c.ns, selector)
+				_ = c.CP.CompleteRunningPods(ctx, c.Namespace, selector)
 				continue
 			}
-			pods, err := c.cp.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			pods, err := c.CP.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				continue
 			}
@@ -116,89 +111,10 @@ func (c *cluster) playJobs(ctx context.Context) {
 					s.Ready = false
 					s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: p.CreationTimestamp, FinishedAt: metav1.Now()}}
 				}
-				_, _ = c.cp.Client.CoreV1().Pods(c.ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+				_, _ = c.CP.Client.CoreV1().Pods(c.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 			}
 		}
 	}
-}
-
-func (c *cluster) rayJob(t *testing.T, name string) *rayv1.RayJob {
-	t.Helper()
-	var job rayv1.RayJob
-	u, err := c.cp.As(t, kubetest.Admin).Get(context.Background(), map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob",
-		"metadata": map[string]any{"name": name, "namespace": c.ns}})
-	require.NoError(t, err)
-	require.NoError(t, runtimeFrom(u.Object, &job))
-	return &job
-}
-
-// running waits until Kueue has admitted the experiment's RayJob and KubeRay's submitter has
-// submitted the run, which the dashboard then reports RUNNING.
-func (c *cluster) running(t *testing.T, name string) *rayv1.RayJob {
-	t.Helper()
-	var job *rayv1.RayJob
-	kubetest.Eventually(t, 120*time.Second, "experiment "+name+" admitted and submitted", func() (bool, string) {
-		job = c.rayJob(t, name)
-		return !job.Spec.Suspend && job.Status.JobId != "" && c.submitterRuns(t, name),
-			fmt.Sprintf("suspend %v, %s; %s", job.Spec.Suspend, job.Status.JobDeploymentStatus, c.cp.Pods(context.Background()))
-	})
-	c.dash.SetJob(job.Status.JobId, "RUNNING")
-	return job
-}
-
-func (c *cluster) submitterRuns(t *testing.T, job string) bool {
-	t.Helper()
-	pods, err := c.cp.Client.CoreV1().Pods(c.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job})
-	require.NoError(t, err)
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning {
-			return true
-		}
-	}
-	return false
-}
-
-// waits checks, for a while, that the experiment stays suspended with no pod.
-func (c *cluster) waits(t *testing.T, name string, d time.Duration) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-		job := c.rayJob(t, name)
-		require.True(t, job.Spec.Suspend, "experiment %s is suspended while it waits (%s)", name, job.Status.JobDeploymentStatus)
-		pods, err := c.cp.Client.CoreV1().Pods(c.ns).List(context.Background(), metav1.ListOptions{LabelSelector: utils.RayClusterLabelKey})
-		require.NoError(t, err)
-		for _, p := range pods.Items {
-			require.False(t, strings.HasPrefix(p.Name, name), "experiment %s has no pod while it waits: %s", name, p.Name)
-		}
-	}
-}
-
-// finish ends an experiment's Ray job: its submitter completes, and KubeRay marks it Complete.
-func (c *cluster) finish(t *testing.T, job *rayv1.RayJob) {
-	t.Helper()
-	c.dash.SetJob(job.Status.JobId, "SUCCEEDED")
-	require.NoError(t, c.cp.CompleteRunningPods(context.Background(), c.ns, "batch.kubernetes.io/job-name="+job.Name))
-	kubetest.Eventually(t, 60*time.Second, "experiment "+job.Name+" complete", func() (bool, string) {
-		cur := c.rayJob(t, job.Name)
-		return cur.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusComplete, string(cur.Status.JobDeploymentStatus)
-	})
-}
-
-// queued is the smoke stack with experiments in `jobs` on a GPU pool of one node: the queue
-// admits one experiment at a time.
-func queued(t *testing.T, settings ...string) *offline.Result {
-	t.Helper()
-	return plantest.Plan(t, "smoke", append([]string{"gpu.maxNodes=1"}, settings...)...)
-}
-
-func jobName(t *testing.T, plan *offline.Result, key string) string {
-	t.Helper()
-	for _, x := range plan.Blueprint.Run.Experiments {
-		if x.Name == key && x.RayJob != nil {
-			return x.RayJob.Name
-		}
-	}
-	t.Fatalf("no experiment %s with a RayJob", key)
-	return ""
 }
 
 // compare is what `plan --compare` prints for after against the earlier plan before.
@@ -231,7 +147,6 @@ func saidChanges(out string) map[string]string {
 // symbols are `plan --compare`'s symbols of the engine's steps.
 var symbols = map[apitype.OpType]string{
 	apitype.OpCreate: "+", apitype.OpDelete: "-", apitype.OpUpdate: "~", apitype.OpReplace: "+-",
-	apitype.OpCreateReplacement: "+-", apitype.OpDeleteReplaced: "+-",
 }
 
 // engineChanges are the Kubernetes objects the engine changed, by type and name, with the
@@ -262,16 +177,16 @@ func requireOK(t *testing.T, s *engine.Stack, err error) {
 // update without holding back the others and, fixed, recovers on the next `up`; destroy.
 func TestLifecycleUnderTheRealEngine(t *testing.T) {
 	base := []string{"jobs.first.maxSteps=4", "jobs.second.maxSteps=4"}
-	plan := queued(t, base...)
+	plan := plantest.Queued(t, base...)
 	c := newCluster(t, plan)
-	s := engine.NewStack(t, plan, c.cp.Kubeconfig(t, kubetest.Admin))
-	first, second := jobName(t, plan, "first"), jobName(t, plan, "second")
+	s := engine.NewStack(t, plan, c.CP.Kubeconfig(t, kubetest.Admin))
+	first, second := plantest.RayJobOf(t, plan, "first"), plantest.RayJobOf(t, plan, "second")
 
 	steps, err := s.Up(false)
 	requireOK(t, s, err)
 	assert.Equal(t, apitype.OpCreate, steps.Of(rayJobType, "grpo-first-rayjob"))
-	c.running(t, first)
-	c.waits(t, second, 3*time.Second)
+	c.Running(t, first)
+	c.Waits(t, second, 3*time.Second)
 
 	// The day after: the controllers wrote Kueue's admission and KubeRay's status.
 	steps, err = s.Preview(true)
@@ -283,7 +198,7 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 	urgent := append(append([]string{}, base...), "jobs.first.priority=10")
 	said := compare(t, base, urgent)
 	assert.Contains(t, said, "it gives its GPUs away: the queue admits the first waiting experiment that fits them (second, priority 0")
-	s.Use(queued(t, urgent...))
+	s.Use(plantest.Queued(t, urgent...))
 	steps, err = s.Up(true)
 	requireOK(t, s, err)
 	assert.Equal(t, map[string]string{
@@ -294,13 +209,13 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 	// The replacement is created suspended, for Kueue to admit, though the refresh read the
 	// running one's spec.suspend (false) into the state.
 	assert.Equal(t, true, suspendIn(t, s, "grpo-first-rayjob"), "the replacement RayJob is created suspended")
-	secondRun := c.running(t, second)
-	c.waits(t, first, 3*time.Second)
+	secondRun := c.Running(t, second)
+	c.Waits(t, first, 3*time.Second)
 
 	// The waiting experiment, replaced after a refresh read its live state, waits; a finished
 	// one stays as it is.
-	c.finish(t, secondRun)
-	firstRun := c.running(t, first)
+	c.Finish(t, secondRun)
+	firstRun := c.Running(t, first)
 	steps, err = s.Preview(true)
 	requireOK(t, s, err)
 	assert.Empty(t, steps.Changing().String(), "`pulumi up --refresh` with one experiment finished and one admitted")
@@ -310,18 +225,18 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 	lr := append(append([]string{}, urgent...), "jobs.first.learningRate=5e-6")
 	said = compare(t, urgent, lr)
 	assert.Contains(t, said, "Changed: actor_rollout_ref.actor.optim.lr set to 5e-06 (jobs.first.learningRate): applies: the run resumes the weights with a fresh optimizer")
-	s.Use(queued(t, lr...))
+	s.Use(plantest.Queued(t, lr...))
 	steps, err = s.Up(true)
 	requireOK(t, s, err)
 	assert.Equal(t, map[string]string{rayJobType + " grpo-first-rayjob": "+-"}, engineChanges(steps), "only the changed experiment's RayJob is replaced")
 	assert.Equal(t, saidChanges(said), engineChanges(steps), "`plan --compare` said what the engine did")
-	assert.Contains(t, c.rayJob(t, first).Spec.Entrypoint, "actor_rollout_ref.actor.optim.lr=5e-06", "the new RayJob trains with the new rate")
-	assert.NotEqual(t, firstRun.UID, c.rayJob(t, first).UID, "a new RayJob, under the same name and checkpoint directory")
+	assert.Contains(t, c.RayJob(t, first).Spec.Entrypoint, "actor_rollout_ref.actor.optim.lr=5e-06", "the new RayJob trains with the new rate")
+	assert.NotEqual(t, firstRun.UID, c.RayJob(t, first).UID, "a new RayJob, under the same name and checkpoint directory")
 
 	// A preparation that fails: the update fails on it, and the other experiments are not
 	// held back; fixed, the next `up` replaces the failed Job and goes on.
 	third := append(append([]string{}, lr...), "jobs.third.maxSteps=4", "jobs.third.dataset=math")
-	withThird := queued(t, third...)
+	withThird := plantest.Queued(t, third...)
 	prep := ""
 	for _, r := range withThird.Resources {
 		if r.Type == "kubernetes:batch/v1:Job" && r.Name == "grpo-third-data-prep" {
@@ -342,8 +257,8 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 
 	requireOK(t, s, s.Destroy())
 	for _, name := range []string{first, second} {
-		_, err := c.cp.As(t, kubetest.Admin).Get(context.Background(), map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob",
-			"metadata": map[string]any{"name": name, "namespace": c.ns}})
+		_, err := c.CP.As(t, kubetest.Admin).Get(context.Background(), map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob",
+			"metadata": map[string]any{"name": name, "namespace": c.Namespace}})
 		assert.True(t, apierrors.IsNotFound(err), "destroy deletes RayJob %s: %v", name, err)
 	}
 }
@@ -355,8 +270,4 @@ func suspendIn(t *testing.T, s *engine.Stack, name string) any {
 	require.NoError(t, err)
 	spec, _ := in["spec"].(map[string]any)
 	return spec["suspend"]
-}
-
-func runtimeFrom(obj map[string]any, into any) error {
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into)
 }

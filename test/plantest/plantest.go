@@ -194,3 +194,23 @@ func Shape(hidden, layers, vocab int) []string {
 		"job.modelShape.vocabSize=" + strconv.Itoa(vocab),
 	}
 }
+
+// Queued plans the smoke stack with experiments in `jobs` (settings such as
+// jobs.first.maxSteps=4) on a GPU pool of one node: the queue admits one experiment at a time.
+func Queued(t testing.TB, settings ...string) *offline.Result {
+	t.Helper()
+	return Plan(t, "smoke", append([]string{"gpu.maxNodes=1"}, settings...)...)
+}
+
+// RayJobOf is the name of the RayJob of the experiment key of a plan: its key and the hash of
+// what it trains.
+func RayJobOf(t testing.TB, res *offline.Result, key string) string {
+	t.Helper()
+	for _, x := range res.Blueprint.Run.Experiments {
+		if x.Name == key && x.RayJob != nil {
+			return x.RayJob.Name
+		}
+	}
+	t.Fatalf("no experiment %s with a RayJob in the plan", key)
+	return ""
+}
