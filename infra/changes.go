@@ -17,8 +17,8 @@ import (
 // identityKeys are the keys whose change makes the default name, and a queued experiment's run,
 // another experiment (experimentIdentity), for each framework.
 var identityKeys = map[kinds.Framework][]string{
-	kinds.Verl:   {"framework", "job.model", "job.dataset", "job.revisions", "gpu.nodes", "gpu.type"},
-	kinds.NeMoRL: {"framework", "job.model", "job.dataset", "job.revisions", "job.recipe"},
+	kinds.Verl:   {"framework", "job.frameworkRelease", "job.model", "job.dataset", "job.revisions", "gpu.nodes", "gpu.type"},
+	kinds.NeMoRL: {"framework", "job.frameworkRelease", "job.model", "job.dataset", "job.revisions", "job.recipe"},
 }
 
 const (

@@ -176,6 +176,9 @@ type JobConfig struct {
 	Args                 []string    `json:"args"`
 	// Recipe is NeMo RL's config file, relative to its source directory.
 	Recipe string `json:"recipe"`
+	// FrameworkRelease is the framework's release the run trains with (workloads.ReleaseTags):
+	// its code, image, configuration and launcher. Part of the experiment's identity.
+	FrameworkRelease string `json:"frameworkRelease"`
 	// BackoffLimit is how many times a failed run is retried: by KubeRay on a new cluster when
 	// the RayJob has its own (spot, flex-start), by the entrypoint on the long-lived cluster
 	// otherwise.

@@ -73,7 +73,7 @@ func stepWork(c *Config, params float64) (time.Duration, string, bool) {
 	if !ok || spec.BF16TFLOPS <= 0 || params <= 0 || c.GPU.Nodes <= 0 {
 		return 0, "", false
 	}
-	run := workloads.Run{Model: c.Job.Model, ModelBillions: params / 1e9, Shape: c.Job.Shape(), Dataset: c.Job.Dataset, Recipe: c.Job.Recipe,
+	run := workloads.Run{Release: c.Job.FrameworkRelease, Model: c.Job.Model, ModelBillions: params / 1e9, Shape: c.Job.Shape(), Dataset: c.Job.Dataset, Recipe: c.Job.Recipe,
 		Nodes: c.GPU.Nodes, GPUsPerNode: spec.GPUsPerNode, PromptsPerStep: c.Job.PromptsPerStep, GenerationsPerPrompt: c.Job.GenerationsPerPrompt,
 		CheckpointPeriod: c.Job.CheckpointPeriod, KeepCheckpoints: c.Job.KeepCheckpoints, Tuning: c.Job.Tuning, Extra: c.Job.Args,
 		Layout: workloads.Layout{Root: c.Storage.MountPath, Run: "deadline"}}

@@ -111,6 +111,7 @@ type rawJob struct {
 	Args                 []string          `json:"args"`
 
 	Recipe                *string `json:"recipe"`
+	FrameworkRelease      *string `json:"frameworkRelease"`
 	BackoffLimit          *int    `json:"backoffLimit"`
 	ActiveDeadlineSeconds *int    `json:"activeDeadlineSeconds"`
 }
@@ -303,6 +304,7 @@ func jobConfig(c *Config, r rawJob) JobConfig {
 		Args:                 r.Args,
 
 		Recipe:                orNonEmpty(r.Recipe, ""),
+		FrameworkRelease:      orNonEmpty(r.FrameworkRelease, defaultReleaseTag(c.Framework)),
 		BackoffLimit:          or(r.BackoffLimit, DefaultBackoffLimit),
 		ActiveDeadlineSeconds: or(r.ActiveDeadlineSeconds, 0),
 		explicit:              explicitJobKeys(r),
@@ -318,6 +320,13 @@ func jobConfig(c *Config, r rawJob) JobConfig {
 		j.MaxSteps = DefaultMaxSteps
 	}
 	return j
+}
+
+// defaultReleaseTag is the framework's default release, "" for a framework the program does not
+// run (validateFramework refuses it).
+func defaultReleaseTag(f kinds.Framework) string {
+	r, _ := workloads.LookupRelease(f, "")
+	return r.Tag
 }
 
 // experimentConfig is an entry of `jobs` with defaults.
@@ -361,6 +370,7 @@ func explicitJobKeys(r rawJob) map[string]bool {
 		"job.activeDeadlineSeconds": r.ActiveDeadlineSeconds != nil,
 		// An empty recipe clears the stack's (`--config job.recipe=` when switching to verl).
 		"job.recipe":               r.Recipe != nil && *r.Recipe != "",
+		"job.frameworkRelease":     r.FrameworkRelease != nil && *r.FrameworkRelease != "",
 		"job.model":                r.Model != nil,
 		"job.dataset":              r.Dataset != nil,
 		"job.promptsPerStep":       r.PromptsPerStep != nil,

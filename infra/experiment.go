@@ -89,6 +89,13 @@ func experimentIdentity(c *Config) []string {
 	if c.Framework == kinds.NeMoRL {
 		parts = append(parts, "recipe="+c.Job.Recipe)
 	}
+	// A release's checkpoints are not shown to load in another's (the optimizer, the scheduler
+	// and the dataloader state they save changed between them), so each release trains its own
+	// experiment. The first release the program ran hashes nothing of it: its experiments keep
+	// the names they had before releases could be chosen.
+	if rel, ok := workloads.LookupRelease(c.Framework, c.Job.FrameworkRelease); ok && !rel.FirstRelease() {
+		parts = append(parts, "release="+rel.Tag)
+	}
 	if c.Framework == kinds.Verl {
 		if spec, ok := LookupGPU(c.GPU.Type); ok {
 			parts = append(parts, fmt.Sprintf("gpus=%d", c.GPU.Nodes*spec.GPUsPerNode))

@@ -118,10 +118,15 @@ func imageMirror(c *Config) *cluster.ImageMirror {
 	return &m
 }
 
-// pulledImage is the image as nodes pull it: through the mirror when there is one.
-func pulledImage(image string, m *cluster.ImageMirror) string {
-	if m != nil {
-		return m.Image
+// pulledImage is a run's image as nodes pull it: through the stack's mirror when there is one
+// and it mirrors the image's registry (experiments of another release may run another image of
+// it).
+func pulledImage(c *Config, image string, m *cluster.ImageMirror) string {
+	if m == nil {
+		return image
+	}
+	if own, ok := cluster.MirrorOf(image, c.Project, c.Region, c.Cluster.Name); ok && own.RepositoryID == m.RepositoryID {
+		return own.Image
 	}
 	return image
 }

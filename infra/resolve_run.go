@@ -44,7 +44,7 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 	rayTokens := bp.Tokens.ForRay()
 	env := append(slices.Clone(rayTokens.Env), workloads.HFEnv(plan.Layout)...)
 	pods := ray.SpecArgs{
-		Image:      pulledImage(release.Image, bp.Cluster.ImageMirror),
+		Image:      pulledImage(c, release.Image, bp.Cluster.ImageMirror),
 		RayVersion: release.RayVersion,
 		Workers:    c.GPU.Nodes,
 		GPU: ray.GPU{
@@ -124,6 +124,7 @@ func resolveGate(c *Config, bp *Blueprint) *GatePlan {
 // ("" when the model's size is unknown).
 func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*rayv1.RayJob, *batchv1.Job, string, []workloads.Override, error) {
 	run := workloads.Run{
+		Release:              c.Job.FrameworkRelease,
 		Model:                c.Job.Model,
 		Revisions:            c.Job.Revisions,
 		ModelBillions:        plan.Hub.ModelBillions,
@@ -224,10 +225,10 @@ func resolveJob(c *Config, bp *Blueprint, plan RunPlan, pods ray.SpecArgs) (*ray
 	return job, prep, estimate, workloads.Overrides(c.Framework, run), nil
 }
 
-// frameworkRelease is the framework's pinned image and Ray version, or `ray.image` and
-// `ray.version`.
+// frameworkRelease is the run's release (job.frameworkRelease) with its pinned image and Ray
+// version, or `ray.image` and `ray.version`.
 func frameworkRelease(c *Config) workloads.Release {
-	release := workloads.Releases[c.Framework]
+	release := workloads.ReleaseOf(c.Framework, c.Job.FrameworkRelease)
 	if c.Ray.Image != "" {
 		release.Image = c.Ray.Image
 	}

@@ -493,9 +493,9 @@ func TestPreemptedRunsResumeFromTheNewestCheckpoint(t *testing.T) {
 	}
 }
 
-// The command each shipped stack runs, with either framework, is one the framework accepts: its
-// overrides, read back from the rendered RayJob, are keys of the framework's config at the
-// pinned tag and pass the framework's startup checks.
+// The command each shipped stack runs, with either framework at each of its releases, is one that
+// release accepts: its overrides, read back from the rendered RayJob, are keys of the release's
+// config and pass its startup checks.
 func TestRenderedCommandsPassTheFrameworksChecks(t *testing.T) {
 	switchTo := map[string][]string{
 		"nemo-rl": {"framework=nemo-rl", "job.dataset=DeepScaler"},
@@ -503,29 +503,153 @@ func TestRenderedCommandsPassTheFrameworksChecks(t *testing.T) {
 	}
 	for _, stack := range plantest.Stacks {
 		for _, fw := range kinds.Frameworks {
-			t.Run(stack+" "+string(fw), func(t *testing.T) {
-				bp := plantest.Resolve(t, stack, switchTo[string(fw)]...)
-				words, err := shlex.Split(bp.Run.RayJob.Spec.Entrypoint)
+			for _, tag := range workloads.ReleaseTags(fw) {
+				t.Run(stack+" "+string(fw)+" "+tag, func(t *testing.T) {
+					release := workloads.ReleaseOf(fw, tag)
+					overrides := append(slices.Clone(switchTo[string(fw)]), "job.frameworkRelease="+tag)
+					if release.Image == "" {
+						overrides = append(overrides, pinnedImage...)
+					}
+					bp := plantest.Resolve(t, stack, overrides...)
+					assertCommandPasses(t, bp, release)
+				})
+			}
+		}
+	}
+}
+
+// Queued experiments train each with its release (jobs.<name>.frameworkRelease, or job's), and a
+// queue of one release passes that release's checks.
+func TestQueuedExperimentsPassTheirReleasesChecks(t *testing.T) {
+	verl := []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]", "jobs.a.maxSteps=4", "jobs.b.learningRate=2e-6"}
+	for _, tag := range workloads.ReleaseTags(kinds.Verl) {
+		t.Run(tag, func(t *testing.T) {
+			release := workloads.ReleaseOf(kinds.Verl, tag)
+			overrides := append(slices.Clone(verl), "jobs.b.frameworkRelease="+tag, "job.frameworkRelease="+tag)
+			if release.Image == "" {
+				overrides = append(overrides, pinnedImage...)
+			}
+			bp := plantest.Queued(t, overrides...).Blueprint
+			require.Len(t, bp.Run.Experiments, 2)
+			assertCommandPasses(t, bp, release)
+			for _, x := range bp.Run.Experiments {
+				assert.Contains(t, x.RayJob.Spec.RuntimeEnvYAML, "/verl/"+tag+"/verl", "the release's checked package ships")
+			}
+		})
+	}
+	for _, fw := range kinds.Frameworks {
+		for _, tag := range workloads.ReleaseTags(fw) {
+			t.Run(string(fw)+" "+tag+" prepares its own release", func(t *testing.T) {
+				release := workloads.ReleaseOf(fw, tag)
+				overrides := []string{"framework=" + string(fw), "job.frameworkRelease=" + tag}
+				if fw == kinds.Verl {
+					overrides = append(overrides, "job.dataset=gsm8k", "job.recipe=", "job.args=[]")
+				} else {
+					overrides = append(overrides, "job.dataset=DeepScaler")
+				}
+				if release.Image == "" {
+					overrides = append(overrides, pinnedImage...)
+				}
+				bp := plantest.Resolve(t, "smoke", overrides...)
+				prep, err := json.Marshal(bp.Run.Prep)
 				require.NoError(t, err)
-				// The framework's command follows run.sh: `env ... bash /etc/gke-rl/run.sh ...`.
-				prep := slices.Index(words, "bash")
-				require.Equal(t, workloads.RunScriptPath, words[prep+1])
-				words = words[prep+2:]
-				recipe := ""
-				for i, w := range words {
-					if w == "--config" {
-						recipe = words[i+1]
-					}
+				if fw == kinds.Verl {
+					assert.Contains(t, string(prep), "checkout_commit "+bp.Storage.Volume.MountPath+"/verl/"+tag+" "+workloads.VerlRepository+" "+release.Source.Commit, "the checkout is the release's commit")
+					assert.Contains(t, string(prep), release.Source.PackageTree)
+					assert.Contains(t, string(prep), release.Source.PreprocessTree)
 				}
-				var overrides []string
-				for _, w := range words {
-					if k, _, ok := strings.Cut(w, "="); ok && strings.Contains(k, ".") {
-						overrides = append(overrides, w)
-					}
+				// smoke pulls through its mirror: the image's path follows the mirror's.
+				image := bp.Run.RayJob.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image
+				if release.Image != "" {
+					assert.True(t, strings.HasSuffix(image, "/"+strings.TrimPrefix(release.Image, "nvcr.io/")), image)
+					assert.Equal(t, release.RayVersion, bp.Run.RayJob.Spec.RayClusterSpec.RayVersion)
+				} else {
+					assert.True(t, strings.HasSuffix(image, "/"+strings.TrimPrefix(pinnedImage[0], "ray.image=")), image)
+					assert.Equal(t, "2.53.0", bp.Run.RayJob.Spec.RayClusterSpec.RayVersion)
 				}
-				require.NotEmpty(t, overrides)
-				assert.Empty(t, workloads.CheckCommand(fw, recipe, overrides))
 			})
+		}
+	}
+}
+
+// A release the program does not run, one without an image of its own and none pinned, a moving
+// tag, and one image for experiments of two releases are refused with the key, the value and
+// what is allowed.
+func TestReleaseRulesFailThePlanWithTheirKey(t *testing.T) {
+	verl := []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}
+	v070 := []string{"job.frameworkRelease=v0.7.0"} // h200-reserved trains with verl
+	digest := "@sha256:" + strings.Repeat("5", 64)
+	assertRefused(t, []refusal{
+		{"a release the program does not run", "h200-reserved", []string{"job.frameworkRelease=v0.6.1"}, "job.frameworkRelease", `"v0.6.1" is not a release of verl that the program runs; allowed: v0.6.0, v0.7.0`},
+		{"NeMo RL's releases are its own", "b200-spot", []string{"job.frameworkRelease=v0.6.0"}, "job.frameworkRelease", "allowed: v0.5.0"},
+		{"verl v0.7.0 with no image pinned", "h200-reserved", v070, "job.frameworkRelease", "verl v0.7.0 names no image that stays the same (its docs use a moving tag, built from docker/Dockerfile.stable.vllm at v0.7.0), and this stack pins none; allowed: v0.6.0, or set ray.image to that image pinned by digest"},
+		{"verl v0.7.0 with its image by tag", "h200-reserved", append(slices.Clone(v070), "ray.image=verlai/verl:vllm012.dev1", "ray.version=2.53.0"), "job.frameworkRelease", "pinned by digest (`docker buildx imagetools inspect IMAGE` prints it"},
+		{"verl v0.7.0 with its image but not its Ray", "h200-reserved", append(slices.Clone(v070), "ray.image=verlai/verl:vllm012.latest"+digest), "job.frameworkRelease", "and ray.version to the Ray inside it"},
+		{"a moving tag of a line", "h200-reserved", []string{"ray.image=verlai/verl:vllm012.latest"}, "ray.image", `"verlai/verl:vllm012.latest" uses a moving tag (latest)`},
+		{"the moving tag latest", "h200-reserved", []string{"ray.image=verlai/verl:latest"}, "ray.image", "uses a moving tag (latest)"},
+		{"the synchronous rollout v0.7.0 removed", "h200-reserved", append(slices.Clone(v070), pinnedImage[0], pinnedImage[1], "job.args[0]=actor_rollout_ref.rollout.mode=sync"), "job.args[0]", "actor_rollout_ref.rollout.mode sync was removed in verl v0.7.0; allowed: async (verl v0.7.0 verl/workers/config/rollout.py"},
+		{"a Ray that is not the release's image's", "h200-reserved", []string{"ray.version=2.53.0"}, "ray.version", `"2.53.0" is not the Ray of verl v0.6.0's image verlai/verl:vllm011.dev7 (2.49.2)`},
+		{"one image for two releases' experiments", "smoke", append(slices.Clone(verl), "jobs.a.maxSteps=4", "jobs.b.frameworkRelease=v0.7.0", pinnedImage[0], pinnedImage[1]), "ray.image", "is every experiment's image, but the experiments train with verl releases v0.6.0 and v0.7.0"},
+	})
+	// Pinned by digest, the line's moving tag is the image every node runs.
+	plantest.Resolve(t, "h200-reserved", append(slices.Clone(v070), "ray.image=verlai/verl:vllm012.latest"+digest, "ray.version=2.53.0")...)
+}
+
+// A release is part of what an experiment's checkpoints mean: the first release's experiments
+// keep the names they had, another release's train under names of their own.
+func TestAReleaseIsPartOfTheExperiment(t *testing.T) {
+	before := plantest.Resolve(t, "h200-reserved").Run.Layout.Run // verl
+	assert.Equal(t, before, plantest.Resolve(t, "h200-reserved", "job.frameworkRelease=v0.6.0").Run.Layout.Run, "v0.6.0 named explicitly: the same experiment")
+	// The name testdata/h200-reserved.plan.json held before releases could be chosen.
+	assert.Equal(t, "qwen2-5-32b-instruct-gsm8k-f31a59", before)
+	after := plantest.Resolve(t, "h200-reserved", append([]string{"job.frameworkRelease=v0.7.0"}, pinnedImage...)...).Run.Layout.Run
+	assert.NotEqual(t, before, after, "v0.7.0 trains another experiment")
+	assert.True(t, strings.HasPrefix(after, "qwen2-5-32b-instruct-gsm8k-"), after)
+	nemo := plantest.Resolve(t, "b200-spot").Run.Layout.Run
+	assert.Equal(t, nemo, plantest.Resolve(t, "b200-spot", "job.frameworkRelease=v0.5.0").Run.Layout.Run)
+}
+
+// pinnedImage is ray.image pinned by digest, and its Ray, as a stack running a release without an
+// image of its own sets them (the digest stands in for the one the registry prints).
+var pinnedImage = []string{"ray.image=verlai/verl:vllm012.latest@sha256:" + strings.Repeat("5", 64), "ray.version=2.53.0"}
+
+// assertCommandPasses reads the framework's command back from the run's RayJob and checks it
+// against the release's configuration and startup checks.
+func assertCommandPasses(t *testing.T, bp *infra.Blueprint, release workloads.Release) {
+	t.Helper()
+	jobs := []*rayv1.RayJob{bp.Run.RayJob}
+	if len(bp.Run.Experiments) > 0 {
+		jobs = nil
+		for _, x := range bp.Run.Experiments {
+			jobs = append(jobs, x.RayJob)
+		}
+	}
+	for _, job := range jobs {
+		if job == nil {
+			continue // a stopped experiment
+		}
+		words, err := shlex.Split(job.Spec.Entrypoint)
+		require.NoError(t, err)
+		// The framework's command follows run.sh: `env ... bash /etc/gke-rl/run.sh ...`.
+		prep := slices.Index(words, "bash")
+		require.Equal(t, workloads.RunScriptPath, words[prep+1])
+		words = words[prep+2:]
+		recipe := ""
+		for i, w := range words {
+			if w == "--config" {
+				recipe = words[i+1]
+			}
+		}
+		var overrides []string
+		for _, w := range words {
+			if k, _, ok := strings.Cut(w, "="); ok && strings.Contains(k, ".") {
+				overrides = append(overrides, w)
+			}
+		}
+		require.NotEmpty(t, overrides)
+		assert.Empty(t, workloads.CheckCommand(release, recipe, overrides), job.Name)
+		if release.Framework == kinds.Verl && release.Tag != "v0.6.0" {
+			assert.Contains(t, overrides, "actor_rollout_ref.rollout.mode=async", "v0.7.0's rollout mode, named")
 		}
 	}
 }

@@ -137,7 +137,7 @@ func TestKnobsReachEachFramework(t *testing.T) {
 				if name == "verl" {
 					fw = kinds.Verl
 				}
-				assert.Empty(t, workloads.CheckCommand(fw, recipe, args), "the framework's rules pass")
+				assert.Empty(t, workloads.CheckCommand(workloads.DefaultRelease(fw), recipe, args), "the framework's rules pass")
 			})
 		}
 	}

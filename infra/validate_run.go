@@ -13,15 +13,11 @@ import (
 // The checks of the run: its framework, its job and their bounds (retries, deadline, checkpoints).
 
 func validateFramework(c *Config, errs *Errors) {
-	oneOf(errs, KeyFramework, c.Framework, kinds.Frameworks)
+	if !oneOf(errs, KeyFramework, c.Framework, kinds.Frameworks) {
+		return
+	}
 	if c.Ray.Version != "" && !semverPattern.MatchString(c.Ray.Version) {
 		errs.Add("ray.version", "%s is not a Ray version like 2.49.2", quote(c.Ray.Version))
-	}
-	// KubeRay reads rayVersion to choose what it asks of the image's Ray: it must be the
-	// version inside the image.
-	if release, ok := workloads.Releases[c.Framework]; ok && c.Ray.Version != "" && c.Ray.Image == "" && c.Ray.Version != release.RayVersion {
-		errs.Add("ray.version", "%s is not the Ray of the framework's pinned image %s (%s); allowed: %s, or set ray.image to an image that carries Ray %s",
-			quote(c.Ray.Version), release.Image, release.RayVersion, release.RayVersion, c.Ray.Version)
 	}
 	if img := c.Ray.Image; img != "" {
 		switch {
@@ -29,10 +25,77 @@ func validateFramework(c *Config, errs *Errors) {
 			errs.Add("ray.image", "%s is not an image reference like registry/repository:tag", quote(img))
 		case !strings.Contains(img[strings.LastIndex(img, "/")+1:], ":") && !strings.Contains(img, "@"):
 			errs.Add("ray.image", "%s has no tag; pin a tag or a digest so that every node runs the same code", quote(img))
-		case strings.HasSuffix(img, ":latest"):
-			errs.Add("ray.image", "%s uses the moving tag latest; pin a version tag or a digest", quote(img))
+		case movingTag(img):
+			errs.Add("ray.image", "%s uses a moving tag (latest): each node would run the build of the day it pulls; pin a version tag or a digest (image@sha256:...)", quote(img))
 		}
 	}
+	release, ok := workloads.LookupRelease(c.Framework, c.Job.FrameworkRelease)
+	if !ok {
+		errs.Add("job.frameworkRelease", "%s is not a release of %s that the program runs; allowed: %s", quote(c.Job.FrameworkRelease), c.Framework, strings.Join(workloads.ReleaseTags(c.Framework), ", "))
+		return
+	}
+	validateReleaseImage(c, release, errs)
+	if tags := experimentReleases(c); len(tags) > 1 && c.Ray.Image != "" {
+		// ray.image is the stack's, one image for every experiment; a release's code needs its own.
+		errs.Add("ray.image", "%s is every experiment's image, but the experiments train with %s releases %s; allowed: experiments of one release with ray.image, or ray.image unset (each release's own image)",
+			quote(c.Ray.Image), c.Framework, strings.Join(tags, " and "))
+	}
+}
+
+// validateReleaseImage checks the image a run of release takes: the release's own, or
+// `ray.image` with its Ray in `ray.version`. Its problems name job.frameworkRelease, an
+// experiment's own key, when the release is what asks for ray.image.
+func validateReleaseImage(c *Config, release workloads.Release, errs *Errors) {
+	if release.Image == "" {
+		// No image of the release stays the same: the stack pins one by digest, and says its Ray.
+		if c.Ray.Image == "" || !strings.Contains(c.Ray.Image, "@sha256:") || c.Ray.Version == "" {
+			errs.Add("job.frameworkRelease", "%s names no image that stays the same (its docs use a moving tag, built from %s at %s), and this stack pins none; allowed: %s, or set ray.image to that image pinned by digest (`docker buildx imagetools inspect IMAGE` prints it; IMAGE@sha256:...) and ray.version to the Ray inside it (`docker run --rm IMAGE python3 -c 'import ray; print(ray.__version__)'`)",
+				release.Name(), release.ImageRecipe, release.Tag, strings.Join(pinnedReleases(c.Framework), ", "))
+		}
+		return
+	}
+	// KubeRay reads rayVersion to choose what it asks of the image's Ray: it must be the
+	// version inside the image.
+	if c.Ray.Version != "" && c.Ray.Image == "" && c.Ray.Version != release.RayVersion {
+		errs.Add("ray.version", "%s is not the Ray of %s's image %s (%s); allowed: %s, or set ray.image to an image that carries Ray %s",
+			quote(c.Ray.Version), release.Name(), release.Image, release.RayVersion, release.RayVersion, c.Ray.Version)
+	}
+}
+
+// pinnedReleases are the releases of a framework whose image the program pins.
+func pinnedReleases(f kinds.Framework) []string {
+	var out []string
+	for _, tag := range workloads.ReleaseTags(f) {
+		if workloads.ReleaseOf(f, tag).Image != "" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+// experimentReleases are the releases the stack's runs train with, sorted: `job`'s, or each
+// enabled experiment's of `jobs`.
+func experimentReleases(c *Config) []string {
+	if !c.Queued() {
+		return []string{c.Job.FrameworkRelease}
+	}
+	seen := map[string]bool{}
+	for _, j := range c.Jobs {
+		if j.Enabled {
+			seen[j.FrameworkRelease] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// movingTag reports whether an image's tag is one its publisher moves to each new build:
+// latest, or a line's latest (verlai/verl:vllm012.latest).
+func movingTag(image string) bool {
+	if strings.Contains(image, "@") {
+		return false
+	}
+	tag := image[strings.LastIndex(image, ":")+1:]
+	return tag == "latest" || strings.HasSuffix(tag, ".latest") || strings.HasSuffix(tag, "-latest")
 }
 
 func validateJob(c *Config, errs *Errors) {
@@ -115,9 +178,11 @@ func validateJob(c *Config, errs *Errors) {
 			}
 		}
 	}
-	for _, p := range workloads.CheckArgs(c.Framework, j.Recipe, j.Args) {
-		if !errs.Has(p.Origin) {
-			errs.Add(p.Origin, "%s", p.Message)
+	if release, ok := workloads.LookupRelease(c.Framework, j.FrameworkRelease); ok {
+		for _, p := range workloads.CheckArgs(release, j.Recipe, j.Args) {
+			if !errs.Has(p.Origin) {
+				errs.Add(p.Origin, "%s", p.Message)
+			}
 		}
 	}
 	if c.Framework == kinds.NeMoRL && !slices.Contains(workloads.NeMoRLDatasets, j.Dataset) {

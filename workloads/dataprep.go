@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"gke-rl/internal/kinds"
 	"gke-rl/internal/kube"
 )
 
@@ -114,17 +115,17 @@ func hubCacheDir(l Layout, repoType, repoID string) string {
 // VerlPrepSteps check out verl, download the dataset at its revision, turn it into parquet
 // files with verl's script and download the model.
 func VerlPrepSteps(r Run) []PrepStep {
-	src := r.Layout.VerlSource()
+	src, release := r.verlSource(), r.release(kinds.Verl)
 	hub := VerlDatasetSources[r.Dataset]
 	rev := r.Revisions[hub]
 	raw := atRevision(path.Join(r.Layout.Root, datasetsDir, "hub", hub), rev)
 	data := r.DatasetDir()
 	return []PrepStep{
-		{Name: "verl " + VerlSourceTag, Dir: src, Fresh: true,
-			Command: []string{"checkout_commit", src, VerlRepository, VerlSourceCommit}},
+		{Name: "verl " + release.Tag, Dir: src, Fresh: true,
+			Command: []string{"checkout_commit", src, VerlRepository, release.Source.Commit}},
 		{Name: "dataset " + hub, Dir: raw, Command: fetchCommand(hubDataset, hub, rev, raw)},
 		{Name: "dataset " + r.Dataset, Dir: data, Fresh: true,
-			Command: []string{"run_verified", path.Join(src, VerlPreprocessDir), VerlPreprocessTree, path.Join(src, VerlPackageDir), VerlPackageTree, "--",
+			Command: []string{"run_verified", path.Join(src, VerlPreprocessDir), release.Source.PreprocessTree, path.Join(src, VerlPackageDir), release.Source.PackageTree, "--",
 				"python3", path.Join(src, VerlDatasets[r.Dataset]), "--local_dataset_path", raw, "--local_save_dir", data}},
 		modelStep(r),
 	}

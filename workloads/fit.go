@@ -78,7 +78,7 @@ func EstimateFit(f kinds.Framework, r Run, m NodeMemory) (Fit, bool) {
 	if r.ModelBillions <= 0 || m.GPUGB <= 0 {
 		return Fit{}, false
 	}
-	table, err := load(f, r.Recipe)
+	table, err := load(r.release(f), r.Recipe)
 	if err != nil {
 		return Fit{}, false
 	}

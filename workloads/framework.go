@@ -11,27 +11,6 @@ import (
 	"gke-rl/internal/kinds"
 )
 
-// Release pins what a framework runs: every node of a run must use the same code.
-type Release struct {
-	// Image is the container image of the head, the workers and the data preparation.
-	Image string
-	// RayVersion is the Ray inside Image; KubeRay reads it to gate features.
-	RayVersion string
-}
-
-// Releases are the pinned defaults of `ray.image` and `ray.version`.
-var Releases = map[kinds.Framework]Release{
-	// NeMo RL v0.5.0 (January 2026) is the release the NeMo RL guide targets; its pyproject pins
-	// ray[default]==2.49.2.
-	kinds.NeMoRL: {Image: "nvcr.io/nvidia/nemo-rl:v0.5.0", RayVersion: "2.49.2"},
-	// The verl guide uses verlai/verl:vllm011.latest, a moving tag. vllm011.dev7 is the fixed
-	// build of that line (vLLM 0.11.0, Megatron core 0.14) that verl's own docs name as a
-	// runtime image. It ships verl's dependencies but not verl (its Dockerfile uninstalls it),
-	// so the data preparation clones verl at VerlSourceTag onto the shared volume. vLLM 0.11.0
-	// requires ray>=2.48; the image resolves 2.49.x.
-	kinds.Verl: {Image: "verlai/verl:vllm011.dev7", RayVersion: "2.49.2"},
-}
-
 // HeadRayCPUs are the CPUs the Ray head must advertise for a framework's startup to finish.
 // NeMo RL v0.5.0 builds its worker environments with one {"CPU": 1} bundle on every alive Ray
 // node, STRICT_SPREAD, and waits for the placement group without a timeout
@@ -93,18 +72,18 @@ func LaunchOf(f kinds.Framework, r Run) Launch {
 	}
 	return Launch{
 		Entrypoint: VerlEntrypoint(r),
-		RuntimeEnv: VerlRuntimeEnv(r.Layout),
-		Verify:     PinnedTree{Dir: path.Join(r.Layout.VerlSource(), VerlPackageDir), Tree: VerlPackageTree},
+		RuntimeEnv: VerlRuntimeEnv(r),
+		Verify:     PinnedTree{Dir: path.Join(r.verlSource(), VerlPackageDir), Tree: r.release(f).Source.PackageTree},
 		PrepSteps:  VerlPrepSteps(r),
 		// The verl image installs verl and uninstalls it again (verl's
-		// docker/Dockerfile.stable.vllm, v0.6.0), and the preparation scripts import
+		// docker/Dockerfile.stable.vllm, v0.6.0 and v0.7.0), and the preparation scripts import
 		// verl.utils: they run against the checkout the first step makes, without writing
 		// bytecode next to it. The checkout reaches the import path of the checked commands only,
 		// through their checked copy (run_verified, prep.sh): on the Job's own PYTHONPATH, a
 		// package planted there (huggingface_hub) would run in every step, the downloads that hold
 		// the Hugging Face token among them.
 		PrepEnv: []corev1.EnvVar{
-			{Name: VerifiedPythonPathEnv, Value: r.Layout.VerlSource()},
+			{Name: VerifiedPythonPathEnv, Value: r.verlSource()},
 			{Name: "PYTHONDONTWRITEBYTECODE", Value: "1"},
 		},
 	}

@@ -16,16 +16,17 @@ import (
 func TestEachFrameworkLaunchesItsOwnWay(t *testing.T) {
 	r := run()
 	verl := workloads.LaunchOf(kinds.Verl, r)
-	pkg := path.Join(r.Layout.VerlSource(), workloads.VerlPackageDir)
+	release := workloads.DefaultRelease(kinds.Verl)
+	pkg := path.Join(r.Layout.VerlSource(release.Tag), workloads.VerlPackageDir)
 	assert.Equal(t, workloads.VerlEntrypoint(r), verl.Entrypoint)
 	assert.Equal(t, []string{pkg}, verl.RuntimeEnv.PyModules)
-	assert.Equal(t, workloads.PinnedTree{Dir: pkg, Tree: workloads.VerlPackageTree}, verl.Verify, "the package shipped is the package checked")
+	assert.Equal(t, workloads.PinnedTree{Dir: pkg, Tree: release.Source.PackageTree}, verl.Verify, "the package shipped is the package checked")
 	assert.Equal(t, workloads.VerlPrepSteps(r), verl.PrepSteps)
 	env := map[string]string{}
 	for _, e := range verl.PrepEnv {
 		env[e.Name] = e.Value
 	}
-	assert.Equal(t, map[string]string{workloads.VerifiedPythonPathEnv: r.Layout.VerlSource(), "PYTHONDONTWRITEBYTECODE": "1"}, env)
+	assert.Equal(t, map[string]string{workloads.VerifiedPythonPathEnv: r.Layout.VerlSource(release.Tag), "PYTHONDONTWRITEBYTECODE": "1"}, env)
 
 	nemo := workloads.LaunchOf(kinds.NeMoRL, r)
 	assert.Equal(t, workloads.NeMoRLEntrypoint(r), nemo.Entrypoint)

@@ -73,8 +73,9 @@ func (l Layout) PrepDirs() []string {
 // there as checkpoints (nemo_rl/utils/checkpoint.py, get_latest_checkpoint_path).
 func (l Layout) Logs() string { return path.Join(l.Checkpoints(), "logs") }
 
-// VerlSource is the verl checkout.
-func (l Layout) VerlSource() string { return path.Join(l.Root, verlDir, VerlSourceTag) }
+// VerlSource is the checkout of verl's release tag: one directory a release, so that
+// experiments of two releases share the volume.
+func (l Layout) VerlSource(tag string) string { return path.Join(l.Root, verlDir, tag) }
 
 // Dataset is a prepared dataset's directory.
 func (l Layout) Dataset(name string) string { return path.Join(l.Root, datasetsDir, name) }

@@ -23,7 +23,7 @@ func TestEveryRecipeLoadsOnlyTheCheckedModel(t *testing.T) {
 			for _, o := range workloads.NeMoRLOverrides(r) {
 				args = append(args, o.Key+"="+o.Value)
 			}
-			for _, p := range workloads.CheckCommand(kinds.NeMoRL, recipe, args) {
+			for _, p := range workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, args) {
 				assert.NotContains(t, p.Message, "names a model repository", "%s: %s", p.Origin, p.Message)
 			}
 		})
@@ -34,7 +34,7 @@ func TestAModelOrTokenizerByHubIDIsRefusedWhereCodeLoads(t *testing.T) {
 	const recipe32B = "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml"
 	const checked = "/lustre/checkpoints/.gke-rl/models/Qwen/Qwen2.5-32B@abc"
 	nemo := func(args ...string) string {
-		return messages(workloads.CheckCommand(kinds.NeMoRL, recipe32B, with([]string{"policy.model_name=" + checked}, args...)))
+		return messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe32B, with([]string{"policy.model_name=" + checked}, args...)))
 	}
 	// Before the program set it, the recipe's own tokenizer was the Hub's.
 	assert.Contains(t, nemo(), "policy.tokenizer.name=Qwen/Qwen2.5-32B: it names a model repository whose code the framework runs (NeMo RL v0.5.0 loads it with trust_remote_code=True",
@@ -42,22 +42,22 @@ func TestAModelOrTokenizerByHubIDIsRefusedWhereCodeLoads(t *testing.T) {
 	assert.Contains(t, nemo(), "allowed: the run's checked copy of job.model, which the program sets ("+checked+"), or unset")
 	assert.NotContains(t, nemo("policy.tokenizer.name="+checked), "names a model repository", "the checked copy is allowed")
 	assert.Contains(t, nemo("policy.tokenizer.name=/lustre/huggingface/hub/x"), "policy.tokenizer.name=/lustre/huggingface/hub/x: it names a model repository", "another path is refused too")
-	assert.Contains(t, messages(workloads.CheckCommand(kinds.NeMoRL, recipe32B, []string{"policy.model_name=Qwen/Qwen2.5-32B"})),
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe32B, []string{"policy.model_name=Qwen/Qwen2.5-32B"})),
 		"policy.model_name=Qwen/Qwen2.5-32B: it names a model repository", "the model itself by Hub ID")
 
 	// verl trusts a repository's code only where its trust_remote_code is on: the guide's Hub
 	// ID plans (TestVerlStartupChecks), and the same with remote code on does not.
 	trusted := with(verlGuideCommand, "actor_rollout_ref.model.trust_remote_code=True")
-	got := messages(workloads.CheckCommand(kinds.Verl, "", trusted))
+	got := messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", trusted))
 	assert.Contains(t, got, "actor_rollout_ref.model.path=Qwen/Qwen2.5-32B-Instruct: it names a model repository whose code the framework runs (actor_rollout_ref.model.trust_remote_code is on)")
 	local := with(without(trusted, "actor_rollout_ref.model.path"), "actor_rollout_ref.model.path="+checked)
-	require.NotContains(t, messages(workloads.CheckCommand(kinds.Verl, "", local)), "names a model repository", "the checked copy with remote code on")
-	assert.Contains(t, messages(workloads.CheckCommand(kinds.Verl, "", with(local, "actor_rollout_ref.model.tokenizer_path=Qwen/Qwen2.5-32B-Instruct"))),
+	require.NotContains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", local)), "names a model repository", "the checked copy with remote code on")
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(local, "actor_rollout_ref.model.tokenizer_path=Qwen/Qwen2.5-32B-Instruct"))),
 		"actor_rollout_ref.model.tokenizer_path=Qwen/Qwen2.5-32B-Instruct: it names a model repository")
-	assert.Contains(t, messages(workloads.CheckCommand(kinds.Verl, "", with(local, "reward_model.model.trust_remote_code=True", "reward_model.enable=True"))),
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(local, "reward_model.model.trust_remote_code=True", "reward_model.enable=True"))),
 		"reward_model.model.path=~/models/FsfairX-LLaMA3-RM-v0.1", "the reward model's default with remote code on")
-	assert.NotContains(t, messages(workloads.CheckCommand(kinds.Verl, "", with(local, "reward_model.model.trust_remote_code=True"))),
+	assert.NotContains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(local, "reward_model.model.trust_remote_code=True"))),
 		"reward_model.model.path", "a reward model that does not run")
-	assert.Contains(t, messages(workloads.CheckCommand(kinds.Verl, "", with(local, "critic.model.trust_remote_code=True", "critic.enable=True"))),
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(local, "critic.model.trust_remote_code=True", "critic.enable=True"))),
 		"critic.model.path=~/models/deepseek-llm-7b-chat", "a critic that runs")
 }

@@ -34,7 +34,7 @@ func TestOptimizerSettingsAreTheKeysTheOptimizerStateHolds(t *testing.T) {
 
 	assert.Contains(t, workloads.RunScript(), "verl_fresh_optimizer='"+workloads.VerlFreshOptimizer+"'")
 	args := with(verlGuideCommand, workloads.VerlFreshOptimizer)
-	assert.Empty(t, workloads.CheckCommand(kinds.Verl, "", args), "verl v0.6.0's config has the key run.sh adds")
+	assert.Empty(t, workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", args), "verl v0.6.0's config has the key run.sh adds")
 }
 
 // optimizerRun runs r's entrypoint with a framework that records its arguments, saves

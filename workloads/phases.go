@@ -283,7 +283,7 @@ func firstOf(values ...string) string {
 // data.max_response_length, NeMo RL's policy.max_total_sequence_length); false when the
 // configuration does not compose or does not say.
 func StepSequenceTokens(f kinds.Framework, r Run) (int, bool) {
-	table, err := load(f, r.Recipe)
+	table, err := load(r.release(f), r.Recipe)
 	if err != nil {
 		return 0, false
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gke-rl/internal/kinds"
 	"gke-rl/test/clitest"
 	"gke-rl/test/golden"
 	"gke-rl/workloads"
@@ -34,16 +35,16 @@ func TestVerlScoresWithTheProgramsReward(t *testing.T) {
 	assert.Equal(t, workloads.RewardModule(), cm.Data["reward.py"], "the reward module ships beside run.sh, read-only on the Ray pods")
 }
 
-// rewardHarness runs verl v0.6.0's own reward path (testdata/verl/v0.6.0) on one row: verl's
+// rewardHarness runs a verl release's own reward path (testdata/verl/<tag>) on one row: verl's
 // default reward (default_compute_score) when no module is given, else verl's loader of a custom
 // reward function (get_custom_reward_fn, taken from verl/trainer/ppo/reward.py as it is, without
-// the module's torch and Ray imports) on the module, called with the keywords
-// NaiveRewardManager passes (read from verl/workers/reward_manager/naive.py). It prints the
-// score, whether the marker file exists and whether prime_math was imported.
+// the module's torch and Ray imports) on the module, called with the keywords the release's
+// NaiveRewardManager passes (read from its naive.py: every call of its scorer passes the same).
+// It prints the score, whether the marker file exists and whether prime_math was imported.
 const rewardHarness = `
-import ast, importlib.util, json, os, sys, typing
+import ast, importlib.util, inspect, json, os, sys, typing
 from functools import partial
-verl, module, name, data_source, solution, ground_truth, marker = sys.argv[1:8]
+verl, manager, module, name, data_source, solution, ground_truth, marker = sys.argv[1:9]
 sys.path.insert(0, verl)
 
 def functions(path, names):
@@ -53,13 +54,17 @@ def functions(path, names):
 if module:
     loader = functions(os.path.join(verl, "verl/trainer/ppo/reward.py"), {"_call_with_kwargs", "get_custom_reward_fn"})
     assert len(loader) == 2, "verl's loader of a custom reward function moved"
-    ns = {"importlib": importlib, "os": os, "sys": sys, "partial": partial, "Optional": typing.Optional, "DictConfig": dict, "RawRewardFn": object}
+    ns = {"importlib": importlib, "inspect": inspect, "os": os, "sys": sys, "partial": partial, "Optional": typing.Optional, "DictConfig": dict, "RawRewardFn": object}
     exec(compile(ast.Module(body=loader, type_ignores=[]), "verl/trainer/ppo/reward.py", "exec"), ns)
     score_fn = ns["get_custom_reward_fn"]({"custom_reward_function": {"path": module, "name": name, "reward_kwargs": {}}})
-    call = [n for n in ast.walk(ast.parse(open(os.path.join(verl, "verl/workers/reward_manager/naive.py")).read()))
-            if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "compute_score"]
-    assert len(call) == 1, "NaiveRewardManager's call of its scorer moved"
-    keywords = [k.arg for k in call[0].keywords]
+    calls = [n for n in ast.walk(ast.parse(open(os.path.join(verl, manager)).read()))
+             if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "compute_score"]
+    assert calls, "NaiveRewardManager's call of its scorer moved"
+    # The keywords each call names (a **kwargs of the reward router's, set only with a reward
+    # model, has no name).
+    named = {tuple(k.arg for k in c.keywords if k.arg) for c in calls}
+    assert len(named) == 1, "NaiveRewardManager's calls of its scorer differ: %r" % named
+    keywords = list(named.pop())
     values = {"data_source": data_source, "solution_str": solution, "ground_truth": ground_truth, "extra_info": {}}
     score = score_fn(**{k: values[k] for k in keywords})
 else:
@@ -97,14 +102,30 @@ func scoringPython(t *testing.T) string {
 // the program's reward module, loaded and called as verl does, the same row is scored by the
 // dataset's own scorer and runs nothing.
 func TestAHostileRowRunsNoCodeThroughTheReward(t *testing.T) {
+	// The reward manager each release's GRPO run calls: v0.6.0's NaiveRewardManager; v0.7.0's
+	// reward loop (reward_model.use_reward_loop defaults to true, verl/trainer/config/
+	// _generated_ppo_trainer.yaml) with its "naive" manager, which calls the custom function
+	// whenever custom_reward_function.path is set (verl/experimental/reward_loop/reward_loop.py,
+	// compute_score).
+	managers := map[string]string{
+		"v0.6.0": "verl/workers/reward_manager/naive.py",
+		"v0.7.0": "verl/experimental/reward_loop/reward_manager/naive.py",
+	}
+	for _, tag := range workloads.ReleaseTags(kinds.Verl) {
+		t.Run(tag, func(t *testing.T) { hostileRowAt(t, tag, managers[tag]) })
+	}
+}
+
+func hostileRowAt(t *testing.T, tag, manager string) {
 	python := scoringPython(t)
-	verl := filepath.Join(golden.RepoRoot(), "testdata", "verl", "v0.6.0")
+	verl := filepath.Join(golden.RepoRoot(), "testdata", "verl", tag)
+	require.NotEmpty(t, manager, "the reward manager of verl %s", tag)
 	module := filepath.Join(t.TempDir(), "reward.py")
 	require.NoError(t, os.WriteFile(module, []byte(workloads.RewardModule()), 0o444))
 
 	score := func(t *testing.T, module, name, dataSource, solution, groundTruth string) (rewardOutcome, string) {
 		marker := filepath.Join(t.TempDir(), "ran")
-		res := clitest.Run(t, []string{"PYTHONDONTWRITEBYTECODE=1"}, python, "-c", rewardHarness, verl, module, name, dataSource, solution, groundTruth, marker)
+		res := clitest.Run(t, []string{"PYTHONDONTWRITEBYTECODE=1"}, python, "-c", rewardHarness, verl, manager, module, name, dataSource, solution, groundTruth, marker)
 		require.Zero(t, res.Code, res.Stderr)
 		lines := regexp.MustCompile(`(?m)^\{.*\}$`).FindAllString(res.Stdout, -1)
 		require.NotEmpty(t, lines, res.Stdout)
@@ -113,7 +134,7 @@ func TestAHostileRowRunsNoCodeThroughTheReward(t *testing.T) {
 		return o, res.Stdout
 	}
 	// exec(bytes.fromhex(...)) of code that writes the marker, with \pi so that handle_pi evals it.
-	hostile := "exec(bytes.fromhex('" + hex.EncodeToString([]byte(`open(__import__("sys").argv[7], "w").write("x")`)) + "'))#\\pi"
+	hostile := "exec(bytes.fromhex('" + hex.EncodeToString([]byte(`open(__import__("sys").argv[8], "w").write("x")`)) + "'))#\\pi"
 
 	before, _ := score(t, "", "", "numina_cn_k12", `The answer is \boxed{3}`, hostile)
 	require.True(t, before.PrimeMath && before.Ran, "the hostile row runs its code through verl's default reward (the door this test guards): %+v", before)
@@ -124,8 +145,10 @@ func TestAHostileRowRunsNoCodeThroughTheReward(t *testing.T) {
 			assert.False(t, after.Ran, "the row's code ran")
 			assert.False(t, after.PrimeMath, "prime_math was imported")
 			assert.Zero(t, after.Score)
-			assert.Contains(t, log, "using customized reward function '"+name+"'", "verl's loader took the program's function")
-			assert.Contains(t, log, `a row's data_source 'numina_cn_k12' is not`, "a planted row shows in the run's log")
+			// Printed by the program's function alone: verl's loader took it (v0.6.0 also says
+			// "using customized reward function", v0.7.0 nothing).
+			assert.Contains(t, log, `a row's data_source 'numina_cn_k12' is not`, "the program's function scored it, and a planted row shows in the run's log")
+			assert.Contains(t, log, "scored as "+dataset+" all the same")
 		})
 	}
 	// The scorers still score: the right answer in each dataset's own format.

@@ -11,7 +11,10 @@ import (
 
 // Run is what a GRPO run trains, framework aside.
 type Run struct {
-	Model string
+	// Release is the framework's release tag (job.frameworkRelease); empty, the framework's
+	// default (DefaultRelease).
+	Release string
+	Model   string
 	// ModelBillions is the model's parameter count in billions (0 when unknown), which sizes
 	// verl's micro batches, rollout parallelism and offloading.
 	ModelBillions float64
@@ -57,6 +60,19 @@ type Run struct {
 	// Extra are `job.args`: overrides appended after the program's own.
 	Extra []string
 }
+
+// release is the run's release of framework f; a tag the program does not run (which the
+// configuration's check refuses first) gives a release with no table, image or source, whose
+// checks fail instead of panicking on a plan the check has not seen yet.
+func (r Run) release(f kinds.Framework) Release {
+	if rel, ok := LookupRelease(f, r.Release); ok {
+		return rel
+	}
+	return Release{Framework: f, Tag: r.Release}
+}
+
+// verlSource is the run's verl checkout on the shared volume.
+func (r Run) verlSource() string { return r.Layout.VerlSource(r.release(kinds.Verl).Tag) }
 
 // ModelDir is the model as the data preparation downloads it to the shared volume, named after
 // its revision. No training process loads it from there: other pods write that directory.

@@ -9,9 +9,9 @@ import (
 	"gke-rl/workloads/frameworkconfig"
 )
 
-// Pinned framework releases whose configuration tables the plan checks against.
+// The configuration the plan checks a run against: verl's composed trainer config at the run's
+// release, NeMo RL's recipe at its one release.
 const (
-	VerlConfigTag   = VerlSourceTag
 	VerlConfigFile  = "verl/trainer/config/_generated_ppo_trainer.yaml"
 	NeMoRLConfigTag = "v0.5.0"
 )
@@ -32,8 +32,9 @@ type Problem = frameworkconfig.Problem
 // CheckArgs checks `job.args` alone against the framework's configuration: each key must exist
 // there (or be added with `+`), so that a key of the other framework or a misspelled one fails
 // the plan with the config key that holds it.
-func CheckArgs(f kinds.Framework, recipe string, args []string) []Problem {
-	table, err := load(f, recipe)
+func CheckArgs(rel Release, recipe string, args []string) []Problem {
+	f := rel.Framework
+	table, err := load(rel, recipe)
 	if err != nil {
 		return nil // the recipe's own check reports it
 	}
@@ -48,9 +49,9 @@ func CheckArgs(f kinds.Framework, recipe string, args []string) []Problem {
 	return problems
 }
 
-func load(f kinds.Framework, recipe string) (*frameworkconfig.Table, error) {
-	if f == kinds.Verl {
-		return frameworkconfig.Load("verl", VerlConfigTag, VerlConfigFile)
+func load(rel Release, recipe string) (*frameworkconfig.Table, error) {
+	if rel.Framework == kinds.Verl {
+		return frameworkconfig.Load("verl", rel.Tag, VerlConfigFile)
 	}
 	return frameworkconfig.Load("nemo-rl", NeMoRLConfigTag, recipe)
 }
@@ -59,13 +60,13 @@ func load(f kinds.Framework, recipe string) (*frameworkconfig.Table, error) {
 // pinned tag and runs the framework's own startup checks on the effective values. It returns
 // every problem, each naming the config key to change and the upstream rule.
 func CheckRun(f kinds.Framework, r Run) []Problem {
-	return check(f, r.Recipe, Overrides(f, r))
+	return check(r.release(f), r.Recipe, Overrides(f, r))
 }
 
 // CheckCommand runs the same checks on the overrides of a command line (`key=value` words after
 // the trainer's module or the recipe), whoever wrote it.
-func CheckCommand(f kinds.Framework, recipe string, args []string) []Problem {
-	return check(f, recipe, parseArgs(args))
+func CheckCommand(rel Release, recipe string, args []string) []Problem {
+	return check(rel, recipe, parseArgs(args))
 }
 
 // parseArgs reads `key=value` words as overrides, each named by its position.
@@ -77,8 +78,9 @@ func parseArgs(args []string) []Override {
 	return overrides
 }
 
-func check(f kinds.Framework, recipe string, overrides []Override) []Problem {
-	table, err := load(f, recipe)
+func check(rel Release, recipe string, overrides []Override) []Problem {
+	f := rel.Framework
+	table, err := load(rel, recipe)
 	if err != nil {
 		return []Problem{{Origin: "job.recipe", Message: err.Error()}}
 	}
@@ -88,7 +90,7 @@ func check(f kinds.Framework, recipe string, overrides []Override) []Problem {
 	}
 	problems = append(problems, modelSourceChecks(f, eff)...)
 	if f == kinds.Verl {
-		return append(problems, verlChecks(eff)...)
+		return append(problems, verlChecks(eff, rel)...)
 	}
 	return append(problems, nemoRLChecks(eff)...)
 }
@@ -97,7 +99,7 @@ func check(f kinds.Framework, recipe string, overrides []Override) []Problem {
 func foreignHint(f kinds.Framework, message string) string {
 	key, _, _ := strings.Cut(message, " ")
 	key = strings.TrimPrefix(key, "+")
-	other, tag, file := "verl", VerlConfigTag, VerlConfigFile
+	other, tag, file := "verl", DefaultRelease(kinds.Verl).Tag, VerlConfigFile
 	if f == kinds.Verl {
 		other, tag, file = "nemo-rl", NeMoRLConfigTag, DefaultNeMoRLRecipe
 	}
@@ -138,14 +140,22 @@ func origins(e *frameworkconfig.Effective, keys ...string) []string {
 // verlMaxNodes bounds the node counts a refusal lists as fitting the batches.
 const verlMaxNodes = 16
 
-// verlChecks are verl v0.6.0's startup checks on the effective config.
-func verlChecks(e *frameworkconfig.Effective) []Problem {
+// verlChecks are verl's startup checks on the effective config, the same at v0.6.0 and v0.7.0
+// (verl/utils/config.py validate_config changed only for the reward model and LoRA between the
+// two), and v0.7.0's refusal of the synchronous rollout.
+func verlChecks(e *frameworkconfig.Effective, rel Release) []Problem {
 	const (
 		ar = "actor_rollout_ref."
 	)
 	var out []Problem
 	fail := func(rule string, keys []string, format string, args ...any) {
-		out = append(out, Problem{Origin: origin(e, keys...), Origins: origins(e, keys...), Message: fmt.Sprintf(format, args...) + " (verl " + VerlConfigTag + " " + rule + ")"})
+		out = append(out, Problem{Origin: origin(e, keys...), Origins: origins(e, keys...), Message: fmt.Sprintf(format, args...) + " (verl " + rel.Tag + " " + rule + ")"})
+	}
+	// verl v0.7.0 retired the synchronous rollout (commit fd893c788): RolloutConfig refuses it
+	// (verl/workers/config/rollout.py, __post_init__, v0.7.0).
+	if rel.RolloutMode == "async" && e.Value(ar+"rollout.mode") == "sync" {
+		fail("verl/workers/config/rollout.py RolloutConfig.__post_init__", []string{ar + "rollout.mode"},
+			"actor_rollout_ref.rollout.mode sync was removed in %s; allowed: async", rel.Name())
 	}
 	nGPUs := intOf(e, "trainer.nnodes") * intOf(e, "trainer.n_gpus_per_node")
 	train := intOf(e, "data.train_batch_size")
@@ -264,7 +274,7 @@ func ConvertsToMegatron(f kinds.Framework, recipe string, args []string) bool {
 	if f != kinds.NeMoRL {
 		return false
 	}
-	table, err := load(f, recipe)
+	table, err := load(DefaultRelease(f), recipe)
 	if err != nil {
 		return false
 	}

@@ -50,7 +50,7 @@ func messages(problems []workloads.Problem) string {
 }
 
 func TestVerlStartupChecks(t *testing.T) {
-	require.Empty(t, workloads.CheckCommand(kinds.Verl, "", verlGuideCommand), "the guide's command passes")
+	require.Empty(t, workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", verlGuideCommand), "the guide's command passes")
 
 	cases := []struct {
 		sentence string
@@ -76,10 +76,10 @@ func TestVerlStartupChecks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
-			assert.Contains(t, messages(workloads.CheckCommand(kinds.Verl, "", tc.args)), tc.mentions)
+			assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", tc.args)), tc.mentions)
 		})
 	}
-	assert.Empty(t, workloads.CheckCommand(kinds.Verl, "", with(verlGuideCommand, "+trainer.new_key=1")), "+ adds a new key")
+	assert.Empty(t, workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(verlGuideCommand, "+trainer.new_key=1")), "+ adds a new key")
 }
 
 func TestNeMoRLStartupChecks(t *testing.T) {
@@ -89,7 +89,7 @@ func TestNeMoRLStartupChecks(t *testing.T) {
 	for _, o := range base {
 		args = with(args, o.Key+"="+o.Value)
 	}
-	require.Empty(t, workloads.CheckCommand(kinds.NeMoRL, recipe, args), "b200-spot's command passes")
+	require.Empty(t, workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, args), "b200-spot's command passes")
 
 	cases := []struct {
 		sentence string
@@ -108,7 +108,7 @@ func TestNeMoRLStartupChecks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
-			assert.Contains(t, messages(workloads.CheckCommand(kinds.NeMoRL, recipe, tc.args)), tc.mentions)
+			assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, tc.args)), tc.mentions)
 		})
 	}
 }

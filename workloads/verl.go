@@ -141,6 +141,11 @@ func VerlOverrides(r Run) []Override {
 	}
 	o = append(o,
 		fixed("actor_rollout_ref.rollout.name", "vllm", "the framework's image serves the rollout with vLLM"),
+	)
+	if mode := r.release(kinds.Verl).RolloutMode; mode != "" {
+		o = append(o, fixed("actor_rollout_ref.rollout.mode", mode, whyRolloutMode))
+	}
+	o = append(o,
 		set("actor_rollout_ref.rollout.n", fmt.Sprint(r.GenerationsPerPrompt), "job.generationsPerPrompt"),
 	)
 	if t.Temperature != nil {
@@ -192,6 +197,10 @@ func VerlOverrides(r Run) []Override {
 	)
 }
 
+// whyRolloutMode is why a verl run names its rollout mode: the default changed between the
+// releases the program runs.
+const whyRolloutMode = "verl v0.7.0 removed the synchronous rollout that v0.6.0 ran by default (verl/workers/config/rollout.py: mode sync raises); its runs serve the rollout asynchronously, named so that no default decides it"
+
 // verlKL is GRPO's KL term: a loss against the reference policy (verl's
 // examples/grpo_trainer), or with job.klInLoss=false a penalty on the reward
 // (algorithm.use_kl_in_reward, with its own coefficient); job.klCoef=0 turns it off.
@@ -226,35 +235,20 @@ func VerlEntrypoint(r Run) string {
 	return Command(kinds.Verl, r, VerlWorkdir, argv)
 }
 
-// VerlSourceTag is the verl release whose code runs on the vllm011 image (the image's
-// Dockerfile builds against it).
-const VerlSourceTag = "v0.6.0"
-
 // VerlRuntimeEnv ships the verl checkout's package to every node of the run: `ray job submit`
 // packages it from the shared volume once, and Ray unpacks it on each node's local disk and puts
 // it on the import path of the driver and every actor. Python then reads verl's code from local
 // disk, not through the shared volume (a GCS FUSE bucket mounted with metadata caching off
 // would make every import of every process a round trip to Cloud Storage, and write
 // __pycache__ into the bucket).
-func VerlRuntimeEnv(l Layout) RuntimeEnv {
-	return RuntimeEnv{PyModules: []string{path.Join(l.VerlSource(), VerlPackageDir)}}
+func VerlRuntimeEnv(r Run) RuntimeEnv {
+	return RuntimeEnv{PyModules: []string{path.Join(r.verlSource(), VerlPackageDir)}}
 }
 
-// VerlSourceCommit is VerlSourceTag's commit (volcengine/verl, `git rev-parse v0.6.0^{commit}`):
-// the checkout fetches it, and the submitter checks it before every run.
-const VerlSourceCommit = "ddd86f527a4af75095e4677b02b5aa272913a088"
-
-// The git tree hashes of the directories of VerlSourceCommit whose code runs (volcengine/verl,
-// `git rev-parse v0.6.0:verl` and `git rev-parse v0.6.0:examples/data_preprocess`; every file in
-// them has mode 100644, so treehash.sh computes the same hash from the files alone): the
-// package the run ships to every node, which the submitter checks, and the dataset scripts,
-// which the data preparation checks before it runs one. A content hash fixed here: nothing of
-// the repository on the shared volume is trusted.
+// The directories of verl's checkout whose code runs (Release.Source holds their hashes).
 const (
-	VerlPackageDir     = "verl"
-	VerlPackageTree    = "21dba16c55f23a0d01e69f444817769d91ce3465"
-	VerlPreprocessDir  = "examples/data_preprocess"
-	VerlPreprocessTree = "d4b2959ebe2b070646015de73a487a558325cd13"
+	VerlPackageDir    = "verl"
+	VerlPreprocessDir = "examples/data_preprocess"
 )
 
 // VerlRepository is where the verl source comes from.

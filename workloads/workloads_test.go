@@ -180,7 +180,7 @@ func longLived() *rayv1.RayCluster {
 }
 
 func TestRuntimeEnvHoldsOnlyWhatItIsGiven(t *testing.T) {
-	verl := workloads.VerlRuntimeEnv(workloads.Layout{Root: "/data"})
+	verl := workloads.VerlRuntimeEnv(workloads.Run{Layout: workloads.Layout{Root: "/data"}})
 	job, err := workloads.RayJob(workloads.JobArgs{Name: "x", Cluster: longLived(), RuntimeEnv: verl})
 	require.NoError(t, err)
 	var env map[string]any

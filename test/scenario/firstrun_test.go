@@ -52,7 +52,7 @@ func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	assert.Equal(t, "download dataset openai/gsm8k", lines[0])
 	assert.Equal(t, "download model Qwen/Qwen2.5-0.5B-Instruct", lines[2])
 	// verl's dataset script ran from the preparation's checked copy, not from the volume.
-	script := filepath.Join(mountPath, "verl", workloads.VerlSourceTag, "examples/data_preprocess/gsm8k.py")
+	script := filepath.Join(mountPath, "verl", verlRelease.Tag, "examples/data_preprocess/gsm8k.py")
 	assert.True(t, strings.HasPrefix(lines[1], "convert ") && strings.HasSuffix(lines[1], script) && lines[1] != "convert "+script, lines[1])
 	// Each download filled its own directory on the volume, the model where the run loads it.
 	assert.FileExists(t, filepath.Join(volume, "models", "Qwen/Qwen2.5-0.5B-Instruct@7ae557604adf67be50417f59c2c2f167def9a775", "stand-in"))
@@ -78,13 +78,13 @@ func TestSmokeSubmitsOnAVolumeOfTheEarlierRelease(t *testing.T) {
 	volume := t.TempDir()
 	bp := plantest.Resolve(t, "smoke", "storage.mountPath="+volume)
 	standIn, commit := verlStandIn(t)
-	checkout := filepath.Join(volume, "verl", workloads.VerlSourceTag)
+	checkout := filepath.Join(volume, "verl", verlRelease.Tag)
 	clitest.Git(t, volume, "clone", "-q", standIn, checkout)
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, ".gke-rl-complete"), nil, 0o644))
 
 	out, code := runPrep(t, bp, standIn, commit, downloads(t))
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "verl "+workloads.VerlSourceTag+": preparing")
+	assert.Contains(t, out, "verl "+verlRelease.Tag+": preparing")
 	assert.NoFileExists(t, filepath.Join(checkout, ".gke-rl-complete"))
 
 	submitAfterPrep(t, bp, standIn, commit)
@@ -97,9 +97,9 @@ func runPrep(t *testing.T, bp *infra.Blueprint, standIn, commit, downloads strin
 	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
 	prep.Command = slices.Clone(prep.Command)
 	script := len(prep.Command) - 1
-	prep.Command[script] = strings.NewReplacer(workloads.VerlSourceCommit, commit,
-		workloads.VerlPackageTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPackageDir),
-		workloads.VerlPreprocessTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPreprocessDir)).Replace(prep.Command[script])
+	prep.Command[script] = strings.NewReplacer(verlRelease.Source.Commit, commit,
+		verlRelease.Source.PackageTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPackageDir),
+		verlRelease.Source.PreprocessTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPreprocessDir)).Replace(prep.Command[script])
 	env := append(envOf(prep, nil), verlRedirect(standIn)...)
 	return run(t, prep, append(env, "PATH="+downloads+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
 }

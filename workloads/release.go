@@ -1,0 +1,112 @@
+package workloads
+
+import (
+	"fmt"
+	"slices"
+
+	"gke-rl/internal/kinds"
+)
+
+// Release is one release of a framework that the program runs (`job.frameworkRelease`): what
+// its image holds, where its code comes from, and what its configuration tables were generated
+// from. Every node of a run runs the same release.
+type Release struct {
+	Framework kinds.Framework
+	// Tag is the framework's git tag (NVIDIA-NeMo/RL, volcengine/verl).
+	Tag string
+	// Image is the container image of the head, the workers and the data preparation; empty
+	// when the release names no image that stays the same (ImageRecipe says how it is built):
+	// `ray.image` must then pin one by digest, and `ray.version` give its Ray.
+	Image string
+	// ImageRecipe is the file, in the framework's repository at Tag, that builds Image (or the
+	// image `ray.image` must pin).
+	ImageRecipe string
+	// RayVersion is the Ray inside Image; KubeRay reads it to gate features.
+	RayVersion string
+	// Source is verl's code at Tag, which the data preparation checks out and the run ships.
+	Source VerlSource
+	// RolloutMode is verl's actor_rollout_ref.rollout.mode, set on every run of the release:
+	// v0.7.0 removed the synchronous rollout that v0.6.0 runs by default. Empty for v0.6.0,
+	// whose runs keep the command they had (a new word would replace every running RayJob of
+	// it on the next `up`), and its config's default, sync.
+	RolloutMode string
+}
+
+// VerlSource is a verl release's code: its commit, and the git tree hashes of the directories
+// whose code runs (`git rev-parse <tag>:verl`, `git rev-parse <tag>:examples/data_preprocess`;
+// every file in them has mode 100644 at both tags, so treehash.sh computes the same hash from
+// the files alone): the package the run ships to every node, which the submitter checks, and the
+// dataset scripts, which the data preparation checks before it runs one. A content hash fixed
+// here: nothing of the repository on the shared volume is trusted.
+type VerlSource struct {
+	Commit, PackageTree, PreprocessTree string
+}
+
+// releases are the releases the program runs, oldest first for each framework.
+var releases = []Release{
+	// NeMo RL v0.5.0 (January 2026) is the release the NeMo RL guide targets; its pyproject pins
+	// ray[default]==2.49.2.
+	{Framework: kinds.NeMoRL, Tag: "v0.5.0", Image: "nvcr.io/nvidia/nemo-rl:v0.5.0", RayVersion: "2.49.2"},
+	// The verl guide uses verlai/verl:vllm011.latest, a moving tag. vllm011.dev7 is the fixed
+	// build of that line (vLLM 0.11.0, Megatron core 0.14) that verl's own docs name as a
+	// runtime image. It ships verl's dependencies but not verl (its Dockerfile uninstalls it),
+	// so the data preparation checks out verl at the release's commit onto the shared volume.
+	// vLLM 0.11.0 requires ray>=2.48; the image resolves 2.49.x.
+	{Framework: kinds.Verl, Tag: "v0.6.0", Image: "verlai/verl:vllm011.dev7", ImageRecipe: "docker/Dockerfile.stable.vllm", RayVersion: "2.49.2",
+		Source: VerlSource{Commit: "ddd86f527a4af75095e4677b02b5aa272913a088", PackageTree: "21dba16c55f23a0d01e69f444817769d91ce3465", PreprocessTree: "d4b2959ebe2b070646015de73a487a558325cd13"}},
+	// verl v0.7.0 (2026-01-05) names no image that stays the same: its docs and CI use
+	// verlai/verl:vllm012.latest (docker/README.md, .github/workflows/vllm.yml), rebuilt from
+	// docker/Dockerfile.stable.vllm (nvidia/cuda:12.9.1-devel-ubuntu22.04, torch 2.9.0, vLLM
+	// 0.12.0) and with Ray unpinned (setup.py: ray[default]>=2.41.0). A run of it takes the
+	// image pinned by digest, and its Ray, from ray.image and ray.version.
+	{Framework: kinds.Verl, Tag: "v0.7.0", ImageRecipe: "docker/Dockerfile.stable.vllm",
+		Source:      VerlSource{Commit: "f9c855f7cf04d603c9546bc01776c74806a879c1", PackageTree: "3e62a0a25ec2bad96d88ba7dc973313a0a1ef308", PreprocessTree: "8c2b6bb7d6e7b055db6231d4029acfa03c78bcc0"},
+		RolloutMode: "async"},
+}
+
+// defaultTags are each framework's default release: the newest that the program can pin. verl
+// v0.7.0 has no image that stays the same to pin (its Release), so verl's default stays v0.6.0.
+var defaultTags = map[kinds.Framework]string{kinds.NeMoRL: "v0.5.0", kinds.Verl: "v0.6.0"}
+
+// ReleaseTags are the releases of a framework the program runs, oldest first.
+func ReleaseTags(f kinds.Framework) []string {
+	var tags []string
+	for _, r := range releases {
+		if r.Framework == f {
+			tags = append(tags, r.Tag)
+		}
+	}
+	return tags
+}
+
+// LookupRelease is a framework's release by tag; "" is the framework's default.
+func LookupRelease(f kinds.Framework, tag string) (Release, bool) {
+	if tag == "" {
+		tag = defaultTags[f]
+	}
+	i := slices.IndexFunc(releases, func(r Release) bool { return r.Framework == f && r.Tag == tag })
+	if i < 0 {
+		return Release{}, false
+	}
+	return releases[i], true
+}
+
+// ReleaseOf is a framework's release by tag ("" the default); a tag it does not run is a
+// programming error, which the configuration's check rules out first.
+func ReleaseOf(f kinds.Framework, tag string) Release {
+	r, ok := LookupRelease(f, tag)
+	if !ok {
+		panic(fmt.Sprintf("no release %s of %s", tag, f))
+	}
+	return r
+}
+
+// DefaultRelease is a framework's default release.
+func DefaultRelease(f kinds.Framework) Release { return ReleaseOf(f, "") }
+
+// FirstRelease is the release a framework ran before releases could be chosen: experiments of
+// it keep the names they had (the identity hashes no release for it).
+func (r Release) FirstRelease() bool { return ReleaseTags(r.Framework)[0] == r.Tag }
+
+// Name is the framework and the tag, as messages name a release: "verl v0.7.0".
+func (r Release) Name() string { return fmt.Sprintf("%s %s", r.Framework, r.Tag) }
