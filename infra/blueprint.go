@@ -115,6 +115,9 @@ type ExperimentPlan struct {
 	// Nodes and GPUs are what it holds while it runs.
 	Nodes, GPUs int
 	Layout      workloads.Layout
+	// Release is the framework's release it trains with (job.frameworkRelease), its image and
+	// Ray as the stack sets them.
+	Release workloads.Release
 	// RayJob is queued (queue.Queued); Prep is its data preparation.
 	RayJob *rayv1.RayJob
 	Prep   *batchv1.Job

@@ -73,6 +73,7 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		}
 		x.Prep, x.MemoryEstimate, x.Hub, x.Deadline = run.Prep, run.MemoryEstimate, run.Hub, ebp.Deadline
 		x.Settings = experimentSettings(j, e, run.Settings)
+		x.Release = run.Release
 		args.Jobs = append(args.Jobs, x.RayJob)
 		args.Priorities[x.RayJob.Name] = j.Priority
 		plan.Experiments = append(plan.Experiments, x)

@@ -139,10 +139,10 @@ func (s *ExperimentShift) Line(newStorage bool) string {
 	case s.Before == "":
 		return fmt.Sprintf("Experiment %s: a new one, in %s.", name, s.After)
 	case s.New() && s.ResumeFrom != "":
-		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework, model, dataset, revisions, recipe, verl's GPU count); it starts from %s's newest checkpoint (job.resumeFrom) and saves in %s; %s's checkpoints stay in %s.",
+		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework and its release, model, dataset, revisions, recipe, verl's GPU count); it starts from %s's newest checkpoint (job.resumeFrom) and saves in %s; %s's checkpoints stay in %s.",
 			name, path.Base(s.ResumeFrom), s.After, path.Base(s.Before), s.Before)
 	case s.New():
-		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework, model, dataset, revisions, recipe, verl's GPU count); it starts from step 0 in %s; %s's checkpoints stay in %s.%s",
+		return fmt.Sprintf("Experiment %s: a new one (job.name changed, or what its default follows: framework and its release, model, dataset, revisions, recipe, verl's GPU count); it starts from step 0 in %s; %s's checkpoints stay in %s.%s",
 			name, s.After, path.Base(s.Before), s.Before, changesText(s.Changes))
 	case newStorage:
 		return fmt.Sprintf("Experiment %s: the same name, on new storage: it starts from step 0.", name)

@@ -367,7 +367,7 @@ func TestCLIShowsEachExperimentsSettingsAndTheirKeys(t *testing.T) {
 	require.True(t, ok, out)
 	section, _, _ = strings.Cut(section, "Costs in USD")
 	a, b, _ := strings.Cut(section, "\n  b (")
-	assert.Regexp(t, `^  a \(a-[0-9a-f]{6}\):\n`, a)
+	assert.Regexp(t, `^  a \(a-[0-9a-f]{6}, verl v0.6.0\):\n`, a)
 	assert.Regexp(t, `(?m)^    trainer\.total_training_steps = 4 +jobs\.a\.maxSteps$`, a)
 	assert.Regexp(t, `(?m)^    data\.train_batch_size = 64 +job\.promptsPerStep$`, a, "inherited from job")
 	assert.Regexp(t, `(?m)^    actor_rollout_ref\.actor\.kl_loss_coef = 0\.001 +default of job\.klCoef$`, a)
@@ -407,7 +407,7 @@ func TestOperationsShowsTheQueueThePlanPrints(t *testing.T) {
 func TestThePlanShowsTheRunsSettings(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--config", "job.learningRate=5e-6")
 	require.Equal(t, cmd.ExitOK, code, errOut)
-	assert.Contains(t, out, "Settings of the run (the framework's key = value, from the config key that sets it):\n  experiment (qwen2-5-0-5b-instruct-gsm8k-9f3889):\n")
+	assert.Contains(t, out, "Settings of the run (the framework's key = value, from the config key that sets it):\n  experiment (qwen2-5-0-5b-instruct-gsm8k-9f3889, verl v0.6.0):\n")
 	assert.Regexp(t, `\n    actor_rollout_ref\.actor\.optim\.lr = 5e-06 +job\.learningRate\n`, out)
 	assert.Regexp(t, `\n    data\.max_prompt_length = 512 +default of job\.maxPromptLength\n`, out)
 	_, out, _ = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4")

@@ -55,7 +55,7 @@ func writeRunSettings(w io.Writer, r *offline.Result) {
 	if run.Queue != nil || len(run.RunSettings) == 0 {
 		return
 	}
-	writeSettings(w, "the run", []infra.ExperimentPlan{{Name: "experiment", Layout: run.Layout, Settings: run.RunSettings}})
+	writeSettings(w, "the run", []infra.ExperimentPlan{{Name: "experiment", Layout: run.Layout, Settings: run.RunSettings, Release: run.Release}})
 }
 
 // writeSettings prints what each experiment trains with that a config key sets, and the key
@@ -68,7 +68,7 @@ func writeSettings(w io.Writer, what string, xs []infra.ExperimentPlan) {
 			fmt.Fprintf(w, "  %s: stopped (jobs.%s.enabled=false)\n", x.Name, x.Name)
 			continue
 		}
-		fmt.Fprintf(w, "  %s (%s):\n", x.Name, x.Layout.Run)
+		fmt.Fprintf(w, "  %s (%s, %s):\n", x.Name, x.Layout.Run, x.Release.Name())
 		width := 0
 		for _, s := range x.Settings {
 			width = max(width, len(s.Key)+len(s.Value)+3)
