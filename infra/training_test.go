@@ -537,6 +537,14 @@ func TestQueuedExperimentsPassTheirReleasesChecks(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the experiments' release, not job's", func(t *testing.T) {
+		// job trains with v0.6.0 (its default); both experiments set v0.7.0 themselves.
+		bp := plantest.Queued(t, append(slices.Clone(verl), append([]string{"jobs.a.frameworkRelease=v0.7.0", "jobs.b.frameworkRelease=v0.7.0"}, pinnedImage...)...)...).Blueprint
+		for _, x := range bp.Run.Experiments {
+			assert.Equal(t, "verl v0.7.0", x.Release.Name(), x.Name)
+			assert.Contains(t, x.RayJob.Spec.Entrypoint, "actor_rollout_ref.rollout.mode=async", x.Name)
+		}
+	})
 	for _, fw := range kinds.Frameworks {
 		for _, tag := range workloads.ReleaseTags(fw) {
 			t.Run(string(fw)+" "+tag+" prepares its own release", func(t *testing.T) {
