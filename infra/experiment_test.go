@@ -66,7 +66,7 @@ func TestExperimentKeysAreChecked(t *testing.T) {
 		{"an experiment name with a slash", "h200-reserved", []string{"job.name=../other"}, "job.name", "not a DNS label"},
 		{"resuming from a name that cannot be one", "h200-reserved", []string{"job.resumeFrom=Base_line"}, "job.resumeFrom", "not a DNS label"},
 		{"resuming from itself", "h200-reserved", []string{"job.name=base", "job.resumeFrom=base"}, "job.resumeFrom", "is this experiment"},
-		{"resuming from another experiment with NeMo RL", "b200-spot", []string{"job.resumeFrom=base"}, "job.resumeFrom", "NeMo RL v0.5.0 resumes only from its own checkpointing.checkpoint_dir"},
+		{"resuming from another experiment with NeMo RL", "b200-spot", []string{"job.resumeFrom=base"}, "job.resumeFrom", "NeMo RL (v0.5.0, v0.7.0) resumes only from its own checkpointing.checkpoint_dir"},
 	})
 	bp := plantest.Resolve(t, "b200-spot", append(verl, "job.name=kl-0-01", "job.resumeFrom=base")...)
 	assert.Contains(t, bp.Run.RayJob.Spec.Entrypoint, " RESUME_FROM=/lustre/checkpoints/base ", "run.sh is told where the other experiment's checkpoints are")

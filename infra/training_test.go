@@ -507,6 +507,11 @@ func TestRenderedCommandsPassTheFrameworksChecks(t *testing.T) {
 				t.Run(stack+" "+string(fw)+" "+tag, func(t *testing.T) {
 					release := workloads.ReleaseOf(fw, tag)
 					overrides := append(slices.Clone(switchTo[string(fw)]), "job.frameworkRelease="+tag)
+					if release.Removed != nil {
+						// b200-spot's own job.args name a key v0.7.0 removed, which the plan
+						// refuses (TestReleaseRulesFailThePlanWithTheirKey): the stack moves without it.
+						overrides = append(overrides, "job.args=[]")
+					}
 					if release.Image == "" {
 						overrides = append(overrides, pinnedImage...)
 					}
@@ -595,10 +600,14 @@ func TestReleaseRulesFailThePlanWithTheirKey(t *testing.T) {
 		{"verl v0.7.0 with its image but not its Ray", "h200-reserved", append(slices.Clone(v070), "ray.image=verlai/verl:vllm012.latest"+digest), "job.frameworkRelease", "and ray.version to the Ray inside it"},
 		{"a moving tag of a line", "h200-reserved", []string{"ray.image=verlai/verl:vllm012.latest"}, "ray.image", `"verlai/verl:vllm012.latest" uses a moving tag (latest)`},
 		{"the moving tag latest", "h200-reserved", []string{"ray.image=verlai/verl:latest"}, "ray.image", "uses a moving tag (latest)"},
-		{"the synchronous rollout v0.7.0 removed", "h200-reserved", append(slices.Clone(v070), pinnedImage[0], pinnedImage[1], "job.args[0]=actor_rollout_ref.rollout.mode=sync"), "job.args[0]", "actor_rollout_ref.rollout.mode sync was removed in verl v0.7.0; allowed: async (verl v0.7.0 verl/workers/config/rollout.py"},
+		{"the synchronous rollout v0.7.0 removed", "h200-reserved", append(slices.Clone(v070), pinnedImage[0], pinnedImage[1], "job.args[0]=actor_rollout_ref.rollout.mode=sync"), "job.args[0]", "sets actor_rollout_ref.rollout.mode, which the program sets; the program fixes it: verl v0.7.0 removed the synchronous rollout"},
+		{"a key NeMo RL v0.7.0 removed", "b200-spot", []string{"job.frameworkRelease=v0.7.0"}, "job.args[0]", "policy.megatron_cfg.converter_type is not a key of nemo-rl v0.7.0's config (examples/configs/grpo_math_70B_megatron.yaml); nemo-rl v0.7.0 removed it: unused, removed in commit 50972b9c9; remove it from job.args"},
+		{"a key NeMo RL v0.7.0 moved", "b200-spot", []string{"job.frameworkRelease=v0.7.0", `job.args=["data.prompt_file=examples/prompts/cot.txt"]`}, "job.args[0]", "nemo-rl v0.7.0 moved it: now data.default.prompt_file"},
 		{"a Ray that is not the release's image's", "h200-reserved", []string{"ray.version=2.53.0"}, "ray.version", `"2.53.0" is not the Ray of verl v0.6.0's image verlai/verl:vllm011.dev7 (2.49.2)`},
 		{"one image for two releases' experiments", "smoke", append(slices.Clone(verl), "jobs.a.maxSteps=4", "jobs.b.frameworkRelease=v0.7.0", pinnedImage[0], pinnedImage[1]), "ray.image", "is every experiment's image, but the experiments train with verl releases v0.6.0 and v0.7.0"},
 	})
+	// v0.6.0's runs leave the mode to job.args (the program sets it on v0.7.0's only).
+	plantest.Resolve(t, "h200-reserved", "job.args[0]=actor_rollout_ref.rollout.mode=async")
 	// Pinned by digest, the line's moving tag is the image every node runs.
 	plantest.Resolve(t, "h200-reserved", append(slices.Clone(v070), "ray.image=verlai/verl:vllm012.latest"+digest, "ray.version=2.53.0")...)
 }

@@ -160,6 +160,6 @@ func TestKnobsOutOfRangeAreRefused(t *testing.T) {
 		{"a negative validation period", "h200-reserved", []string{"job.validationPeriod=-1"}, "job.validationPeriod", "0 (no validation)"},
 		{"a W&B project with a space", "h200-reserved", []string{"job.wandbProject=my project"}, "job.wandbProject", "letters, digits"},
 		{"an entropy term with NeMo RL", "b200-spot", []string{"job.entropyCoef=0.01"}, "job.entropyCoef", "ClippedPGLossFn only logs approx_entropy"},
-		{"KL as a reward penalty with NeMo RL", "b200-spot", []string{"job.klInLoss=false"}, "job.klInLoss", "has the KL term in the loss only"},
+		{"KL as a reward penalty with NeMo RL", "b200-spot", []string{"job.klInLoss=false"}, "job.klInLoss", "NeMo RL runs keep the KL term in the loss"},
 	})
 }

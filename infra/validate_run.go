@@ -159,7 +159,7 @@ func validateJob(c *Config, errs *Errors) {
 		errs.Add("job.generationsPerPrompt", "1 leaves GRPO no group to compare a generation with (its advantage becomes the raw reward); allowed: 2 or more")
 	}
 	validateJobBounds(c, errs)
-	managed := workloads.ManagedKeys(c.Framework)
+	managed := workloads.ManagedKeys(c.Framework, c.Job.FrameworkRelease)
 	seen := map[string]int{}
 	for i, arg := range j.Args {
 		key := fmt.Sprintf("job.args[%d]", i)
@@ -186,7 +186,7 @@ func validateJob(c *Config, errs *Errors) {
 		}
 	}
 	if c.Framework == kinds.NeMoRL && !slices.Contains(workloads.NeMoRLDatasets, j.Dataset) {
-		errs.Add("job.dataset", "%s is not a dataset that NeMo RL %s's math GRPO example loads (load_response_dataset); allowed with framework nemo-rl: %s", quote(j.Dataset), workloads.NeMoRLConfigTag, strings.Join(workloads.NeMoRLDatasets, ", "))
+		errs.Add("job.dataset", "%s is not a dataset that NeMo RL's math GRPO example loads (load_response_dataset); allowed with framework nemo-rl: %s", quote(j.Dataset), strings.Join(workloads.NeMoRLDatasets, ", "))
 	}
 	if c.Framework == kinds.Verl {
 		if _, ok := workloads.VerlDatasets[j.Dataset]; !ok {
@@ -196,8 +196,8 @@ func validateJob(c *Config, errs *Errors) {
 	switch {
 	case c.Framework == kinds.Verl && c.explicit["job.recipe"]:
 		errs.Add("job.recipe", "%s is a NeMo RL recipe, which framework verl does not read; remove it (`pulumi config rm --path job.recipe`) or set framework nemo-rl", quote(j.Recipe))
-	case c.Framework == kinds.NeMoRL && !slices.Contains(workloads.NeMoRLRecipes(), j.Recipe):
-		errs.Add("job.recipe", "%s is not a GRPO math recipe of NeMo RL %s; allowed: %s", quote(j.Recipe), workloads.NeMoRLConfigTag, strings.Join(workloads.NeMoRLRecipes(), ", "))
+	case c.Framework == kinds.NeMoRL && !slices.Contains(workloads.NeMoRLRecipes(j.FrameworkRelease), j.Recipe):
+		errs.Add("job.recipe", "%s is not a GRPO math recipe of NeMo RL %s; allowed: %s", quote(j.Recipe), j.FrameworkRelease, strings.Join(workloads.NeMoRLRecipes(j.FrameworkRelease), ", "))
 	}
 }
 

@@ -41,8 +41,9 @@ func OfflineEnv() []corev1.EnvVar {
 func ResumeRefusal(f kinds.Framework) string {
 	if f == kinds.NeMoRL {
 		// nemo_rl/algorithms/grpo.py setup: CheckpointManager(checkpointing).get_latest_checkpoint_path()
-		// reads checkpointing.checkpoint_dir alone; no key of v0.5.0 loads another directory.
-		return "NeMo RL " + NeMoRLConfigTag + " resumes only from its own checkpointing.checkpoint_dir (nemo_rl/algorithms/grpo.py, setup: get_latest_checkpoint_path); no key loads another experiment's checkpoint"
+		// reads checkpointing.checkpoint_dir alone; no key of v0.5.0 or v0.7.0 (their
+		// checkpointing sections) loads another directory.
+		return "NeMo RL (v0.5.0, v0.7.0) resumes only from its own checkpointing.checkpoint_dir (nemo_rl/algorithms/grpo.py, setup: get_latest_checkpoint_path); no key loads another experiment's checkpoint"
 	}
 	return ""
 }
@@ -75,8 +76,8 @@ func LaunchOf(f kinds.Framework, r Run) Launch {
 		RuntimeEnv: VerlRuntimeEnv(r),
 		Verify:     PinnedTree{Dir: path.Join(r.verlSource(), VerlPackageDir), Tree: r.release(f).Source.PackageTree},
 		PrepSteps:  VerlPrepSteps(r),
-		// The verl image installs verl and uninstalls it again (verl's
-		// docker/Dockerfile.stable.vllm, v0.6.0 and v0.7.0), and the preparation scripts import
+		// The verl image installs verl and uninstalls it again (verl v0.7.0's
+		// docker/Dockerfile.stable.vllm: `pip install ...verl.git@v0.6.0 && pip uninstall -y verl`), and the preparation scripts import
 		// verl.utils: they run against the checkout the first step makes, without writing
 		// bytecode next to it. The checkout reaches the import path of the checked commands only,
 		// through their checked copy (run_verified, prep.sh): on the Job's own PYTHONPATH, a

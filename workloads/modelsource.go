@@ -100,5 +100,5 @@ func trustRule(f kinds.Framework, l loader) string {
 	if f == kinds.Verl {
 		return l.trust + " is on"
 	}
-	return "NeMo RL " + NeMoRLConfigTag + " loads it with trust_remote_code=True, nemo_rl/algorithms/utils.py get_tokenizer and the policy workers"
+	return "NeMo RL (v0.5.0, v0.7.0) loads it with trust_remote_code=True, nemo_rl/algorithms/utils.py get_tokenizer and the policy workers"
 }

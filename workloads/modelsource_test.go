@@ -10,23 +10,33 @@ import (
 	"gke-rl/workloads"
 )
 
-// The tokenizer door: NeMo RL v0.5.0's 10-40B recipe names its tokenizer by Hub ID
+// The tokenizer door: NeMo RL's 10-40B recipe names its tokenizer by Hub ID at v0.5.0 and v0.7.0
 // (recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml, policy.tokenizer.name:
 // Qwen/Qwen2.5-32B), loaded with trust_remote_code from the shared volume's Hub cache. Every
-// recipe the program can pick, with the program's overrides, loads only the checked copy.
+// recipe the program can pick at each release, with the program's overrides, loads only the
+// checked copy.
 func TestEveryRecipeLoadsOnlyTheCheckedModel(t *testing.T) {
-	for _, recipe := range workloads.NeMoRLRecipes() {
-		t.Run(recipe, func(t *testing.T) {
-			r := run()
-			r.Recipe = recipe
-			var args []string
-			for _, o := range workloads.NeMoRLOverrides(r) {
-				args = append(args, o.Key+"="+o.Value)
-			}
-			for _, p := range workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, args) {
-				assert.NotContains(t, p.Message, "names a model repository", "%s: %s", p.Origin, p.Message)
-			}
-		})
+	for _, tag := range workloads.ReleaseTags(kinds.NeMoRL) {
+		recipes := workloads.NeMoRLRecipes(tag)
+		require.Len(t, recipes, 9, tag)
+		for _, recipe := range recipes {
+			t.Run(tag+" "+recipe, func(t *testing.T) {
+				r := run()
+				r.Recipe, r.Release = recipe, tag
+				var args []string
+				for _, o := range workloads.NeMoRLOverrides(r) {
+					args = append(args, o.Key+"="+o.Value)
+				}
+				release := workloads.ReleaseOf(kinds.NeMoRL, tag)
+				before := messages(workloads.CheckCommand(release, recipe, []string{"policy.model_name=" + r.TrainingModelDir()}))
+				if recipe == "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml" {
+					assert.Contains(t, before, "policy.tokenizer.name=Qwen/Qwen2.5-32B: it names a model repository", "the recipe's own tokenizer, by Hub ID")
+				}
+				for _, p := range workloads.CheckCommand(release, recipe, args) {
+					assert.NotContains(t, p.Message, "names a model repository", "%s: %s", p.Origin, p.Message)
+				}
+			})
+		}
 	}
 }
 
@@ -37,7 +47,7 @@ func TestAModelOrTokenizerByHubIDIsRefusedWhereCodeLoads(t *testing.T) {
 		return messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe32B, with([]string{"policy.model_name=" + checked}, args...)))
 	}
 	// Before the program set it, the recipe's own tokenizer was the Hub's.
-	assert.Contains(t, nemo(), "policy.tokenizer.name=Qwen/Qwen2.5-32B: it names a model repository whose code the framework runs (NeMo RL v0.5.0 loads it with trust_remote_code=True",
+	assert.Contains(t, nemo(), "policy.tokenizer.name=Qwen/Qwen2.5-32B: it names a model repository whose code the framework runs (NeMo RL (v0.5.0, v0.7.0) loads it with trust_remote_code=True",
 		"the 32B recipe's own tokenizer")
 	assert.Contains(t, nemo(), "allowed: the run's checked copy of job.model, which the program sets ("+checked+"), or unset")
 	assert.NotContains(t, nemo("policy.tokenizer.name="+checked), "names a model repository", "the checked copy is allowed")

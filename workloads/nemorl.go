@@ -11,8 +11,9 @@ import (
 )
 
 // NeMoRLOverrides are the overrides of NeMo RL's GRPO example, in a fixed order. Every key is a
-// key of the v0.5.0 recipes (frameworkconfig/data), which the plan checks.
+// key of the run's release's recipes (frameworkconfig/data), which the plan checks.
 func NeMoRLOverrides(r Run) []Override {
+	release := r.release(kinds.NeMoRL)
 	o := []Override{
 		set("policy.model_name", r.TrainingModelDir(), "job.model"),
 		// The 10-40B recipe names its tokenizer by Hub ID (policy.tokenizer.name:
@@ -34,7 +35,12 @@ func NeMoRLOverrides(r Run) []Override {
 		o = append(o, set("grpo.max_num_epochs", fmt.Sprint(r.Epochs), "job.epochs"))
 	}
 	o = append(o,
-		set("data.dataset_name", r.Dataset, "job.dataset"),
+		set(release.DatasetKey, r.Dataset, "job.dataset"),
+	)
+	if v := release.ValidationSets[r.Dataset]; v != "" {
+		o = append(o, set("data.validation", "{dataset_name:"+v+"}", "job.dataset"))
+	}
+	o = append(o,
 		set("checkpointing.enabled", "True", "job.checkpointPeriod"),
 		// NeMo RL resumes from the newest checkpoint in checkpoint_dir by itself: the same
 		// directory on every retry.
@@ -46,7 +52,7 @@ func NeMoRLOverrides(r Run) []Override {
 		set("logger.wandb_enabled", pyBool(r.WandB), "tokens.wandb"),
 		// The recipes' "logs" is relative to the head container's working directory: the
 		// metrics and TensorBoard logs would go with the container. On the shared volume, each
-		// attempt gets its own exp_<n> directory (run_grpo_math.py, get_next_experiment_dir).
+		// attempt gets its own exp_<n> directory (the launcher's get_next_experiment_dir).
 		fixed("logger.log_dir", r.Layout.Logs(), whyLogDir),
 	)
 	if r.WandB {
@@ -85,7 +91,7 @@ const NeMoRLSourceDir = "/opt/nemo-rl"
 func NeMoRLEntrypoint(r Run) string {
 	// NeMo RL hands its own runtime environment to Ray actors; as a Ray job it must be allowed
 	// to override the job's.
-	argv := []string{"env", "RAY_OVERRIDE_JOB_RUNTIME_ENV=1", "uv", "run", "python", "examples/run_grpo_math.py", "--config", r.Recipe}
+	argv := []string{"env", "RAY_OVERRIDE_JOB_RUNTIME_ENV=1", "uv", "run", "python", r.release(kinds.NeMoRL).Launcher, "--config", r.Recipe}
 	argv = append(argv, overrideArgs(NeMoRLOverrides(r), r.Extra)...)
 	return Command(kinds.NeMoRL, r, NeMoRLSourceDir, argv)
 }
@@ -131,10 +137,10 @@ func NeMoRLSizeClass(billions float64) int {
 	return len(nemoRLRecipeBySize) - 1
 }
 
-// NeMoRLRecipeModel is the model a NeMo RL recipe was written for (its policy.model_name), or
-// "" when the plan has no table for it.
+// NeMoRLRecipeModel is the model a NeMo RL recipe was written for (its policy.model_name, the
+// same at every release the program runs), or "" when the plan has no table for it.
 func NeMoRLRecipeModel(recipe string) string {
-	t, err := frameworkconfig.Load("nemo-rl", NeMoRLConfigTag, recipe)
+	t, err := frameworkconfig.Load("nemo-rl", DefaultRelease(kinds.NeMoRL).Tag, recipe)
 	if err != nil {
 		return ""
 	}

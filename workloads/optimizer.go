@@ -72,6 +72,6 @@ func SettingChangeEffect(key string) string {
 	case f == kinds.Verl:
 		return "applies: the run resumes the weights with a fresh optimizer and LR scheduler at the new value (run.sh, load_contents=[model]), dropping their earlier state"
 	default:
-		return "refused when the run resumes: NeMo RL " + NeMoRLConfigTag + " restores the checkpoint's optimizer and scheduler, so the old value would stay (allowed: a new experiment, another job.name, or the old value)"
+		return "refused when the run resumes: NeMo RL (v0.5.0, v0.7.0) restores the checkpoint's optimizer and scheduler, so the old value would stay (allowed: a new experiment, another job.name, or the old value)"
 	}
 }

@@ -23,6 +23,9 @@ type Release struct {
 	ImageRecipe string
 	// RayVersion is the Ray inside Image; KubeRay reads it to gate features.
 	RayVersion string
+	// CUDA is the CUDA toolkit Image is built on: its major version sets the oldest NVIDIA
+	// driver branch the GPU nodes must run (DriverWarning).
+	CUDA string
 	// Source is verl's code at Tag, which the data preparation checks out and the run ships.
 	Source VerlSource
 	// RolloutMode is verl's actor_rollout_ref.rollout.mode, set on every run of the release:
@@ -30,6 +33,15 @@ type Release struct {
 	// whose runs keep the command they had (a new word would replace every running RayJob of
 	// it on the next `up`), and its config's default, sync.
 	RolloutMode string
+	// NeMo RL's launch: the GRPO example the run starts, the key that names its training
+	// dataset, and, where the dataset's loader no longer brings a validation set, the one
+	// data.validation names for it.
+	Launcher       string
+	DatasetKey     string
+	ValidationSets map[string]string
+	// Removed are keys of the release before that this one removed or moved, each with what
+	// to do instead ("now ..." for a move), for the refusal of a stack that still sets one.
+	Removed map[string]string
 }
 
 // VerlSource is a verl release's code: its commit, and the git tree hashes of the directories
@@ -45,21 +57,45 @@ type VerlSource struct {
 // releases are the releases the program runs, oldest first for each framework.
 var releases = []Release{
 	// NeMo RL v0.5.0 (January 2026) is the release the NeMo RL guide targets; its pyproject pins
-	// ray[default]==2.49.2.
-	{Framework: kinds.NeMoRL, Tag: "v0.5.0", Image: "nvcr.io/nvidia/nemo-rl:v0.5.0", RayVersion: "2.49.2"},
+	// ray[default]==2.49.2. Its DeepScaler and DAPOMath17K loaders bring their AIME 2024
+	// validation sets (nemo_rl/data/datasets/response_datasets/deepscaler.py, dapo_math.py).
+	{Framework: kinds.NeMoRL, Tag: "v0.5.0", Image: "nvcr.io/nvidia/nemo-rl:v0.5.0", ImageRecipe: "docker/Dockerfile", RayVersion: "2.49.2", CUDA: "12.9",
+		Launcher: "examples/run_grpo_math.py", DatasetKey: "data.dataset_name"},
+	// NeMo RL v0.7.0 (2026-07-29): one GRPO launcher for every environment (examples/run_grpo.py,
+	// commit 4b4824887); the datasets under data.train, their shared settings under
+	// data.default (967d2c856; nemo_rl/data/utils.py setup_response_data asserts "train"); the
+	// DeepScaler and DAPOMath17K loaders no longer bring a validation set, and with validation
+	// on the run stops without one (nemo_rl/algorithms/grpo.py, "Validation dataset is required
+	// if validation is enabled"): data.validation names the AIME 2024 sets v0.5.0 brought
+	// (response_datasets/__init__.py: AIME2024 is HuggingFaceH4/aime_2024, DAPOMathAIME2024
+	// BytedTsinghua-SIA/AIME-2024); OpenMathInstruct-2 splits its own (split_validation_size).
+	// The image is built on CUDA 13.2 (docker/Dockerfile: cuda-dl-base:26.03-cuda13.2); uv.lock
+	// pins ray 2.55.1.
+	{Framework: kinds.NeMoRL, Tag: "v0.7.0", Image: "nvcr.io/nvidia/nemo-rl:v0.7.0", ImageRecipe: "docker/Dockerfile", RayVersion: "2.55.1", CUDA: "13.2",
+		Launcher: "examples/run_grpo.py", DatasetKey: "data.train.dataset_name",
+		ValidationSets: map[string]string{"DeepScaler": "AIME2024", "DAPOMath17K": "DAPOMathAIME2024"},
+		Removed: map[string]string{
+			"policy.megatron_cfg.converter_type": "unused, removed in commit 50972b9c9; remove it from job.args",
+			"data.dataset_name":                  "now data.train.dataset_name (commit 967d2c856), which job.dataset sets",
+			"data.prompt_file":                   "now data.default.prompt_file (commit 967d2c856)",
+			"data.system_prompt_file":            "now data.default.system_prompt_file (commit 967d2c856)",
+			"data.processor":                     "now data.default.processor (commit 967d2c856)",
+			"data.env_name":                      "now data.default.env_name (commit 967d2c856)",
+		}},
 	// The verl guide uses verlai/verl:vllm011.latest, a moving tag. vllm011.dev7 is the fixed
 	// build of that line (vLLM 0.11.0, Megatron core 0.14) that verl's own docs name as a
 	// runtime image. It ships verl's dependencies but not verl (its Dockerfile uninstalls it),
 	// so the data preparation checks out verl at the release's commit onto the shared volume.
-	// vLLM 0.11.0 requires ray>=2.48; the image resolves 2.49.x.
-	{Framework: kinds.Verl, Tag: "v0.6.0", Image: "verlai/verl:vllm011.dev7", ImageRecipe: "docker/Dockerfile.stable.vllm", RayVersion: "2.49.2",
+	// vLLM 0.11.0 requires ray>=2.48; the image resolves 2.49.x. Its line is built for CUDA 12.8
+	// (docker/verl0.6-cu128-torch2.8.0-fa2.7.4).
+	{Framework: kinds.Verl, Tag: "v0.6.0", Image: "verlai/verl:vllm011.dev7", RayVersion: "2.49.2", CUDA: "12.8",
 		Source: VerlSource{Commit: "ddd86f527a4af75095e4677b02b5aa272913a088", PackageTree: "21dba16c55f23a0d01e69f444817769d91ce3465", PreprocessTree: "d4b2959ebe2b070646015de73a487a558325cd13"}},
 	// verl v0.7.0 (2026-01-05) names no image that stays the same: its docs and CI use
 	// verlai/verl:vllm012.latest (docker/README.md, .github/workflows/vllm.yml), rebuilt from
 	// docker/Dockerfile.stable.vllm (nvidia/cuda:12.9.1-devel-ubuntu22.04, torch 2.9.0, vLLM
 	// 0.12.0) and with Ray unpinned (setup.py: ray[default]>=2.41.0). A run of it takes the
 	// image pinned by digest, and its Ray, from ray.image and ray.version.
-	{Framework: kinds.Verl, Tag: "v0.7.0", ImageRecipe: "docker/Dockerfile.stable.vllm",
+	{Framework: kinds.Verl, Tag: "v0.7.0", ImageRecipe: "docker/Dockerfile.stable.vllm", CUDA: "12.9",
 		Source:      VerlSource{Commit: "f9c855f7cf04d603c9546bc01776c74806a879c1", PackageTree: "3e62a0a25ec2bad96d88ba7dc973313a0a1ef308", PreprocessTree: "8c2b6bb7d6e7b055db6231d4029acfa03c78bcc0"},
 		RolloutMode: "async"},
 }

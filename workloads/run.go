@@ -138,8 +138,12 @@ func Overrides(f kinds.Framework, r Run) []Override {
 // (Origin: a config key, or "framework" with Why). `job.args` may not set them again: both
 // frameworks would take the last value (Hydra 1.3 and NeMo RL's parse_hydra_overrides apply
 // overrides in order), silently replacing what the program derived from the job.* and gpu.*
-// keys and breaking the checks made on those.
-func ManagedKeys(f kinds.Framework) map[string]Override {
+// keys and breaking the checks made on those. tags are the releases whose keys count: a run's
+// own, or every release of the framework (none given).
+func ManagedKeys(f kinds.Framework, tags ...string) map[string]Override {
+	if len(tags) == 0 {
+		tags = ReleaseTags(f)
+	}
 	one, lr, length, period, project := 1, 1e-6, 1024, 10, "p"
 	half, no := 0.5, false
 	all := Tuning{LearningRate: &lr, KLCoef: &lr, EntropyCoef: &lr, ClipRatio: &half, Temperature: &half,
@@ -151,12 +155,16 @@ func ManagedKeys(f kinds.Framework) map[string]Override {
 	noValidation := all
 	noValidation.ValidationPeriod = &off
 	keys := map[string]Override{}
-	// Every branch of the mapping: the KL in the loss and in the reward, validation on and off.
-	for _, t := range []Tuning{all, inReward, noValidation} {
-		sample := Run{MaxSteps: 1, Epochs: 1, WandB: true, Recipe: DefaultNeMoRLRecipe, Tuning: t}
-		for _, ov := range Overrides(f, sample) {
-			if _, seen := keys[ov.Key]; !seen {
-				keys[ov.Key] = ov
+	// Every branch of the mapping: the KL in the loss and in the reward, validation on and off,
+	// at every release (NeMo RL v0.7.0 names its datasets under data.train, and a validation set
+	// for DeepScaler).
+	for _, tag := range tags {
+		for _, t := range []Tuning{all, inReward, noValidation} {
+			sample := Run{Release: tag, MaxSteps: 1, Epochs: 1, WandB: true, Recipe: DefaultNeMoRLRecipe, Dataset: "DeepScaler", Tuning: t}
+			for _, ov := range Overrides(f, sample) {
+				if _, seen := keys[ov.Key]; !seen {
+					keys[ov.Key] = ov
+				}
 			}
 		}
 	}

@@ -9,21 +9,19 @@ import (
 	"gke-rl/workloads/frameworkconfig"
 )
 
-// The configuration the plan checks a run against: verl's composed trainer config at the run's
-// release, NeMo RL's recipe at its one release.
-const (
-	VerlConfigFile  = "verl/trainer/config/_generated_ppo_trainer.yaml"
-	NeMoRLConfigTag = "v0.5.0"
-)
+// VerlConfigFile is the configuration the plan checks a verl run against, composed at the run's
+// release; a NeMo RL run's is its recipe at the run's release.
+const VerlConfigFile = "verl/trainer/config/_generated_ppo_trainer.yaml"
 
-// NeMoRLDatasets are the `data.dataset_name` values that NeMo RL v0.5.0's math GRPO example
-// loads by itself (nemo_rl/data/datasets/response_datasets/__init__.py, load_response_dataset:
-// any other name stops the run with "Unsupported dataset_name", and the remaining built-ins are
-// SFT or vision datasets, or need files of their own).
+// NeMoRLDatasets are the dataset names (data.dataset_name; v0.7.0 data.train.dataset_name) of
+// NeMo RL's math datasets that the program prepares, each loaded by name at both releases
+// (nemo_rl/data/datasets/response_datasets/__init__.py, load_response_dataset: an unknown name
+// stops the run; the remaining built-ins are SFT, vision or other tasks' datasets, or need files
+// of their own).
 var NeMoRLDatasets = []string{"DAPOMath17K", "DeepScaler", "OpenMathInstruct-2"}
 
-// NeMoRLRecipes are the GRPO math recipes of NeMo RL v0.5.0 that the plan has tables for.
-func NeMoRLRecipes() []string { return frameworkconfig.Sources("nemo-rl", NeMoRLConfigTag) }
+// NeMoRLRecipes are the GRPO math recipes of a NeMo RL release that the plan has tables for.
+func NeMoRLRecipes(tag string) []string { return frameworkconfig.Sources("nemo-rl", tag) }
 
 // Problem is a reason the framework would refuse the run at startup, about the config key to
 // change.
@@ -44,7 +42,7 @@ func CheckArgs(rel Release, recipe string, args []string) []Problem {
 	}
 	_, problems := table.Apply(overrides)
 	for i := range problems {
-		problems[i].Message += foreignHint(f, problems[i].Message)
+		problems[i].Message += foreignHint(f, problems[i].Message) + movedHint(rel, problems[i].Message)
 	}
 	return problems
 }
@@ -53,7 +51,7 @@ func load(rel Release, recipe string) (*frameworkconfig.Table, error) {
 	if rel.Framework == kinds.Verl {
 		return frameworkconfig.Load("verl", rel.Tag, VerlConfigFile)
 	}
-	return frameworkconfig.Load("nemo-rl", NeMoRLConfigTag, recipe)
+	return frameworkconfig.Load("nemo-rl", rel.Tag, recipe)
 }
 
 // CheckRun composes the command a run would execute against its framework's configuration at the
@@ -86,13 +84,22 @@ func check(rel Release, recipe string, overrides []Override) []Problem {
 	}
 	eff, problems := table.Apply(overrides)
 	for i := range problems {
-		problems[i].Message += foreignHint(f, problems[i].Message)
+		problems[i].Message += foreignHint(f, problems[i].Message) + movedHint(rel, problems[i].Message)
 	}
 	problems = append(problems, modelSourceChecks(f, eff)...)
 	if f == kinds.Verl {
 		return append(problems, verlChecks(eff, rel)...)
 	}
-	return append(problems, nemoRLChecks(eff)...)
+	return append(problems, nemoRLChecks(eff, rel)...)
+}
+
+// movedHint says when an unknown key is one the release removed or moved.
+func movedHint(rel Release, message string) string {
+	key, _, _ := strings.Cut(message, " ")
+	if why, ok := rel.Removed[strings.TrimPrefix(key, "+")]; ok {
+		return fmt.Sprintf("; %s %s it: %s", rel.Name(), map[bool]string{true: "moved", false: "removed"}[strings.HasPrefix(why, "now ")], why)
+	}
+	return ""
 }
 
 // foreignHint says when an unknown key belongs to the other framework.
@@ -101,7 +108,7 @@ func foreignHint(f kinds.Framework, message string) string {
 	key = strings.TrimPrefix(key, "+")
 	other, tag, file := "verl", DefaultRelease(kinds.Verl).Tag, VerlConfigFile
 	if f == kinds.Verl {
-		other, tag, file = "nemo-rl", NeMoRLConfigTag, DefaultNeMoRLRecipe
+		other, tag, file = "nemo-rl", DefaultRelease(kinds.NeMoRL).Tag, DefaultNeMoRLRecipe
 	}
 	t, err := frameworkconfig.Load(other, tag, file)
 	if err != nil || !t.Has(key) {
@@ -224,15 +231,25 @@ func verlChecks(e *frameworkconfig.Effective, rel Release) []Problem {
 	return out
 }
 
-// nemoRLChecks are NeMo RL v0.5.0's startup checks on the effective config.
-func nemoRLChecks(e *frameworkconfig.Effective) []Problem {
+// nemoRLChecks are NeMo RL's startup checks on the effective config, at v0.5.0 and v0.7.0 (the
+// parallelism and batch rules are the same files' at both), and v0.7.0's need of a validation
+// set when validation is on.
+func nemoRLChecks(e *frameworkconfig.Effective, rel Release) []Problem {
 	var out []Problem
 	fail := func(rule string, keys []string, format string, args ...any) {
-		out = append(out, Problem{Origin: origin(e, keys...), Origins: origins(e, keys...), Message: fmt.Sprintf(format, args...) + " (NeMo RL " + NeMoRLConfigTag + " " + rule + ")"})
+		out = append(out, Problem{Origin: origin(e, keys...), Origins: origins(e, keys...), Message: fmt.Sprintf(format, args...) + " (NeMo RL " + rel.Tag + " " + rule + ")"})
 	}
-	if name, _ := e.Value("data.dataset_name").(string); !slices.Contains(NeMoRLDatasets, name) {
-		fail("nemo_rl/data/datasets/response_datasets/__init__.py load_response_dataset", []string{"data.dataset_name"},
+	name, _ := e.Value(rel.DatasetKey).(string)
+	if !slices.Contains(NeMoRLDatasets, name) {
+		fail("nemo_rl/data/datasets/response_datasets/__init__.py load_response_dataset", []string{rel.DatasetKey},
 			"%q is not a dataset that the math GRPO example loads; allowed: %s", name, strings.Join(NeMoRLDatasets, ", "))
+	}
+	// v0.7.0 validates on a set of its own only where the loader splits one off the training
+	// data (OpenMathInstruct-2's split_validation_size) or data.validation names one.
+	validating := intOf(e, "grpo.val_period") > 0 || e.Bool("grpo.val_at_start") || e.Bool("grpo.val_at_end")
+	if rel.ValidationSets != nil && validating && name != "OpenMathInstruct-2" && e.Value("data.validation") == nil {
+		fail("nemo_rl/algorithms/grpo.py setup", []string{"data.validation", "grpo.val_period"},
+			"validation is on (grpo.val_period, val_at_start, val_at_end) but %s brings no validation set and data.validation names none; allowed: data.validation={dataset_name:AIME2024}, or job.validationPeriod=0", name)
 	}
 	world := intOf(e, "cluster.num_nodes") * intOf(e, "cluster.gpus_per_node")
 	var tp, pp, cp int

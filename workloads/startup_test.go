@@ -1,6 +1,7 @@
 package workloads_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +112,58 @@ func TestNeMoRLStartupChecks(t *testing.T) {
 			assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, tc.args)), tc.mentions)
 		})
 	}
+}
+
+// verl v0.7.0 refuses the synchronous rollout it removed (verl/workers/config/rollout.py), which
+// v0.6.0 runs by default; both take the asynchronous one.
+func TestVerl070RefusesTheSynchronousRollout(t *testing.T) {
+	v060, v070 := workloads.ReleaseOf(kinds.Verl, "v0.6.0"), workloads.ReleaseOf(kinds.Verl, "v0.7.0")
+	assert.Contains(t, messages(workloads.CheckCommand(v070, "", with(verlGuideCommand, "actor_rollout_ref.rollout.mode=sync"))),
+		"actor_rollout_ref.rollout.mode sync was removed in verl v0.7.0; allowed: async (verl v0.7.0 verl/workers/config/rollout.py RolloutConfig.__post_init__)")
+	assert.Empty(t, workloads.CheckCommand(v070, "", verlGuideCommand), "the guide's command names no mode: v0.7.0's default, async")
+	assert.Empty(t, workloads.CheckCommand(v070, "", with(verlGuideCommand, "actor_rollout_ref.rollout.mode=async")))
+	assert.Empty(t, workloads.CheckCommand(v060, "", with(verlGuideCommand, "actor_rollout_ref.rollout.mode=sync")))
+}
+
+// NeMo RL v0.7.0's run: its launcher, its datasets under data.train, the validation set its
+// DeepScaler and DAPOMath17K loaders no longer bring named in data.validation, and each rule at
+// its limit: validation on without a set is refused, off (or OpenMathInstruct-2's own split)
+// passes.
+func TestNeMoRL070Launch(t *testing.T) {
+	const recipe = "examples/configs/grpo_math_1B.yaml"
+	release := workloads.ReleaseOf(kinds.NeMoRL, "v0.7.0")
+	for dataset, validation := range map[string]string{"DeepScaler": "{dataset_name:AIME2024}", "DAPOMath17K": "{dataset_name:DAPOMathAIME2024}", "OpenMathInstruct-2": ""} {
+		t.Run(dataset, func(t *testing.T) {
+			r := run()
+			r.Recipe, r.Dataset, r.Release = recipe, dataset, "v0.7.0"
+			assert.Contains(t, workloads.NeMoRLEntrypoint(r), " examples/run_grpo.py --config "+recipe+" ", "v0.7.0's one GRPO launcher")
+			args := map[string]string{}
+			var words []string
+			for _, o := range workloads.NeMoRLOverrides(r) {
+				args[o.Key] = o.Value
+				words = append(words, o.Key+"="+o.Value)
+			}
+			assert.Equal(t, dataset, args["data.train.dataset_name"])
+			assert.NotContains(t, args, "data.dataset_name", "v0.7.0 moved it")
+			assert.Equal(t, validation, args["data.validation"])
+			require.Empty(t, workloads.CheckCommand(release, recipe, words), "the run passes v0.7.0's checks")
+			if validation == "" {
+				return
+			}
+			// The recipe validates every 10 steps (grpo.val_period): without the set, the run
+			// would stop at setup.
+			without := slices.DeleteFunc(slices.Clone(words), func(w string) bool { return strings.HasPrefix(w, "data.validation=") })
+			assert.Contains(t, messages(workloads.CheckCommand(release, recipe, without)), "validation is on (grpo.val_period, val_at_start, val_at_end) but "+dataset+" brings no validation set")
+			assert.Empty(t, workloads.CheckCommand(release, recipe, with(without, "grpo.val_period=0")), "validation off needs no set")
+		})
+	}
+	r := run()
+	r.Recipe, r.Dataset = recipe, "DeepScaler"
+	assert.Contains(t, workloads.NeMoRLEntrypoint(r), " examples/run_grpo_math.py --config ", "v0.5.0's launcher")
+	for _, o := range workloads.NeMoRLOverrides(r) {
+		assert.NotEqual(t, "data.validation", o.Key, "v0.5.0's DeepScaler loader brings AIME 2024 itself")
+	}
+	assert.Contains(t, messages(workloads.CheckCommand(release, recipe, []string{"data.train.dataset_name=gsm8k"})), `"gsm8k" is not a dataset that the math GRPO example loads`, "the dataset check reads v0.7.0's key")
 }
 
 func TestVerlSizingFollowsTheModel(t *testing.T) {

@@ -79,8 +79,8 @@ const MaxSequenceTokens = 131072
 // (nemo_rl/algorithms/loss_functions.py, ClippedPGLossFn: reference_policy_kl_penalty is applied
 // to the loss when it is not 0; the entropy is only measured, "approx_entropy").
 const (
-	nemoRLKLOnlyInLoss = "NeMo RL " + NeMoRLConfigTag + " has the KL term in the loss only (nemo_rl/algorithms/loss_functions.py, ClippedPGLossFn); job.klCoef=0 turns it off"
-	nemoRLNoEntropy    = "NeMo RL " + NeMoRLConfigTag + "'s GRPO loss has no entropy term (nemo_rl/algorithms/loss_functions.py, ClippedPGLossFn only logs approx_entropy)"
+	nemoRLKLOnlyInLoss = "NeMo RL runs keep the KL term in the loss (v0.5.0 has no other place for it, nemo_rl/algorithms/loss_functions.py ClippedPGLossFn; v0.7.0's loss_fn.use_kl_in_reward is not one the program sets); job.klCoef=0 turns it off"
+	nemoRLNoEntropy    = "NeMo RL's GRPO loss has no entropy term (v0.5.0 and v0.7.0: ClippedPGLossFn only logs approx_entropy, nemo_rl/algorithms/loss_functions.py, v0.7.0 nemo_rl/algorithms/loss/loss_functions.py)"
 )
 
 // Knobs are every key of Tuning, in the order the docs list them.
@@ -193,7 +193,8 @@ func nemoRLTuning(r Run) []Override {
 		// The recipes give the prompt and the generation the whole sequence each
 		// (data.max_input_seq_length and generation.max_new_tokens are
 		// ${policy.max_total_sequence_length}); vLLM's max_model_len follows the total.
-		prompt, response := recipeInt(r.Recipe, "data.max_input_seq_length"), recipeInt(r.Recipe, "policy.generation.max_new_tokens")
+		rel := r.release(kinds.NeMoRL)
+		prompt, response := recipeInt(rel, r.Recipe, "data.max_input_seq_length"), recipeInt(rel, r.Recipe, "policy.generation.max_new_tokens")
 		origin := "job.maxPromptLength"
 		if t.MaxPromptLength != nil {
 			prompt = *t.MaxPromptLength
@@ -228,9 +229,10 @@ func nemoRLTuning(r Run) []Override {
 	return o
 }
 
-// nemoRLMegatron reports whether a NeMo RL recipe trains with Megatron (not DTensor).
+// nemoRLMegatron reports whether a NeMo RL recipe trains with Megatron (not DTensor), the same
+// at every release the program runs.
 func nemoRLMegatron(recipe string) bool {
-	t, err := frameworkconfig.Load("nemo-rl", NeMoRLConfigTag, recipe)
+	t, err := frameworkconfig.Load("nemo-rl", DefaultRelease(kinds.NeMoRL).Tag, recipe)
 	if err != nil {
 		return false
 	}
@@ -238,9 +240,10 @@ func nemoRLMegatron(recipe string) bool {
 	return eff.Bool("policy.megatron_cfg.enabled")
 }
 
-// recipeInt is an integer of a NeMo RL recipe, its interpolations resolved (0 if absent).
-func recipeInt(recipe, key string) int {
-	t, err := frameworkconfig.Load("nemo-rl", NeMoRLConfigTag, recipe)
+// recipeInt is an integer of a NeMo RL recipe at a release, its interpolations resolved (0 if
+// absent).
+func recipeInt(rel Release, recipe, key string) int {
+	t, err := frameworkconfig.Load("nemo-rl", rel.Tag, recipe)
 	if err != nil {
 		return 0
 	}

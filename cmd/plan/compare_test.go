@@ -362,7 +362,7 @@ func TestCompareNamesTheChangedValues(t *testing.T) {
 	before = plantest.PlanFile(t, "b200-spot", nil)
 	code, out, errOut = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "job.learningRate=5e-6")
 	require.Equal(t, cmd.ExitOK, code, errOut)
-	assert.Contains(t, out, "Changed: policy.megatron_cfg.optimizer.lr set to 5e-06 (job.learningRate): refused when the run resumes: NeMo RL v0.5.0 restores the checkpoint's optimizer and scheduler, so the old value would stay (allowed: a new experiment, another job.name, or the old value).")
+	assert.Contains(t, out, "Changed: policy.megatron_cfg.optimizer.lr set to 5e-06 (job.learningRate): refused when the run resumes: NeMo RL (v0.5.0, v0.7.0) restores the checkpoint's optimizer and scheduler, so the old value would stay (allowed: a new experiment, another job.name, or the old value).")
 
 	// A plan of an earlier version carries no settings: the comparison says no more than before.
 	before = plantest.PlanFile(t, "smoke", func(doc map[string]any) { delete(doc, "settings") })
