@@ -542,6 +542,21 @@ func TestQueuedExperimentsPassTheirReleasesChecks(t *testing.T) {
 			}
 		})
 	}
+	// NeMo RL's queue on smoke: one experiment at each release, each its own image, Ray and
+	// launcher (no ray.image: the two releases' images are the program's).
+	t.Run("nemo-rl at both releases", func(t *testing.T) {
+		bp := plantest.Queued(t, "framework=nemo-rl", "job.dataset=DeepScaler", "jobs.a.maxSteps=4", "jobs.b.frameworkRelease=v0.7.0").Blueprint
+		require.Len(t, bp.Run.Experiments, 2)
+		for _, x := range bp.Run.Experiments {
+			tag := map[string]string{"a": "v0.5.0", "b": "v0.7.0"}[x.Name]
+			release := workloads.ReleaseOf(kinds.NeMoRL, tag)
+			assert.Equal(t, release, x.Release)
+			assert.Equal(t, release.RayVersion, x.RayJob.Spec.RayClusterSpec.RayVersion, x.Name)
+			assert.True(t, strings.HasSuffix(x.RayJob.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image, "/nvidia/nemo-rl:"+tag), x.Name)
+			assert.Contains(t, x.RayJob.Spec.Entrypoint, " "+release.Launcher+" ", x.Name)
+			assertCommandPasses(t, &infra.Blueprint{Run: infra.RunPlan{RayJob: x.RayJob}}, release)
+		}
+	})
 	t.Run("the experiments' release, not job's", func(t *testing.T) {
 		// job trains with v0.6.0 (its default); both experiments set v0.7.0 themselves.
 		bp := plantest.Queued(t, append(slices.Clone(verl), append([]string{"jobs.a.frameworkRelease=v0.7.0", "jobs.b.frameworkRelease=v0.7.0"}, pinnedImage...)...)...).Blueprint
