@@ -24,7 +24,7 @@ type Release struct {
 	// RayVersion is the Ray inside Image; KubeRay reads it to gate features.
 	RayVersion string
 	// CUDA is the CUDA toolkit Image is built on: its major version sets the oldest NVIDIA
-	// driver branch the GPU nodes must run (DriverWarning).
+	// driver branch the GPU nodes must run (the plan's warning, infra/warnings.go warnDriver).
 	CUDA string
 	// Source is verl's code at Tag, which the data preparation checks out and the run ships.
 	Source VerlSource
@@ -100,8 +100,12 @@ var releases = []Release{
 		RolloutMode: "async"},
 }
 
-// defaultTags are each framework's default release: the newest that the program can pin. verl
-// v0.7.0 has no image that stays the same to pin (its Release), so verl's default stays v0.6.0.
+// defaultTags are each framework's default release: the newest that the program can pin and knows
+// GKE's default GPU driver runs. verl v0.7.0 has no image that stays the same to pin (its
+// Release), so verl's default stays v0.6.0; NeMo RL v0.7.0's image needs a CUDA 13 driver
+// (R580 or newer) and no recorded source says GKE's DEFAULT driver is one, so NeMo RL's stays
+// v0.5.0. Moving a default re-names every experiment that does not set the key (a new
+// experiment from step 0): a version that moves one says so in CHANGELOG.md.
 var defaultTags = map[kinds.Framework]string{kinds.NeMoRL: "v0.5.0", kinds.Verl: "v0.6.0"}
 
 // ReleaseTags are the releases of a framework the program runs, oldest first.

@@ -6,6 +6,10 @@
 //
 //	go run ./workloads/frameworkconfig/gen verl v0.6.0 <verl checkout> verl/trainer/config/_generated_ppo_trainer.yaml
 //	go run ./workloads/frameworkconfig/gen nemo-rl v0.5.0 <NeMo RL checkout> examples/configs/grpo_math_8B.yaml ...
+//
+// One run a release: each release's tables come from its own tree (v0.7.0's: `git archive v0.7.0
+// verl/trainer/config`, `git archive v0.7.0 examples/configs`, the same files as v0.6.0's and
+// v0.5.0's).
 package main
 
 import (
