@@ -160,12 +160,12 @@ func verlPhases(e *frameworkconfig.Effective, params float64, shape Shape, m Nod
 	checkpointing := e.Bool(ar + "model.enable_gradient_checkpointing")
 	up := tokensOf(e, ar+"actor.use_dynamic_bsz", ar+"actor.ppo_max_token_len_per_gpu",
 		ar+"actor.ppo_micro_batch_size_per_gpu", "job.microBatchSize", seq, sp)
-	upPerToken := UpdateActivationBytesPerToken(shape, checkpointing)
-	state := gb(perGPU * fp32MasterState)
+	upPerToken := updateCalibrated(UpdateActivationBytesPerToken(shape, checkpointing))
+	state := updateCalibrated(gb(perGPU * fp32MasterState))
 	update := Phase{Name: "update", GB: state + up.perGPU*upPerToken/1e9,
-		Basis: fmt.Sprintf("%d bytes per parameter over %d GPUs%s, and %s × %.1f MB a token of activations%s",
+		Basis: fmt.Sprintf("%d bytes per parameter over %d GPUs%s, and %s × %.1f MB a token of activations%s%s",
 			fp32MasterState, world, map[bool]string{true: " (the offloaded state is loaded back for the update)", false: ""}[paramOffload || optimizerOffload],
-			up, upPerToken/1e6, checkpointingText(checkpointing)),
+			up, upPerToken/1e6, checkpointingText(checkpointing), updateCalibrationText),
 		Origin: firstOf(lengthOrigin, stackOrigin(e, up.microKey))}
 	update.settleVerl(asleep, vllm, limit, up, upPerToken, prompt)
 	return []Phase{rollout, logProb, update}
@@ -214,13 +214,14 @@ func nemoRLPhases(e *frameworkconfig.Effective, fit Fit, shape Shape, m NodeMemo
 		logProb.Remedy, logProb.stateOnly = notOK(lp.remedy(fit.TrainGB, lpPerToken, limit, prompt))
 	}
 	up := tokensOf(e, packed+".enabled", packed+".train_mb_tokens", "policy.train_micro_batch_size", "job.microBatchSize", seq, split)
-	upPerToken := UpdateActivationBytesPerToken(shape, checkpointing)
-	update := Phase{Name: "update", GB: fit.TrainGB + up.perGPU*upPerToken/1e9,
-		Basis: fmt.Sprintf("the training state (%s GB), and %s × %.1f MB a token of activations%s",
-			gbText(fit.TrainGB), up, upPerToken/1e6, checkpointingText(checkpointing)),
+	upPerToken := updateCalibrated(UpdateActivationBytesPerToken(shape, checkpointing))
+	state := updateCalibrated(fit.TrainGB)
+	update := Phase{Name: "update", GB: state + up.perGPU*upPerToken/1e9,
+		Basis: fmt.Sprintf("the training state (%s GB), and %s × %.1f MB a token of activations%s%s",
+			gbText(fit.TrainGB), up, upPerToken/1e6, checkpointingText(checkpointing), updateCalibrationText),
 		Origin: firstOf(lengthOrigin, stackOrigin(e, up.microKey))}
 	if update.GB > limit {
-		update.Remedy, update.stateOnly = notOK(up.remedy(fit.TrainGB, upPerToken, limit, prompt))
+		update.Remedy, update.stateOnly = notOK(up.remedy(state, upPerToken, limit, prompt))
 	}
 	return []Phase{rollout, logProb, update}
 }

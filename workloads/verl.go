@@ -43,7 +43,8 @@ func (r Run) verlFittingMicro(want, seq int, offload, logProb bool) int {
 	}
 	shape := r.ShapeOf()
 	perGPU := r.ModelBillions * 1e9 / float64(max(1, r.Nodes*r.GPUsPerNode))
-	resident, perToken := perGPU*fp32MasterState, UpdateActivationBytesPerToken(shape, true)
+	// The update as the phase check counts it, with the measured under-estimate.
+	resident, perToken := updateCalibrated(perGPU*fp32MasterState), updateCalibrated(UpdateActivationBytesPerToken(shape, true))
 	if logProb {
 		resident, perToken = perGPU*verlLogProbResident(offload), verlLogProbBytesPerToken(shape)
 	}
