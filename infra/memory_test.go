@@ -1,6 +1,7 @@
 package infra_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,7 +96,10 @@ func TestTheMemoryEstimateShowsEachPhase(t *testing.T) {
 // under-estimate included).
 func TestVerlsOwnMicroBatchesPassItsMemoryCheck(t *testing.T) {
 	for _, model := range []string{"Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-14B-Instruct", "Qwen/Qwen2.5-32B-Instruct"} {
-		for _, response := range []string{"1024", "8192", "16384", "32768"} {
+		// Every length from 1k to 32k tokens in steps of 1k: the sized micro batch steps down
+		// between them, so some land just under the check's limit.
+		for n := 1; n <= 32; n++ {
+			response := strconv.Itoa(n * 1024)
 			_, err := plantest.TryResolve("smoke", "job.model="+model, "job.maxResponseLength="+response)
 			if err == nil {
 				continue
