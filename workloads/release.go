@@ -68,7 +68,11 @@ var releases = []Release{
 	// on the run stops without one (nemo_rl/algorithms/grpo.py, "Validation dataset is required
 	// if validation is enabled"): data.validation names the AIME 2024 sets v0.5.0 brought
 	// (response_datasets/__init__.py: AIME2024 is HuggingFaceH4/aime_2024, DAPOMathAIME2024
-	// BytedTsinghua-SIA/AIME-2024); OpenMathInstruct-2 splits its own (split_validation_size).
+	// BytedTsinghua-SIA/AIME-2024; docs/guides/grpo.md validates on the two the same way), so
+	// the data preparation downloads what it did for v0.5.0; OpenMathInstruct-2 splits its own
+	// (split_validation_size). run_grpo.py applies the overrides to the recipe in struct mode
+	// (nemo_rl/utils/config.py parse_hydra_overrides): data.validation, null in the recipes,
+	// takes the set as one value, {dataset_name:<name>}.
 	// The image is built on CUDA 13.2 (docker/Dockerfile: cuda-dl-base:26.03-cuda13.2); uv.lock
 	// pins ray 2.55.1.
 	{Framework: kinds.NeMoRL, Tag: "v0.7.0", Image: "nvcr.io/nvidia/nemo-rl:v0.7.0", ImageRecipe: "docker/Dockerfile", RayVersion: "2.55.1", CUDA: "13.2",
