@@ -39,6 +39,11 @@ type Release struct {
 	Launcher       string
 	DatasetKey     string
 	ValidationSets map[string]string
+	// ConversionOverridesRename is whether the release names its Megatron conversion after
+	// policy.hf_config_overrides too (v0.7.0: "<model>__hfovr_<hash>",
+	// nemo_rl/models/megatron/setup.py), a directory run.sh's cleanup of an interrupted
+	// conversion (NeMoRLConvertedDir) does not know.
+	ConversionOverridesRename bool
 	// Removed are keys of the release before that this one removed or moved, each with what
 	// to do instead ("now ..." for a move), for the refusal of a stack that still sets one.
 	Removed map[string]string
@@ -77,7 +82,8 @@ var releases = []Release{
 	// pins ray 2.55.1.
 	{Framework: kinds.NeMoRL, Tag: "v0.7.0", Image: "nvcr.io/nvidia/nemo-rl:v0.7.0", ImageRecipe: "docker/Dockerfile", RayVersion: "2.55.1", CUDA: "13.2",
 		Launcher: "examples/run_grpo.py", DatasetKey: "data.train.dataset_name",
-		ValidationSets: map[string]string{"DeepScaler": "AIME2024", "DAPOMath17K": "DAPOMathAIME2024"},
+		ValidationSets:            map[string]string{"DeepScaler": "AIME2024", "DAPOMath17K": "DAPOMathAIME2024"},
+		ConversionOverridesRename: true,
 		Removed: map[string]string{
 			"policy.megatron_cfg.converter_type": "unused, removed in commit 50972b9c9; remove it from job.args",
 			"data.dataset_name":                  "now data.train.dataset_name (commit 967d2c856), which job.dataset sets",

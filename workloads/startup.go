@@ -251,6 +251,15 @@ func nemoRLChecks(e *frameworkconfig.Effective, rel Release) []Problem {
 		fail("nemo_rl/algorithms/grpo.py setup", []string{"data.validation", "grpo.val_period"},
 			"validation is on (grpo.val_period, val_at_start, val_at_end) but %s brings no validation set and data.validation names none; allowed: data.validation={dataset_name:AIME2024}, or job.validationPeriod=0", name)
 	}
+	if rel.ConversionOverridesRename && e.Bool("policy.megatron_cfg.enabled") {
+		for _, k := range e.Keys() {
+			if (k == "policy.hf_config_overrides" || strings.HasPrefix(k, "policy.hf_config_overrides.")) && e.Origin(k) != "" {
+				fail("nemo_rl/models/megatron/setup.py", []string{k},
+					"%s renames the Megatron conversion's directory (<model>__hfovr_<hash>), which run.sh's cleanup of an interrupted conversion does not know: a cut-short conversion would be loaded as whole; allowed: leave policy.hf_config_overrides unset with Megatron", k)
+				break
+			}
+		}
+	}
 	world := intOf(e, "cluster.num_nodes") * intOf(e, "cluster.gpus_per_node")
 	var tp, pp, cp int
 	var parallelKeys []string

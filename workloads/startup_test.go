@@ -157,6 +157,26 @@ func TestNeMoRL070Launch(t *testing.T) {
 			assert.Empty(t, workloads.CheckCommand(release, recipe, with(without, "grpo.val_period=0")), "validation off needs no set")
 		})
 	}
+	// With Megatron, v0.7.0 names its conversion after policy.hf_config_overrides too, where
+	// run.sh does not clean: refused there, not at v0.5.0 nor with DTensor.
+	megatron := "examples/configs/grpo_math_70B_megatron.yaml"
+	mr := run()
+	mr.Recipe, mr.Dataset, mr.Release = megatron, "DeepScaler", "v0.7.0"
+	var words []string
+	for _, o := range workloads.NeMoRLOverrides(mr) {
+		words = append(words, o.Key+"="+o.Value)
+	}
+	require.Empty(t, workloads.CheckCommand(release, megatron, words))
+	assert.Contains(t, messages(workloads.CheckCommand(release, megatron, with(words, "+policy.hf_config_overrides.rope_theta=1000000"))),
+		"policy.hf_config_overrides.rope_theta renames the Megatron conversion's directory (<model>__hfovr_<hash>)")
+	assert.Empty(t, workloads.CheckCommand(release, recipe, with(words, "+policy.hf_config_overrides.rope_theta=1000000")), "DTensor converts nothing")
+	mr.Release = "v0.5.0"
+	words = nil
+	for _, o := range workloads.NeMoRLOverrides(mr) {
+		words = append(words, o.Key+"="+o.Value)
+	}
+	assert.Empty(t, workloads.CheckCommand(workloads.ReleaseOf(kinds.NeMoRL, "v0.5.0"), megatron, with(words, "+policy.hf_config_overrides.rope_theta=1000000")), "v0.5.0 keeps the directory's name")
+
 	r := run()
 	r.Recipe, r.Dataset = recipe, "DeepScaler"
 	assert.Contains(t, workloads.NeMoRLEntrypoint(r), " examples/run_grpo_math.py --config ", "v0.5.0's launcher")
