@@ -395,6 +395,9 @@ func WriteComparison(out io.Writer, file string, changes []Change, costs []strin
 		jobDeleted = jobDeleted || (c.Kind == Deleted && c.Type == lifecycle.RayJobType)
 		jobCreated = jobCreated || (c.Kind == Created && c.Type == lifecycle.RayJobType)
 		switch {
+		case c.Type == lifecycle.RayJobType && c.Kind == Replaced && q != nil && q.Running > 0 && slices.Contains(c.Fields, "metadata.name"):
+			// A queued RayJob is named by its experiment's run: another name is another experiment.
+			c.Effect = "a running experiment stops; the new RayJob is a new experiment, which waits in the queue and starts from step 0 when admitted"
 		case c.Type == lifecycle.RayJobType && c.Kind == Replaced && q != nil && q.Running > 0:
 			c.Effect = "a running experiment stops; the new RayJob goes back in the queue and resumes from its newest checkpoint when admitted"
 		case c.Type == lifecycle.RayJobType && c.Kind == Replaced && exp != nil && c.Effect != "":
@@ -433,7 +436,7 @@ func WriteComparison(out io.Writer, file string, changes []Change, costs []strin
 	case q != nil && q.SingleLeft != "":
 		fmt.Fprintf(w, "The stack's run until now stops for good: no experiment of jobs continues it (its checkpoints stay in %s); the queue's experiments start as it admits them.\n", q.SingleLeft)
 	case q != nil && stops:
-		fmt.Fprintln(w, "Each experiment whose RayJob is deleted stops; one whose RayJob is replaced stops, goes back in the queue and resumes from its newest checkpoint when admitted; the others keep running.")
+		fmt.Fprintln(w, "Each experiment whose RayJob is deleted stops; one whose RayJob is replaced stops, goes back in the queue and, when admitted, resumes from its newest checkpoint (a new experiment starts from step 0); the others keep running.")
 	case newStorage:
 		fmt.Fprintln(w, "A running run stops, and the next one starts from step 0: the storage that holds the checkpoints is new and empty (the old checkpoints stay where they were only if the old storage is kept).")
 	case exp != nil && exp.New():

@@ -306,6 +306,14 @@ func TestCompareTellsTheTruthOfQueueChanges(t *testing.T) {
 	assert.Contains(t, out, "+- kubernetes:ray.io/v1:RayJob grpo-a-rayjob: metadata.labels\n       a running experiment stops; the new RayJob goes back in the queue and resumes from its newest checkpoint when admitted")
 	assert.NotContains(t, out, "keeps running.")
 
+	// A change of what an experiment trains (here its framework release) renames its RayJob:
+	// a new experiment, from step 0, not a resume.
+	code, out, errOut = plantest.Main(t, args("jobs.a.frameworkRelease=v0.7.0", "ray.image=verlai/verl:vllm012.latest@sha256:"+strings.Repeat("5", 64), "ray.version=2.53.0", "jobs.b.frameworkRelease=v0.7.0")...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "+- kubernetes:ray.io/v1:RayJob grpo-a-rayjob: metadata.name, ")
+	assert.Contains(t, out, "a running experiment stops; the new RayJob is a new experiment, which waits in the queue and starts from step 0 when admitted")
+	assert.NotContains(t, out, "new RayJob goes back in the queue and resumes")
+
 	code, out, errOut = plantest.Main(t, args("jobs.b.enabled=false")...)
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.NotContains(t, out, "no longer has a RayJob")

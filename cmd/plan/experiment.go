@@ -223,7 +223,7 @@ func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
 			}
 			add("%s", line)
 		case prev.dir != "" && !prev.stopped:
-			add("Experiment %s (queue): a new one under the same name, since what it trains changed (the framework, the model, the datasets, their revisions, NeMo RL's recipe or verl's GPU count): its RayJob is replaced (a running one stops), and it starts from step 0 in %s when the queue admits it; the earlier one's checkpoints stay in %s.%s%s", name, x.dir, prev.dir,
+			add("Experiment %s (queue): a new one under the same name, since what it trains changed (the framework or its release, the model, the datasets, their revisions, NeMo RL's recipe or verl's GPU count): its RayJob is replaced (a running one stops), and it starts from step 0 in %s when the queue admits it; the earlier one's checkpoints stay in %s.%s%s", name, x.dir, prev.dir,
 				changesText(changedSettings(before.Settings[name], settings[name])), givesWay(name, is))
 		case single == x.dir:
 			continued = true

@@ -255,6 +255,27 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 	assert.Equal(t, apitype.OpReplace, steps.Of("kubernetes:batch/v1:Job", "grpo-third-data-prep"), steps.String())
 	assert.Equal(t, apitype.OpCreate, steps.Of(rayJobType, "grpo-third-rayjob"), steps.String())
 
+	// A new release of the framework: each experiment is a new one, under a name of its own,
+	// its RayJob replaced under the same resource and its preparation run again for the
+	// release's checkout, as `plan --compare` said; the queue admits the new ones as before.
+	release := append(append([]string{}, third...), "job.frameworkRelease=v0.7.0",
+		"ray.image=verlai/verl:vllm012.latest@sha256:"+strings.Repeat("5", 64), "ray.version=2.53.0")
+	said = compare(t, third, release)
+	assert.Contains(t, said, "Experiment first (queue): a new one under the same name, since what it trains changed (the framework or its release")
+	withRelease := plantest.Queued(t, release...)
+	newFirst := plantest.RayJobOf(t, withRelease, "first")
+	require.NotEqual(t, first, newFirst, "the release names another experiment")
+	s.Use(withRelease)
+	steps, err = s.Up(false)
+	requireOK(t, s, err)
+	assert.Equal(t, saidChanges(said), engineChanges(steps), "`plan --compare` said what the engine did")
+	assert.Equal(t, "+-", engineChanges(steps)[rayJobType+" grpo-first-rayjob"], steps.String())
+	assert.Contains(t, c.RayJob(t, newFirst).Spec.Entrypoint, "actor_rollout_ref.rollout.mode=async", "the new experiment runs v0.7.0")
+	_, err = c.CP.As(t, kubetest.Admin).Get(context.Background(), map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob",
+		"metadata": map[string]any{"name": first, "namespace": c.Namespace}})
+	assert.True(t, apierrors.IsNotFound(err), "the v0.6.0 experiment's RayJob is gone (its checkpoints stay on the volume): %v", err)
+	first, second = newFirst, plantest.RayJobOf(t, withRelease, "second")
+
 	requireOK(t, s, s.Destroy())
 	for _, name := range []string{first, second} {
 		_, err := c.CP.As(t, kubetest.Admin).Get(context.Background(), map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob",
