@@ -40,11 +40,13 @@ func TestVerlScoresWithTheProgramsReward(t *testing.T) {
 // reward function (get_custom_reward_fn, taken from verl/trainer/ppo/reward.py as it is, without
 // the module's torch and Ray imports) on the module, called with the keywords the release's
 // NaiveRewardManager passes (read from its naive.py: every call of its scorer passes the same).
-// It prints the score, whether the marker file exists and whether prime_math was imported.
+// It prints the score, whether the marker file ($REWARD_MARKER) exists and whether prime_math was
+// imported.
 const rewardHarness = `
 import ast, importlib.util, inspect, json, os, sys, typing
 from functools import partial
-verl, manager, module, name, data_source, solution, ground_truth, marker = sys.argv[1:9]
+verl, manager, module, name, data_source, solution, ground_truth = sys.argv[1:8]
+marker = os.environ["REWARD_MARKER"]
 sys.path.insert(0, verl)
 
 def functions(path, names):
@@ -125,7 +127,8 @@ func hostileRowAt(t *testing.T, tag, manager string) {
 
 	score := func(t *testing.T, module, name, dataSource, solution, groundTruth string) (rewardOutcome, string) {
 		marker := filepath.Join(t.TempDir(), "ran")
-		res := clitest.Run(t, []string{"PYTHONDONTWRITEBYTECODE=1"}, python, "-c", rewardHarness, verl, manager, module, name, dataSource, solution, groundTruth, marker)
+		// In a directory of its own: a row's code that escapes writes nothing into the checkout.
+		res := clitest.RunIn(t, t.TempDir(), []string{"PYTHONDONTWRITEBYTECODE=1", "REWARD_MARKER=" + marker}, python, "-c", rewardHarness, verl, manager, module, name, dataSource, solution, groundTruth)
 		require.Zero(t, res.Code, res.Stderr)
 		lines := regexp.MustCompile(`(?m)^\{.*\}$`).FindAllString(res.Stdout, -1)
 		require.NotEmpty(t, lines, res.Stdout)
@@ -134,7 +137,9 @@ func hostileRowAt(t *testing.T, tag, manager string) {
 		return o, res.Stdout
 	}
 	// exec(bytes.fromhex(...)) of code that writes the marker, with \pi so that handle_pi evals it.
-	hostile := "exec(bytes.fromhex('" + hex.EncodeToString([]byte(`open(__import__("sys").argv[8], "w").write("x")`)) + "'))#\\pi"
+	// The marker's path comes from the environment, not from the harness's arguments, whose
+	// order may change.
+	hostile := "exec(bytes.fromhex('" + hex.EncodeToString([]byte(`open(__import__("os").environ["REWARD_MARKER"], "w").write("x")`)) + "'))#\\pi"
 
 	before, _ := score(t, "", "", "numina_cn_k12", `The answer is \boxed{3}`, hostile)
 	require.True(t, before.PrimeMath && before.Ran, "the hostile row runs its code through verl's default reward (the door this test guards): %+v", before)

@@ -165,3 +165,19 @@ func TestTheShippedStacksAreTheCommittedStackFiles(t *testing.T) {
 	}
 	assert.ElementsMatch(t, committed, plantest.Stacks)
 }
+
+// Every committed path is plain (letters, digits, '.', '_', '-', '/', '@', '+'): a file a test
+// wrote by accident where it ran (one named after a test's input) stands out in review before it
+// is committed, and no path needs quoting in a shell or a workflow.
+func TestCommittedPathsArePlain(t *testing.T) {
+	out, err := exec.Command("git", "-C", plantest.RepoRoot(), "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	plain := regexp.MustCompile(`^[A-Za-z0-9._/@+-]+$`)
+	paths := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	require.Greater(t, len(paths), 100)
+	for _, p := range paths {
+		assert.Regexp(t, plain, p, "a committed path with other characters")
+	}
+}
