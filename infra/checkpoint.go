@@ -148,7 +148,8 @@ func modelCopiesGB(j JobConfig) float64 {
 // with Megatron; 0 otherwise.
 func conversionGB(f kinds.Framework, j JobConfig) float64 {
 	params, ok := jobParameters(j)
-	if !ok || !workloads.ConvertsToMegatron(f, j.Recipe, j.Args) {
+	release, known := workloads.LookupRelease(f, j.FrameworkRelease)
+	if !ok || !known || !workloads.ConvertsToMegatron(release, j.Recipe, j.Args) {
 		return 0
 	}
 	return params * WeightBytesPerParameter / 1e9

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -56,26 +55,16 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) E
 }
 
 // warnDriver says when the run's image needs a newer NVIDIA driver than the CUDA 12 images the
-// program ran before: a CUDA 13 build runs only on driver branch R580 or newer (NVIDIA's CUDA
-// 13 minor-version compatibility), and the GPU pool takes GKE's DEFAULT driver for its node
-// version (cluster/pools.go, gpuDriverVersion), which the plan cannot see. Said, not refused: the
-// program has no recorded table of GKE's drivers to decide it.
+// program ran before (workloads.Release.DriverBranch), since the GPU pool takes GKE's DEFAULT
+// driver for its node version (cluster/pools.go, gpuDriverVersion), which the plan cannot see.
+// Said, not refused: the program has no recorded table of GKE's drivers to decide it.
 func warnDriver(c *Config, warns *Errors) {
 	release, ok := workloads.LookupRelease(c.Framework, c.Job.FrameworkRelease)
-	if !ok || !c.Job.Enabled || c.Ray.Image != "" {
+	if !ok || !c.Job.Enabled || c.Ray.Image != "" || release.DriverBranch == 0 {
 		return
 	}
-	if major, _, _ := strings.Cut(release.CUDA, "."); atoi(major) < 13 {
-		return
-	}
-	warns.Add("job.frameworkRelease", "%s's image is built on CUDA %s (%s at %s): its GPU nodes need an NVIDIA driver of branch R580 or newer, and the GPU pool installs GKE's DEFAULT driver for its node version, which this plan cannot see; before training, check a GPU node's (`nvidia-smi --query-gpu=driver_version --format=csv,noheader` in a pod on it), or stay on %s",
-		release.Name(), release.CUDA, release.ImageRecipe, release.Tag, workloads.DefaultRelease(c.Framework).Name())
-}
-
-// atoi is s as a number, 0 when it is none.
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
+	warns.Add("job.frameworkRelease", "%s's image is built on CUDA %s (%s at %s): its GPU nodes need an NVIDIA driver of branch R%d or newer, and the GPU pool installs GKE's DEFAULT driver for its node version, which this plan cannot see; before training, check a GPU node's (`nvidia-smi --query-gpu=driver_version --format=csv,noheader` in a pod on it), or stay on %s",
+		release.Name(), release.CUDA, release.ImageRecipe, release.Tag, release.DriverBranch, workloads.DefaultRelease(c.Framework).Name())
 }
 
 // warnSingleRunLeft says what adding jobs does to the run the stack trained until then: job.*

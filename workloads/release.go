@@ -23,9 +23,13 @@ type Release struct {
 	ImageRecipe string
 	// RayVersion is the Ray inside Image; KubeRay reads it to gate features.
 	RayVersion string
-	// CUDA is the CUDA toolkit Image is built on: its major version sets the oldest NVIDIA
-	// driver branch the GPU nodes must run (the plan's warning, infra/warnings.go warnDriver).
+	// CUDA is the CUDA toolkit Image is built on.
 	CUDA string
+	// DriverBranch is the oldest NVIDIA driver branch Image runs on where that is newer than
+	// the CUDA 12 images need (CUDA 13's minor-version compatibility starts at R580); 0 where
+	// GKE's DEFAULT driver runs it, as it runs the CUDA 12 images. The plan warns when it is set
+	// (infra/warnings.go, warnDriver).
+	DriverBranch int
 	// Source is verl's code at Tag, which the data preparation checks out and the run ships.
 	Source VerlSource
 	// RolloutMode is verl's actor_rollout_ref.rollout.mode, set on every run of the release:
@@ -80,7 +84,7 @@ var releases = []Release{
 	// takes the set as one value, {dataset_name:<name>}.
 	// The image is built on CUDA 13.2 (docker/Dockerfile: cuda-dl-base:26.03-cuda13.2); uv.lock
 	// pins ray 2.55.1.
-	{Framework: kinds.NeMoRL, Tag: "v0.7.0", Image: "nvcr.io/nvidia/nemo-rl:v0.7.0", ImageRecipe: "docker/Dockerfile", RayVersion: "2.55.1", CUDA: "13.2",
+	{Framework: kinds.NeMoRL, Tag: "v0.7.0", Image: "nvcr.io/nvidia/nemo-rl:v0.7.0", ImageRecipe: "docker/Dockerfile", RayVersion: "2.55.1", CUDA: "13.2", DriverBranch: 580,
 		Launcher: "examples/run_grpo.py", DatasetKey: "data.train.dataset_name",
 		ValidationSets:            map[string]string{"DeepScaler": "AIME2024", "DAPOMath17K": "DAPOMathAIME2024"},
 		ConversionOverridesRename: true,

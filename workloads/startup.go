@@ -244,10 +244,11 @@ func nemoRLChecks(e *frameworkconfig.Effective, rel Release) []Problem {
 		fail("nemo_rl/data/datasets/response_datasets/__init__.py load_response_dataset", []string{rel.DatasetKey},
 			"%q is not a dataset that the math GRPO example loads; allowed: %s", name, strings.Join(NeMoRLDatasets, ", "))
 	}
-	// v0.7.0 validates on a set of its own only where the loader splits one off the training
-	// data (OpenMathInstruct-2's split_validation_size) or data.validation names one.
+	// A dataset of ValidationSets brings no validation set of its own at the release (the others
+	// split one off their training data: OpenMathInstruct-2's split_validation_size): with
+	// validation on, data.validation must name one.
 	validating := intOf(e, "grpo.val_period") > 0 || e.Bool("grpo.val_at_start") || e.Bool("grpo.val_at_end")
-	if rel.ValidationSets != nil && validating && name != "OpenMathInstruct-2" && e.Value("data.validation") == nil {
+	if _, needsSet := rel.ValidationSets[name]; needsSet && validating && e.Value("data.validation") == nil {
 		fail("nemo_rl/algorithms/grpo.py setup", []string{"data.validation", "grpo.val_period"},
 			"validation is on (grpo.val_period, val_at_start, val_at_end) but %s brings no validation set and data.validation names none; allowed: data.validation={dataset_name:AIME2024}, or job.validationPeriod=0", name)
 	}
@@ -295,12 +296,13 @@ func nemoRLChecks(e *frameworkconfig.Effective, rel Release) []Problem {
 // ConvertsToMegatron reports whether a NeMo RL run of recipe and args trains with Megatron
 // (policy.megatron_cfg.enabled in its effective configuration), and so converts the model to
 // Megatron's format before it trains: one more copy of the weights, in the experiment's
-// checkpoint directory. The program's own overrides leave that key alone.
-func ConvertsToMegatron(f kinds.Framework, recipe string, args []string) bool {
-	if f != kinds.NeMoRL {
+// checkpoint directory. The program's own overrides leave that key alone. rel is the run's
+// release, whose recipe and keys decide.
+func ConvertsToMegatron(rel Release, recipe string, args []string) bool {
+	if rel.Framework != kinds.NeMoRL {
 		return false
 	}
-	table, err := load(DefaultRelease(f), recipe)
+	table, err := load(rel, recipe)
 	if err != nil {
 		return false
 	}

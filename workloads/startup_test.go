@@ -201,11 +201,14 @@ func TestVerlSizingFollowsTheModel(t *testing.T) {
 // recipe; verl never does.
 func TestConvertsToMegatronReadsTheEffectiveConfiguration(t *testing.T) {
 	const megatron = "examples/configs/grpo_math_70B_megatron.yaml"
-	assert.True(t, workloads.ConvertsToMegatron(kinds.NeMoRL, megatron, nil))
-	assert.False(t, workloads.ConvertsToMegatron(kinds.NeMoRL, megatron, []string{"policy.megatron_cfg.enabled=false"}))
-	assert.False(t, workloads.ConvertsToMegatron(kinds.NeMoRL, workloads.DefaultNeMoRLRecipe, nil))
-	assert.True(t, workloads.ConvertsToMegatron(kinds.NeMoRL, workloads.DefaultNeMoRLRecipe, []string{"policy.megatron_cfg.enabled=true"}))
-	assert.False(t, workloads.ConvertsToMegatron(kinds.Verl, "", nil))
+	for _, tag := range workloads.ReleaseTags(kinds.NeMoRL) {
+		rel := workloads.ReleaseOf(kinds.NeMoRL, tag)
+		assert.True(t, workloads.ConvertsToMegatron(rel, megatron, nil), tag)
+		assert.False(t, workloads.ConvertsToMegatron(rel, megatron, []string{"policy.megatron_cfg.enabled=false"}), tag)
+		assert.False(t, workloads.ConvertsToMegatron(rel, workloads.DefaultNeMoRLRecipe, nil), tag)
+		assert.True(t, workloads.ConvertsToMegatron(rel, workloads.DefaultNeMoRLRecipe, []string{"policy.megatron_cfg.enabled=true"}), tag)
+	}
+	assert.False(t, workloads.ConvertsToMegatron(workloads.DefaultRelease(kinds.Verl), "", nil))
 }
 
 // ConvertsToMegatron reads the recipe and job.args only: the program's own overrides of a NeMo RL
