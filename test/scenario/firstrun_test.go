@@ -52,7 +52,7 @@ func TestSmokeSubmitsItsRunAfterItsDataPreparation(t *testing.T) {
 	assert.Equal(t, "download dataset openai/gsm8k", lines[0])
 	assert.Equal(t, "download model Qwen/Qwen2.5-0.5B-Instruct", lines[2])
 	// verl's dataset script ran from the preparation's checked copy, not from the volume.
-	script := filepath.Join(mountPath, "verl", verlRelease.Tag, "examples/data_preprocess/gsm8k.py")
+	script := filepath.Join(mountPath, "verl", bp.Run.Release.Tag, "examples/data_preprocess/gsm8k.py")
 	assert.True(t, strings.HasPrefix(lines[1], "convert ") && strings.HasSuffix(lines[1], script) && lines[1] != "convert "+script, lines[1])
 	// Each download filled its own directory on the volume, the model where the run loads it.
 	assert.FileExists(t, filepath.Join(volume, "models", "Qwen/Qwen2.5-0.5B-Instruct@7ae557604adf67be50417f59c2c2f167def9a775", "stand-in"))
@@ -78,13 +78,13 @@ func TestSmokeSubmitsOnAVolumeOfTheEarlierRelease(t *testing.T) {
 	volume := t.TempDir()
 	bp := plantest.Resolve(t, "smoke", "storage.mountPath="+volume)
 	standIn, commit := verlStandIn(t)
-	checkout := filepath.Join(volume, "verl", verlRelease.Tag)
+	checkout := filepath.Join(volume, "verl", bp.Run.Release.Tag)
 	clitest.Git(t, volume, "clone", "-q", standIn, checkout)
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, ".gke-rl-complete"), nil, 0o644))
 
 	out, code := runPrep(t, bp, standIn, commit, downloads(t))
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "verl "+verlRelease.Tag+": preparing")
+	assert.Contains(t, out, "verl "+bp.Run.Release.Tag+": preparing")
 	assert.NoFileExists(t, filepath.Join(checkout, ".gke-rl-complete"))
 
 	submitAfterPrep(t, bp, standIn, commit)
@@ -97,9 +97,11 @@ func runPrep(t *testing.T, bp *infra.Blueprint, standIn, commit, downloads strin
 	prep := bp.Run.Prep.Spec.Template.Spec.Containers[0]
 	prep.Command = slices.Clone(prep.Command)
 	script := len(prep.Command) - 1
-	prep.Command[script] = strings.NewReplacer(verlRelease.Source.Commit, commit,
-		verlRelease.Source.PackageTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPackageDir),
-		verlRelease.Source.PreprocessTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPreprocessDir)).Replace(prep.Command[script])
+	// The stand-in's commit and trees take the place of the plan's release's.
+	source := bp.Run.Release.Source
+	prep.Command[script] = strings.NewReplacer(source.Commit, commit,
+		source.PackageTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPackageDir),
+		source.PreprocessTree, clitest.Git(t, standIn, "rev-parse", commit+":"+workloads.VerlPreprocessDir)).Replace(prep.Command[script])
 	env := append(envOf(prep, nil), verlRedirect(standIn)...)
 	return run(t, prep, append(env, "PATH="+downloads+":"+os.Getenv("PATH"), "HOME="+t.TempDir()))
 }
@@ -136,4 +138,39 @@ func envValue(c corev1.Container, name string) string {
 		}
 	}
 	return ""
+}
+
+// The day after on one volume: the smoke stack's experiment at verl v0.6.0 prepared and
+// submitted, then the stack moved to v0.7.0 (a new experiment): its preparation checks out v0.7.0
+// beside v0.6.0's checkout, which it leaves as it was, and its submitter checks and ships
+// v0.7.0's package. Each release's checkout has a directory of its own, so experiments of both
+// can share the volume.
+func TestTwoReleasesPrepareAndSubmitOnOneVolume(t *testing.T) {
+	volume := t.TempDir()
+	old := plantest.Resolve(t, "smoke", "storage.mountPath="+volume)
+	moved := plantest.Resolve(t, "smoke", "storage.mountPath="+volume, "job.frameworkRelease=v0.7.0",
+		"ray.image=verlai/verl:vllm012.latest@sha256:"+strings.Repeat("5", 64), "ray.version=2.53.0")
+	require.Equal(t, "v0.6.0", old.Run.Release.Tag)
+	require.Equal(t, "v0.7.0", moved.Run.Release.Tag)
+	require.NotEqual(t, old.Run.Layout.Run, moved.Run.Layout.Run, "a new experiment")
+	standIn, commit := verlStandIn(t)
+
+	out, code := runPrep(t, old, standIn, commit, downloads(t))
+	require.Equal(t, 0, code, out)
+	submitAfterPrep(t, old, standIn, commit)
+	before := filepath.Join(volume, "verl", "v0.6.0")
+	stamp, err := os.Stat(filepath.Join(before, workloads.VerlPackageDir, "__init__.py"))
+	require.NoError(t, err)
+
+	out, code = runPrep(t, moved, standIn, commit, downloads(t))
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "verl v0.7.0: preparing")
+	assert.DirExists(t, filepath.Join(volume, "verl", "v0.7.0", workloads.VerlPackageDir))
+	after, err := os.Stat(filepath.Join(before, workloads.VerlPackageDir, "__init__.py"))
+	require.NoError(t, err)
+	assert.Equal(t, stamp.ModTime(), after.ModTime(), "v0.6.0's checkout is left as it was")
+	submitAfterPrep(t, moved, standIn, commit)
+	assert.Contains(t, moved.Run.RayJob.Spec.RuntimeEnvYAML, "/verl/v0.7.0/verl", "the new experiment ships v0.7.0's package")
+	submitter := moved.Run.RayJob.Spec.SubmitterPodTemplate.Spec.Containers[0]
+	assert.Equal(t, filepath.Join(volume, "verl", "v0.7.0", workloads.VerlPackageDir), envValue(submitter, "VERIFY_DIR"), "and checks v0.7.0's checkout, not v0.6.0's")
 }

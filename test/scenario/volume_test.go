@@ -8,15 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"gke-rl/internal/kinds"
 	"gke-rl/test/clitest"
 	"gke-rl/test/golden"
 	"gke-rl/workloads"
 )
 
-// verlStandIn is a local repository standing for verl's at v0.6.0: verl's own .gitignore of that
+// verlStandIn is a local repository standing for verl's at a release: verl's own .gitignore of that
 // tag (testdata/verl/v0.6.0.gitignore), a package and the GSM8K preparation script's path. It
-// returns the repository and its commit, which stands for verlRelease.Source.Commit.
+// returns the repository and its commit, which stands for the release's (Release.Source.Commit).
 func verlStandIn(t *testing.T) (string, string) {
 	t.Helper()
 	ignore, err := os.ReadFile(filepath.Join(golden.RepoRoot(), "testdata", "verl", "v0.6.0.gitignore"))
@@ -129,6 +128,3 @@ func mount(t *testing.T, c corev1.Container, shared, mountPath, volume string) (
 		return stray
 	}
 }
-
-// verlRelease is the verl release the smoke stack trains with (its default).
-var verlRelease = workloads.DefaultRelease(kinds.Verl)
