@@ -275,6 +275,12 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 		"metadata": map[string]any{"name": first, "namespace": c.Namespace}})
 	assert.True(t, apierrors.IsNotFound(err), "the v0.6.0 experiment's RayJob is gone (its checkpoints stay on the volume): %v", err)
 	first, second = newFirst, plantest.RayJobOf(t, withRelease, "second")
+	// The day after the move: the controllers admit the new experiments and write their fields;
+	// `pulumi up --refresh` proposes nothing.
+	c.Running(t, first)
+	steps, err = s.Preview(true)
+	requireOK(t, s, err)
+	assert.Empty(t, steps.Changing().String(), "`pulumi up --refresh` after the move to v0.7.0")
 
 	requireOK(t, s, s.Destroy())
 	for _, name := range []string{first, second} {
