@@ -275,9 +275,17 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 		"metadata": map[string]any{"name": first, "namespace": c.Namespace}})
 	assert.True(t, apierrors.IsNotFound(err), "the v0.6.0 experiment's RayJob is gone (its checkpoints stay on the volume): %v", err)
 	first, second = newFirst, plantest.RayJobOf(t, withRelease, "second")
-	// The day after the move: the controllers admit the new experiments and write their fields;
-	// `pulumi up --refresh` proposes nothing.
-	c.Running(t, first)
+	newThird := plantest.RayJobOf(t, withRelease, "third")
+	// The day after the move: the queue admits one of the new experiments (which one depends on
+	// the order of the engine's steps: the old ones free the quota as the new ones appear) and
+	// holds the others; `pulumi up --refresh` after the controllers wrote their fields proposes
+	// nothing.
+	admitted, _ := c.OneRunning(t, first, second, newThird)
+	for _, name := range []string{first, second, newThird} {
+		if name != admitted {
+			c.Waits(t, name, time.Second)
+		}
+	}
 	steps, err = s.Preview(true)
 	requireOK(t, s, err)
 	assert.Empty(t, steps.Changing().String(), "`pulumi up --refresh` after the move to v0.7.0")

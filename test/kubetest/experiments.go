@@ -54,26 +54,45 @@ func (e Experiments) Pods(t testing.TB, job string) []corev1.Pod {
 // its submitter has submitted the run, which the dashboard then reports RUNNING.
 func (e Experiments) Running(t testing.TB, name string) *rayv1.RayJob {
 	t.Helper()
-	var job *rayv1.RayJob
-	Eventually(t, 120*time.Second, "experiment "+name+" admitted and submitted", func() (bool, string) {
-		job = e.RayJob(t, name)
-		workers, submitted := 0, false
-		for _, p := range e.Pods(t, name) {
-			if p.Status.Phase != corev1.PodRunning {
-				continue
+	_, job := e.OneRunning(t, name)
+	return job
+}
+
+// OneRunning waits until one of the experiments runs, as Running says, and returns which: when
+// the engine replaces several at once, the order of its steps decides which one Kueue admits
+// first into the quota they share.
+func (e Experiments) OneRunning(t testing.TB, names ...string) (string, *rayv1.RayJob) {
+	t.Helper()
+	var (
+		job     *rayv1.RayJob
+		running string
+	)
+	Eventually(t, 120*time.Second, fmt.Sprintf("one of the experiments %v admitted and submitted", names), func() (bool, string) {
+		var states []string
+		for _, name := range names {
+			cur := e.RayJob(t, name)
+			workers, submitted := 0, false
+			for _, p := range e.Pods(t, name) {
+				if p.Status.Phase != corev1.PodRunning {
+					continue
+				}
+				if p.Labels[utils.RayNodeTypeLabelKey] == string(rayv1.WorkerNode) {
+					workers++
+				}
+				if p.Labels["batch.kubernetes.io/job-name"] == name {
+					submitted = true
+				}
 			}
-			if p.Labels[utils.RayNodeTypeLabelKey] == string(rayv1.WorkerNode) {
-				workers++
+			if !cur.Spec.Suspend && workers > 0 && submitted && cur.Status.JobId != "" {
+				job, running = cur, name
+				return true, ""
 			}
-			if p.Labels["batch.kubernetes.io/job-name"] == name {
-				submitted = true
-			}
+			states = append(states, fmt.Sprintf("%s: suspend %v, %s, %d running workers, submitted %v", name, cur.Spec.Suspend, cur.Status.JobDeploymentStatus, workers, submitted))
 		}
-		return !job.Spec.Suspend && workers > 0 && submitted && job.Status.JobId != "",
-			fmt.Sprintf("suspend %v, %s, %d running workers, submitted %v; %s", job.Spec.Suspend, job.Status.JobDeploymentStatus, workers, submitted, e.CP.Pods(context.Background()))
+		return false, fmt.Sprintf("%v; %s", states, e.CP.Pods(context.Background()))
 	})
 	e.Dash.SetJob(job.Status.JobId, "RUNNING")
-	return job
+	return running, job
 }
 
 // Waits checks, for a while, that the experiment stays suspended with no pod: it holds no GPU
