@@ -315,8 +315,8 @@ func validateModelShape(j JobConfig, errs *Errors) {
 	m := j.ModelShape
 	if m == nil {
 		if _, known := workloads.KnownShape(j.Model); !known && j.Enabled && modelPattern.MatchString(j.Model) {
-			errs.Add("job.model", "%s is not in the program's table of model shapes (%s), which sizes the memory check and verl's batches; allowed: a model of the table, or job.modelShape from the model's config.json: `pulumi config set --path job.modelShape.hiddenSize <hidden_size>`, and numHiddenLayers (num_hidden_layers) and vocabSize (vocab_size) the same way",
-				quote(j.Model), strings.Join(workloads.KnownShapeNames(), ", "))
+			errs.Add("job.model", "%s is not in the program's table of model shapes (%s), which sizes the memory check and verl's batches; allowed: a model of the table, or job.modelShape from the model's config.json (https://huggingface.co/%s/blob/%s/config.json): `pulumi config set --path job.modelShape.hiddenSize <hidden_size>`, and numHiddenLayers (num_hidden_layers) and vocabSize (vocab_size) the same way",
+				quote(j.Model), strings.Join(workloads.KnownShapeNames(), ", "), j.Model, revisionOr(j.Revisions[j.Model], "main"))
 		}
 		return
 	}
@@ -332,4 +332,12 @@ func validateModelShape(j JobConfig, errs *Errors) {
 			errs.Add(f.key, "%d is not a value of config.json for any model; allowed: %d to %d (config.json's %s)", f.value, f.lo, f.hi, f.inConfigJSON)
 		}
 	}
+}
+
+// revisionOr is a pinned revision, or def for an unpinned repository (its default branch).
+func revisionOr(rev, def string) string {
+	if rev == "" {
+		return def
+	}
+	return rev
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // The gated models the plan knows are the ones the Hub's recorded answers call gated
-// (testdata/huggingface): Llama 3.1's model info, and the Hub's refusal of its auth-check to an
-// ungranted token.
+// (testdata/huggingface): Llama 3.1's model info and the Hub's refusal of its auth-check to an
+// ungranted token; for the others, the Hub's refusal of their files (gated-refusals.txt).
 func TestTheGatedModelsAreTheRecordedOnes(t *testing.T) {
 	raw, err := os.ReadFile("../testdata/huggingface/model-llama-3.1-8b-instruct-gated.http")
 	require.NoError(t, err)
@@ -38,5 +38,12 @@ func TestTheGatedModelsAreTheRecordedOnes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(refusal), "X-Error-Code: GatedRepo")
 	assert.Contains(t, string(refusal), "Access to model meta-llama/Llama-3.1-8B-Instruct is restricted")
-	assert.Len(t, workloads.GatedModels, 1, "no model without a recorded answer")
+	refusals, err := os.ReadFile("../testdata/huggingface/gated-refusals.txt")
+	require.NoError(t, err)
+	for model := range workloads.GatedModels {
+		if model == info.ID {
+			continue
+		}
+		assert.Contains(t, string(refusals), "Access to model "+model+" is restricted", "%s: no model without a recorded answer", model)
+	}
 }
