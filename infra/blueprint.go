@@ -178,6 +178,11 @@ type HubDownloads struct {
 	Revisions map[string]string
 	// Token says that the run reads a Hugging Face token (tokens.huggingFace).
 	Token bool
+	// Shape is the model's shape the memory check used, and ShapeKey where it came from:
+	// "job.modelShape", or "" for the program's table (workloads.KnownShape). preflight holds it
+	// to the model's config.json. Zero when the run has no model.
+	Shape    workloads.Shape
+	ShapeKey string
 }
 
 // GatePlan is the post-deploy gate's Jobs.

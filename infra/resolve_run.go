@@ -39,6 +39,11 @@ func resolveRun(c *Config, bp *Blueprint) (RunPlan, error) {
 			Datasets:  workloads.HubDatasets(c.Framework, c.Job.Dataset),
 			Revisions: c.Job.Revisions, Token: c.Tokens.HuggingFace,
 		}
+		if given := c.Job.Shape(); given != nil {
+			plan.Hub.Shape, plan.Hub.ShapeKey = *given, "job.modelShape"
+		} else if known, ok := workloads.KnownShape(c.Job.Model); ok {
+			plan.Hub.Shape = known
+		}
 	}
 	// Each group of pods mounts only the token it reads (workloads.Tokens.ForRay, ForPrep).
 	rayTokens := bp.Tokens.ForRay()

@@ -159,6 +159,9 @@ func checkRunHub(ctx context.Context, h *Hub, n Needs, d infra.HubDownloads) []c
 	if access != nil {
 		findings = append(findings, *access)
 	}
+	if model.Status == cmd.OK && d.Shape.Hidden > 0 {
+		findings = append(findings, checkHubShape(ctx, h, d))
+	}
 	for _, ds := range d.Datasets {
 		findings = append(findings, checkHubDataset(ctx, h, ds, d.Revisions[ds]))
 	}

@@ -52,13 +52,18 @@ func replyHub(t *testing.T, w http.ResponseWriter, r *http.Request, p project) {
 }
 
 const (
-	qwenAtPin  = "/api/models/Qwen/Qwen2.5-0.5B-Instruct/revision/7ae557604adf67be50417f59c2c2f167def9a775"
-	gsm8kAtPin = "/api/datasets/openai/gsm8k/revision/740312add88f781978c0658806c59bc2815b9866"
+	qwenAtPin       = "/api/models/Qwen/Qwen2.5-0.5B-Instruct/revision/7ae557604adf67be50417f59c2c2f167def9a775"
+	qwenConfigAtPin = "/Qwen/Qwen2.5-0.5B-Instruct/resolve/7ae557604adf67be50417f59c2c2f167def9a775/config.json"
+	gsm8kAtPin      = "/api/datasets/openai/gsm8k/revision/740312add88f781978c0658806c59bc2815b9866"
 )
 
 // smokeHub is the Hub as the smoke stack's downloads find it.
 func smokeHub() map[string]string {
-	return map[string]string{qwenAtPin: "model-qwen2.5-0.5b-instruct.http", gsm8kAtPin: "dataset-openai-gsm8k.http"}
+	return map[string]string{
+		qwenAtPin:       "model-qwen2.5-0.5b-instruct.http",
+		qwenConfigAtPin: "config-qwen2.5-0.5b-instruct.http",
+		gsm8kAtPin:      "dataset-openai-gsm8k.http",
+	}
 }
 
 func withHub(p project, hub map[string]string, token string) project {
@@ -72,6 +77,17 @@ func TestTheHubHasWhatSmokeDownloads(t *testing.T) {
 	assert.Equal(t, "ok    hub model     Qwen/Qwen2.5-0.5B-Instruct at commit 7ae557604adf (pinned); Qwen2ForCausalLM; 494M parameters (its safetensors); not gated", finding(t, out, CheckHubModel))
 	assert.Equal(t, "ok    hub dataset   openai/gsm8k at commit 740312add88f (pinned)", finding(t, out, CheckHubDataset))
 	assert.Equal(t, -1, findingLine(out, CheckHubAccess), "no grant to check for a model that is not gated")
+	assert.Equal(t, "ok    hub shape     Qwen/Qwen2.5-0.5B-Instruct's config.json at 7ae557604adf67be50417f59c2c2f167def9a775 agrees with the program's table: hidden_size 896, num_hidden_layers 24, vocab_size 151936", finding(t, out, CheckHubShape))
+}
+
+// A job.modelShape copied wrong from config.json: preflight reads the model's own and names the
+// values to set, each field that differs.
+func TestAShapeThatIsNotTheModelsFails(t *testing.T) {
+	code, out, _ := preflight(t, withHub(ready, smokeHub(), ""), append([]string{"--stack", "smoke",
+		"--config", "job.modelShape.hiddenSize=896", "--config", "job.modelShape.numHiddenLayers=28", "--config", "job.modelShape.vocabSize=152064"}, yours...)...)
+	assert.Equal(t, cmd.ExitCheckFailed, code, out)
+	assert.Equal(t, "FAIL  hub shape     Qwen/Qwen2.5-0.5B-Instruct's config.json at 7ae557604adf67be50417f59c2c2f167def9a775 says num_hidden_layers 24 where the plan used 28, vocab_size 151936 where the plan used 152064 (from job.modelShape): the memory check and verl's batches were sized for another model", finding(t, out, CheckHubShape))
+	assert.Equal(t, "fix: pulumi config set --path job.modelShape.numHiddenLayers 24; pulumi config set --path job.modelShape.vocabSize 151936 (job.modelShape takes the place of the table)", fixOf(t, out, CheckHubShape))
 }
 
 // A misspelt model ID: the Hub answers an anonymous read of a repository it does not have
@@ -101,6 +117,7 @@ func TestAGatedModelNeedsAGrantedToken(t *testing.T) {
 	hub := smokeHub()
 	hub["/api/models/meta-llama/Llama-3.1-8B-Instruct/revision/main"] = "model-llama-3.1-8b-instruct-gated.http"
 	hub["/api/models/meta-llama/Llama-3.1-8B-Instruct/auth-check"] = "auth-check-gated-not-granted.http"
+	hub["/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json"] = "config-gated-anonymous.http"
 	llama := append([]string{"--stack", "smoke", "--config", "job.model=meta-llama/Llama-3.1-8B-Instruct"}, yours...)
 
 	// The plan knows this model is gated (workloads.GatedModels) and refuses it first.
@@ -116,7 +133,10 @@ func TestAGatedModelNeedsAGrantedToken(t *testing.T) {
 	_, out, _ = preflight(t, withHub(ready, hub, ""), withToken...)
 	assert.Equal(t, "ok    hub model     meta-llama/Llama-3.1-8B-Instruct at main, today commit 0e9e39f249a1 (unpinned: it can move); LlamaForCausalLM; 8B parameters (its safetensors); gated (manual)", finding(t, out, CheckHubModel))
 	assert.Contains(t, finding(t, out, CheckHubAccess), "skip  hub access    meta-llama/Llama-3.1-8B-Instruct is gated: whether your token's account is granted is not known without it; export HF_TOKEN")
+	assert.Equal(t, "skip  hub shape     could not read meta-llama/Llama-3.1-8B-Instruct's config.json at main: 401 Access to model meta-llama/Llama-3.1-8B-Instruct is restricted. You must have access to it and be authenticated to access it. Please log in. (a gated or private model's needs HF_TOKEN exported for preflight)", finding(t, out, CheckHubShape))
 
+	// The same file, to a token not granted: the Hub's 403 for a gated repository's files.
+	hub["/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json"] = "auth-check-gated-not-granted.http"
 	_, out, _ = preflight(t, withHub(ready, hub, "hf_notgranted"), withToken...)
 	assert.Equal(t, "FAIL  hub access    the Hub refuses meta-llama/Llama-3.1-8B-Instruct to your token: 403 Access to model meta-llama/Llama-3.1-8B-Instruct is restricted and you are not in the authorized list. Visit https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct to ask for access.", finding(t, out, CheckHubAccess))
 	assert.NotContains(t, out, "hf_notgranted", "the token is never printed")
