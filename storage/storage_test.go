@@ -252,3 +252,52 @@ func TestAdoptImportsTheKeptStorage(t *testing.T) {
 	assert.Equal(t, "projects%2Facme-rl%2Fglobal%2Fnetworks%2Frl-net:servicenetworking.googleapis.com", rec.Find(connectionType, "storage-psa").Options.Import)
 	assert.Empty(t, rec.Find(firewallType, "storage-lustre").Options.Import, "what destroy deleted is created again")
 }
+
+// Which grants stop at the checkpoints, with and without training readers: the support account's
+// always; the storage account's only once a training reader trains in its place (then it, too,
+// never writes a checkpoint); a training reader's never; a support reader's always. The
+// condition's title is the IAM condition's own, literal.
+func TestTheBucketsGrantsStopAtTheCheckpointsWhereTheyShould(t *testing.T) {
+	conditioned := func(rec *recorder.Recording, name string) bool {
+		r := rec.Find(memberType, name)
+		require.NotNil(t, r, "a grant %s", name)
+		_, ok := r.Inputs["condition"]
+		if ok {
+			assert.Equal(t, "outside the checkpoints", input(t, r, "condition.title"), name)
+			assert.Contains(t, input(t, r, "condition.expression"), `!resource.name.startsWith("projects/_/buckets/acme-rl-data/objects/checkpoints")`, name)
+		}
+		return ok
+	}
+	args := bucketFixture()
+	args.CheckpointsPrefix = "checkpoints/"
+	rec := recordBucket(t, args)
+	assert.False(t, conditioned(rec, "storage-object-user"), "the storage account trains: the whole bucket")
+	assert.True(t, conditioned(rec, "storage-object-user-support"), "the support account never reaches the checkpoints")
+	assert.Len(t, rec.OfType(memberType), 2, "no reader, no further grant")
+
+	args.Readers, args.SupportReaders = []string{"rl-trainer"}, []string{"rl-prep"}
+	rec = recordBucket(t, args)
+	assert.True(t, conditioned(rec, "storage-object-user"), "with a training reader, the storage account stops at the checkpoints")
+	assert.True(t, conditioned(rec, "storage-object-user-support"))
+	assert.False(t, conditioned(rec, "storage-object-user-rl-trainer"), "the training reader writes the checkpoints")
+	assert.True(t, conditioned(rec, "storage-object-user-rl-prep"), "a support reader stops at the checkpoints")
+}
+
+// The components hand their resources to the program, which makes the pods wait for them.
+func TestTheStorageComponentsReturnTheirResources(t *testing.T) {
+	recordertest.Record(t, func(ctx *pulumi.Context) error {
+		b, err := storage.NewBucket(ctx, "storage", bucketFixture())
+		require.NoError(t, err)
+		require.NotNil(t, b)
+		for what, r := range map[string]any{"bucket": b.Bucket, "binding": b.Binding, "support binding": b.SupportBinding, "pv": b.PV, "claim": b.Claim} {
+			assert.NotNil(t, r, what)
+		}
+		l, err := storage.NewLustre(ctx, "lustre", lustreFixture())
+		require.NoError(t, err)
+		require.NotNil(t, l)
+		for what, r := range map[string]any{"instance": l.Instance, "pv": l.PV, "claim": l.Claim} {
+			assert.NotNil(t, r, what)
+		}
+		return nil
+	})
+}
