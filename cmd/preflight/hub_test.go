@@ -133,7 +133,7 @@ func TestAGatedModelNeedsAGrantedToken(t *testing.T) {
 	_, out, _ = preflight(t, withHub(ready, hub, ""), withToken...)
 	assert.Equal(t, "ok    hub model     meta-llama/Llama-3.1-8B-Instruct at main, today commit 0e9e39f249a1 (unpinned: it can move); LlamaForCausalLM; 8B parameters (its safetensors); gated (manual)", finding(t, out, CheckHubModel))
 	assert.Contains(t, finding(t, out, CheckHubAccess), "skip  hub access    meta-llama/Llama-3.1-8B-Instruct is gated: whether your token's account is granted is not known without it; export HF_TOKEN")
-	assert.Equal(t, "skip  hub shape     could not read meta-llama/Llama-3.1-8B-Instruct's config.json at main: 401 Access to model meta-llama/Llama-3.1-8B-Instruct is restricted. You must have access to it and be authenticated to access it. Please log in. (a gated or private model's needs HF_TOKEN exported for preflight)", finding(t, out, CheckHubShape))
+	assert.Equal(t, "skip  hub shape     could not read meta-llama/Llama-3.1-8B-Instruct's config.json at main: 401 Access to model meta-llama/Llama-3.1-8B-Instruct is restricted. You must have access to it and be authenticated to access it. Please log in. (a gated or private model's files need HF_TOKEN exported for preflight)", finding(t, out, CheckHubShape))
 
 	// The same file, to a token not granted: the Hub's 403 for a gated repository's files.
 	hub["/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json"] = "auth-check-gated-not-granted.http"

@@ -63,7 +63,7 @@ func checkHubShape(ctx context.Context, h *Hub, d infra.HubDownloads) cmd.Findin
 		f.Status = cmd.Skipped
 		f.Detail = fmt.Sprintf("could not read %s's config.json at %s: %s", d.Model, rev, he.Error())
 		if h.Token == "" {
-			f.Detail += " (a gated or private model's needs HF_TOKEN exported for preflight)"
+			f.Detail += " (a gated or private model's files need HF_TOKEN exported for preflight)"
 		}
 		return f
 	case err != nil:
