@@ -86,7 +86,7 @@ func TestUpdateEstimateHoldsTheRecordedPeaks(t *testing.T) {
 }
 
 // The shapes the activations follow: config.json's for the models the program knows (a 7B is not
-// a 72B), an estimate from the nearest known size for the others, with the largest vocabulary.
+// a 72B), an estimate from the nearest known size for the others.
 func TestModelShape(t *testing.T) {
 	assert.Equal(t, workloads.Shape{Hidden: 3584, Layers: 28, Vocab: 152064, Source: "config.json of Qwen/Qwen2.5-7B-Instruct"}, workloads.ModelShape("Qwen/Qwen2.5-7B-Instruct", 7))
 	assert.Equal(t, 8192, workloads.ModelShape("Qwen/Qwen2.5-72B-Instruct", 72).Hidden)
@@ -97,4 +97,12 @@ func TestModelShape(t *testing.T) {
 	assert.Equal(t, 52, other.Layers, "its 48 layers scaled to 16B")
 	assert.Equal(t, 152064, other.Vocab)
 	assert.Contains(t, other.Source, "estimated from qwen2.5-14b's")
+	// The vocabulary is the nearest model's or a Qwen's, whichever is larger: a Llama's 128,256
+	// would under-count a Qwen-sized vocabulary; a Gemma's 262,144 stays.
+	nearLlama := workloads.ModelShape("example/private-1b-model", 1.24)
+	assert.Contains(t, nearLlama.Source, "estimated from llama-3.2-1b's")
+	assert.Equal(t, 152064, nearLlama.Vocab)
+	nearGemma := workloads.ModelShape("example/private-model", 1.0)
+	assert.Contains(t, nearGemma.Source, "estimated from gemma-3-1b's")
+	assert.Equal(t, 262144, nearGemma.Vocab)
 }
