@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,5 +46,9 @@ func TestTheGatedModelsAreTheRecordedOnes(t *testing.T) {
 			continue
 		}
 		assert.Contains(t, string(refusals), "Access to model "+model+" is restricted", "%s: no model without a recorded answer", model)
+	}
+	// And every recorded refusal is known to the plan.
+	for _, m := range regexp.MustCompile(`Access to model (\S+) is restricted`).FindAllStringSubmatch(string(refusals), -1) {
+		assert.Contains(t, workloads.GatedModels, m[1], "the Hub refused %s: the plan refuses it without a token", m[1])
 	}
 }
