@@ -19,63 +19,63 @@ type Shape struct {
 // KnownModel is one model of the table: the start of its repository's name (lower case; an
 // -Instruct or dated variant has its base's shape), its parameter count (the model card's, which
 // only the estimate for a model outside the table reads), its shape, and where the shape is
-// recorded: a file of testdata/models and the class or Hub repository in it, which
-// TestKnownShapesAreTheRecordedOnes holds the numbers to.
+// recorded, which TestKnownShapesAreTheRecordedOnes holds the numbers to.
 type KnownModel struct {
 	Name     string
 	Billions float64
 	Shape
-	Recorded string
+	Recorded Record
 }
 
-// The records the table's shapes come from (testdata/models/SOURCES.md says why each is the
-// model's own): Megatron-Bridge's model providers, which convert the Hub's checkpoints and must
-// match their config.json to load them; Meta's model list for Llama 3; DeepSeek's table of the
-// bases its distilled models keep the shape of.
-const (
-	fromQwen    = "megatron-bridge-qwen_provider.py "
-	fromGemma3  = "megatron-bridge-gemma3_provider.py "
-	fromMistral = "megatron-bridge-mistral_provider.py "
-	fromLlama   = "llama-models-sku_list.py "
-	fromR1      = "deepseek-r1-distill-bases.md "
-)
+// Record names where a row's shape is recorded: a file of testdata/models (SOURCES.md there says
+// why each is the model's own) and the class or Hub repository in it.
+type Record struct{ File, Key string }
+
+// The records the table's shapes come from: Megatron-Bridge's model providers, which convert the
+// Hub's checkpoints and must match their config.json to load them; Meta's model list for Llama
+// 3; DeepSeek's table of the bases its distilled models keep the shape of.
+func fromQwen(class string) Record    { return Record{"megatron-bridge-qwen_provider.py", class} }
+func fromGemma3(class string) Record  { return Record{"megatron-bridge-gemma3_provider.py", class} }
+func fromMistral(class string) Record { return Record{"megatron-bridge-mistral_provider.py", class} }
+func fromLlama(repo string) Record    { return Record{"llama-models-sku_list.py", repo} }
+func fromR1(model string) Record      { return Record{"deepseek-r1-distill-bases.md", model} }
 
 // knownShapes are the models people post-train with GRPO on this program's GPUs: Qwen2.5 and
 // Qwen3, Llama 3.x, Gemma 3, Mistral and DeepSeek-R1's distilled models. Gemma 3's vocabulary
 // (262,144; 262,208 from 4B up) is 1.7 times a Qwen's, which the log-prob and update peaks follow.
 var knownShapes = []KnownModel{
-	{"qwen2.5-0.5b", 0.49, Shape{896, 24, 151936, ""}, fromQwen + "Qwen25ModelProvider500M"},
-	{"qwen2.5-1.5b", 1.54, Shape{1536, 28, 151936, ""}, fromQwen + "Qwen25ModelProvider1P5B"},
-	{"qwen2.5-3b", 3.09, Shape{2048, 36, 151936, ""}, fromQwen + "Qwen25ModelProvider3B"},
-	{"qwen2.5-7b", 7.62, Shape{3584, 28, 152064, ""}, fromQwen + "Qwen25ModelProvider7B"},
-	{"qwen2.5-14b", 14.8, Shape{5120, 48, 152064, ""}, fromQwen + "Qwen25ModelProvider14B"},
-	{"qwen2.5-32b", 32.8, Shape{5120, 64, 152064, ""}, fromQwen + "Qwen25ModelProvider32B"},
-	{"qwen2.5-72b", 72.7, Shape{8192, 80, 152064, ""}, fromQwen + "Qwen25ModelProvider72B"},
-	{"qwen3-0.6b", 0.6, Shape{1024, 28, 151936, ""}, fromQwen + "Qwen3ModelProvider600M"},
-	{"qwen3-1.7b", 1.7, Shape{2048, 28, 151936, ""}, fromQwen + "Qwen3ModelProvider1P7B"},
-	{"qwen3-4b", 4.0, Shape{2560, 36, 151936, ""}, fromQwen + "Qwen3ModelProvider4B"},
-	{"qwen3-8b", 8.2, Shape{4096, 36, 151936, ""}, fromQwen + "Qwen3ModelProvider8B"},
-	{"qwen3-14b", 14.8, Shape{5120, 40, 151936, ""}, fromQwen + "Qwen3ModelProvider14B"},
-	{"qwen3-32b", 32.8, Shape{5120, 64, 151936, ""}, fromQwen + "Qwen3ModelProvider32B"},
-	{"llama-3.1-8b", 8.03, Shape{4096, 32, 128256, ""}, fromLlama + "meta-llama/Llama-3.1-8B"},
-	{"llama-3.1-70b", 70.6, Shape{8192, 80, 128256, ""}, fromLlama + "meta-llama/Llama-3.1-70B"},
-	{"llama-3.2-1b", 1.24, Shape{2048, 16, 128256, ""}, fromLlama + "meta-llama/Llama-3.2-1B"},
-	{"llama-3.2-3b", 3.21, Shape{3072, 28, 128256, ""}, fromLlama + "meta-llama/Llama-3.2-3B"},
-	{"llama-3.3-70b", 70.6, Shape{8192, 80, 128256, ""}, fromLlama + "meta-llama/Llama-3.3-70B-Instruct"},
-	{"gemma-3-1b", 1.0, Shape{1152, 26, 262144, ""}, fromGemma3 + "Gemma3ModelProvider1B"},
-	{"gemma-3-4b", 4.3, Shape{2560, 34, 262208, ""}, fromGemma3 + "Gemma3ModelProvider4B"},
-	{"gemma-3-12b", 12.2, Shape{3840, 48, 262208, ""}, fromGemma3 + "Gemma3ModelProvider12B"},
-	{"gemma-3-27b", 27.4, Shape{5376, 62, 262208, ""}, fromGemma3 + "Gemma3ModelProvider27B"},
+	{"qwen2.5-0.5b", 0.49, Shape{896, 24, 151936, ""}, fromQwen("Qwen25ModelProvider500M")},
+	{"qwen2.5-1.5b", 1.54, Shape{1536, 28, 151936, ""}, fromQwen("Qwen25ModelProvider1P5B")},
+	{"qwen2.5-3b", 3.09, Shape{2048, 36, 151936, ""}, fromQwen("Qwen25ModelProvider3B")},
+	{"qwen2.5-7b", 7.62, Shape{3584, 28, 152064, ""}, fromQwen("Qwen25ModelProvider7B")},
+	{"qwen2.5-14b", 14.8, Shape{5120, 48, 152064, ""}, fromQwen("Qwen25ModelProvider14B")},
+	{"qwen2.5-32b", 32.8, Shape{5120, 64, 152064, ""}, fromQwen("Qwen25ModelProvider32B")},
+	{"qwen2.5-72b", 72.7, Shape{8192, 80, 152064, ""}, fromQwen("Qwen25ModelProvider72B")},
+	{"qwen3-0.6b", 0.6, Shape{1024, 28, 151936, ""}, fromQwen("Qwen3ModelProvider600M")},
+	{"qwen3-1.7b", 1.7, Shape{2048, 28, 151936, ""}, fromQwen("Qwen3ModelProvider1P7B")},
+	{"qwen3-4b", 4.0, Shape{2560, 36, 151936, ""}, fromQwen("Qwen3ModelProvider4B")},
+	{"qwen3-8b", 8.2, Shape{4096, 36, 151936, ""}, fromQwen("Qwen3ModelProvider8B")},
+	{"qwen3-14b", 14.8, Shape{5120, 40, 151936, ""}, fromQwen("Qwen3ModelProvider14B")},
+	{"qwen3-32b", 32.8, Shape{5120, 64, 151936, ""}, fromQwen("Qwen3ModelProvider32B")},
+	{"llama-3.1-8b", 8.03, Shape{4096, 32, 128256, ""}, fromLlama("meta-llama/Llama-3.1-8B")},
+	{"llama-3.1-70b", 70.6, Shape{8192, 80, 128256, ""}, fromLlama("meta-llama/Llama-3.1-70B")},
+	{"llama-3.2-1b", 1.24, Shape{2048, 16, 128256, ""}, fromLlama("meta-llama/Llama-3.2-1B")},
+	{"llama-3.2-3b", 3.21, Shape{3072, 28, 128256, ""}, fromLlama("meta-llama/Llama-3.2-3B")},
+	{"llama-3.3-70b", 70.6, Shape{8192, 80, 128256, ""}, fromLlama("meta-llama/Llama-3.3-70B-Instruct")},
+	{"gemma-3-1b", 1.0, Shape{1152, 26, 262144, ""}, fromGemma3("Gemma3ModelProvider1B")},
+	{"gemma-3-4b", 4.3, Shape{2560, 34, 262208, ""}, fromGemma3("Gemma3ModelProvider4B")},
+	{"gemma-3-12b", 12.2, Shape{3840, 48, 262208, ""}, fromGemma3("Gemma3ModelProvider12B")},
+	{"gemma-3-27b", 27.4, Shape{5376, 62, 262208, ""}, fromGemma3("Gemma3ModelProvider27B")},
 	// Mistral 7B v0.3 only: v0.1 and v0.2 have a vocabulary of 32,000.
-	{"mistral-7b-v0.3", 7.25, Shape{4096, 32, 32768, ""}, fromMistral + "MistralModelProvider"},
-	{"mistral-7b-instruct-v0.3", 7.25, Shape{4096, 32, 32768, ""}, fromMistral + "MistralModelProvider"},
-	{"mistral-small-24b", 23.6, Shape{5120, 40, 131072, ""}, fromMistral + "MistralSmall3ModelProvider24B"},
+	{"mistral-7b-v0.3", 7.25, Shape{4096, 32, 32768, ""}, fromMistral("MistralModelProvider")},
+	{"mistral-7b-instruct-v0.3", 7.25, Shape{4096, 32, 32768, ""}, fromMistral("MistralModelProvider")},
+	{"mistral-small-24b", 23.6, Shape{5120, 40, 131072, ""}, fromMistral("MistralSmall3ModelProvider24B")},
 	// The distilled models whose base the table has; Qwen-1.5B and Qwen-7B are distilled from
 	// Qwen2.5-Math, whose shape no record here holds: job.modelShape, from their config.json.
-	{"deepseek-r1-distill-qwen-14b", 14.8, Shape{5120, 48, 152064, ""}, fromR1 + "DeepSeek-R1-Distill-Qwen-14B"},
-	{"deepseek-r1-distill-qwen-32b", 32.8, Shape{5120, 64, 152064, ""}, fromR1 + "DeepSeek-R1-Distill-Qwen-32B"},
-	{"deepseek-r1-distill-llama-8b", 8.03, Shape{4096, 32, 128256, ""}, fromR1 + "DeepSeek-R1-Distill-Llama-8B"},
-	{"deepseek-r1-distill-llama-70b", 70.6, Shape{8192, 80, 128256, ""}, fromR1 + "DeepSeek-R1-Distill-Llama-70B"},
+	{"deepseek-r1-distill-qwen-14b", 14.8, Shape{5120, 48, 152064, ""}, fromR1("DeepSeek-R1-Distill-Qwen-14B")},
+	{"deepseek-r1-distill-qwen-32b", 32.8, Shape{5120, 64, 152064, ""}, fromR1("DeepSeek-R1-Distill-Qwen-32B")},
+	{"deepseek-r1-distill-llama-8b", 8.03, Shape{4096, 32, 128256, ""}, fromR1("DeepSeek-R1-Distill-Llama-8B")},
+	{"deepseek-r1-distill-llama-70b", 70.6, Shape{8192, 80, 128256, ""}, fromR1("DeepSeek-R1-Distill-Llama-70B")},
 }
 
 // KnownModels are the table's models, for the test that holds them to their records.

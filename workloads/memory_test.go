@@ -102,6 +102,10 @@ func TestModelShape(t *testing.T) {
 	nearLlama := workloads.ModelShape("example/private-1b-model", 1.24)
 	assert.Contains(t, nearLlama.Source, "estimated from llama-3.2-1b's")
 	assert.Equal(t, 152064, nearLlama.Vocab)
+	// An unknown size is taken as 8B: Llama 3.1 8B (8.03B) is the nearest, 32 layers.
+	unsized := workloads.ModelShape("example/private-model", 0)
+	assert.Contains(t, unsized.Source, "estimated from llama-3.1-8b's")
+	assert.Equal(t, 32, unsized.Layers)
 	nearGemma := workloads.ModelShape("example/private-model", 1.0)
 	assert.Contains(t, nearGemma.Source, "estimated from gemma-3-1b's")
 	assert.Equal(t, 262144, nearGemma.Vocab)
