@@ -37,3 +37,30 @@ func TestFitsAtItsLimitsOnBothDimensions(t *testing.T) {
 		assert.Equal(t, tc.fits, fits(tc.pods, tc.nodes, tc.cpu, tc.mem), tc.name)
 	}
 }
+
+// First fit on the largest first: two heads of 3,000 m and two submitters of 1,000 m fill two
+// nodes of 4,000 m exactly (3,000 + 1,000 each). In the order given, the submitters would take
+// 2,000 m of the first node, and the second head would find room on neither (2,000 + 3,000 and
+// 3,000 + 3,000 are over 4,000).
+func TestFitsPlacesTheLargestPodsFirst(t *testing.T) {
+	small := cpuPod{role: "submitter", cpuMilli: 1000, mib: 1}
+	large := cpuPod{role: "head", cpuMilli: 3000, mib: 1}
+	assert.True(t, fits([]cpuPod{small, small, large, large}, 2, 4000, 100))
+}
+
+// The most experiments at once: Kueue admits any set whose GPUs fit the quota, so the smallest
+// first make the largest set. A quota of 16 GPUs holds the two 8-GPU experiments (2 at once),
+// not the 16-GPU one first (1 at once); a stopped experiment holds none.
+func TestMostAtOnceTakesTheSmallestFirst(t *testing.T) {
+	xs := []ExperimentPlan{
+		{Name: "big", GPUs: 16},
+		{Name: "small-a", GPUs: 8},
+		{Name: "stopped", GPUs: 8, Stopped: true},
+		{Name: "small-b", GPUs: 8},
+	}
+	var names []string
+	for _, x := range mostAtOnce(xs, 16) {
+		names = append(names, x.Name)
+	}
+	assert.Equal(t, []string{"small-a", "small-b"}, names)
+}

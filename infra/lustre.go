@@ -42,7 +42,11 @@ func LustreThroughputs() []int {
 	return out
 }
 
-// Fits reports whether capacityGiB is a size the tier accepts.
+// Fits reports whether capacityGiB is a size the tier accepts: a multiple of the step up to the
+// threshold, a multiple of the large step above it. The large steps count from zero, not from
+// the threshold: each tier's maximum is a multiple of its large step (20,016,000 = 139 ×
+// 144,000), and Google's table says "the capacity must be a multiple of the step size"
+// (docs.cloud.google.com/managed-lustre/docs/performance-tiers).
 func (t LustreTier) Fits(capacityGiB int) bool {
 	if capacityGiB < t.MinGiB || capacityGiB > t.MaxGiB {
 		return false
@@ -50,7 +54,7 @@ func (t LustreTier) Fits(capacityGiB int) bool {
 	if capacityGiB <= t.StepLimitGiB {
 		return capacityGiB%t.Step == 0
 	}
-	return (capacityGiB-t.StepLimitGiB)%t.LargeStep == 0
+	return capacityGiB%t.LargeStep == 0
 }
 
 // Nearest returns the valid sizes just below and just above capacityGiB (either may be 0 when
@@ -62,15 +66,18 @@ func (t LustreTier) Nearest(capacityGiB int) (below, above int) {
 	if capacityGiB > t.MaxGiB {
 		return t.MaxGiB, 0
 	}
+	// The first size above the threshold: the large step's next multiple.
+	firstLarge := (t.StepLimitGiB/t.LargeStep + 1) * t.LargeStep
 	if capacityGiB <= t.StepLimitGiB {
 		below = capacityGiB / t.Step * t.Step
 		above = below + t.Step
 		if above > t.StepLimitGiB {
-			above = t.StepLimitGiB + t.LargeStep
+			above = firstLarge
 		}
 	} else {
-		below = t.StepLimitGiB + (capacityGiB-t.StepLimitGiB)/t.LargeStep*t.LargeStep
-		above = below + t.LargeStep
+		// The threshold is a multiple of the step: the largest size below the first large one.
+		below = max(capacityGiB/t.LargeStep*t.LargeStep, t.StepLimitGiB)
+		above = (capacityGiB/t.LargeStep + 1) * t.LargeStep
 	}
 	if below < t.MinGiB {
 		below = 0
@@ -90,5 +97,5 @@ func (t LustreTier) rule() string {
 	if t.StepLimitGiB >= t.MaxGiB {
 		return fmt.Sprintf("%d to %d GiB in steps of %d", t.MinGiB, t.MaxGiB, t.Step)
 	}
-	return fmt.Sprintf("%d to %d GiB in steps of %d (above %d, steps of %d)", t.MinGiB, t.MaxGiB, t.Step, t.StepLimitGiB, t.LargeStep)
+	return fmt.Sprintf("%d to %d GiB in steps of %d (above %d, multiples of %d)", t.MinGiB, t.MaxGiB, t.Step, t.StepLimitGiB, t.LargeStep)
 }

@@ -20,8 +20,17 @@ func TestLustreTierSizes(t *testing.T) {
 		{"the 500 tier's minimum fits", 500, 18000, true, 0, 0},
 		{"a size between steps does not fit and names both neighbours", 500, 20000, false, 18000, 36000},
 		{"a size under the minimum names the minimum", 500, 9000, false, 0, 18000},
-		{"the large step applies above the limit", 500, 3060000 + 144000, true, 0, 0},
-		{"a small step above the limit does not fit", 500, 3060000 + 18000, false, 3060000, 3204000},
+		// Above the threshold (3,060,000), multiples of 144,000: the first is 22 × 144,000 =
+		// 3,168,000; the threshold plus one large step, 3,204,000, is 22.25 of them.
+		{"a multiple of the large step above the limit fits", 500, 3168000, true, 0, 0},
+		{"the limit plus a large step is not a multiple of it", 500, 3204000, false, 3168000, 3312000},
+		{"a small step above the limit does not fit", 500, 3060000 + 18000, false, 3060000, 3168000},
+		{"the threshold itself fits (170 × 18,000)", 500, 3060000, true, 0, 0},
+		{"the 500 tier's maximum fits (139 × 144,000)", 500, 20016000, true, 0, 0},
+		{"the 1000 tier's maximum fits (139 × 72,000)", 1000, 10008000, true, 0, 0},
+		{"the 250 tier's maximum fits (139 × 288,000)", 250, 40032000, true, 0, 0},
+		{"the 125 tier's maximum fits (170 × 72,000)", 125, 12240000, true, 0, 0},
+		{"one large step short of the maximum", 500, 20016000 - 1000, false, 19872000, 20016000},
 		{"a size over the maximum names the maximum", 125, 12312000, false, 12240000, 0},
 		{"the 1000 tier steps by 9000", 1000, 27000, true, 0, 0},
 	}
