@@ -64,3 +64,14 @@ func TestMostAtOnceTakesTheSmallestFirst(t *testing.T) {
 	}
 	assert.Equal(t, []string{"small-a", "small-b"}, names)
 }
+
+// The refusal's sizes read as a person writes them: whole GiB, one decimal above 1 GiB, MiB
+// under it; CPUs without trailing zeros.
+func TestSizesReadAsWritten(t *testing.T) {
+	for m, want := range map[int64]string{32768: "32 GiB", 1024: "1 GiB", 1536: "1.5 GiB", 59802: "58.4 GiB", 1023: "1023 MiB", 512: "512 MiB"} {
+		assert.Equal(t, want, mebi(m), "%d MiB", m)
+	}
+	for m, want := range map[int64]string{8000: "8", 15890: "15.89", 500: "0.5"} {
+		assert.Equal(t, want, milli(m), "%d m", m)
+	}
+}
