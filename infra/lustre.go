@@ -57,8 +57,8 @@ func (t LustreTier) Fits(capacityGiB int) bool {
 	return capacityGiB%t.LargeStep == 0
 }
 
-// Nearest returns the valid sizes just below and just above capacityGiB (either may be 0 when
-// capacityGiB lies outside the tier's range).
+// Nearest returns the valid sizes just below and just above capacityGiB, a size Fits refuses
+// (either may be 0 when capacityGiB lies outside the tier's range).
 func (t LustreTier) Nearest(capacityGiB int) (below, above int) {
 	if capacityGiB < t.MinGiB {
 		return 0, t.MinGiB
@@ -66,14 +66,11 @@ func (t LustreTier) Nearest(capacityGiB int) (below, above int) {
 	if capacityGiB > t.MaxGiB {
 		return t.MaxGiB, 0
 	}
-	// The first size above the threshold: the large step's next multiple.
-	firstLarge := (t.StepLimitGiB/t.LargeStep + 1) * t.LargeStep
-	if capacityGiB <= t.StepLimitGiB {
+	// A size Fits refuses: under the threshold, which is a multiple of the step, the next step up
+	// is at most the threshold itself.
+	if capacityGiB < t.StepLimitGiB {
 		below = capacityGiB / t.Step * t.Step
 		above = below + t.Step
-		if above > t.StepLimitGiB {
-			above = firstLarge
-		}
 	} else {
 		// The threshold is a multiple of the step: the largest size below the first large one.
 		below = max(capacityGiB/t.LargeStep*t.LargeStep, t.StepLimitGiB)

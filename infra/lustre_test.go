@@ -26,6 +26,7 @@ func TestLustreTierSizes(t *testing.T) {
 		{"the limit plus a large step is not a multiple of it", 500, 3204000, false, 3168000, 3312000},
 		{"a small step above the limit does not fit", 500, 3060000 + 18000, false, 3060000, 3168000},
 		{"the threshold itself fits (170 × 18,000)", 500, 3060000, true, 0, 0},
+		{"just under the threshold, the threshold is the next size", 500, 3060000 - 1000, false, 3042000, 3060000},
 		{"the 500 tier's maximum fits (139 × 144,000)", 500, 20016000, true, 0, 0},
 		{"the 1000 tier's maximum fits (139 × 72,000)", 1000, 10008000, true, 0, 0},
 		{"the 250 tier's maximum fits (139 × 288,000)", 250, 40032000, true, 0, 0},
