@@ -57,6 +57,9 @@ func TestRunDeadlineFollowsTheRunsSize(t *testing.T) {
 			assert.NotContains(t, bp.Warnings.Error(), "job.activeDeadlineSeconds")
 		})
 	}
+	// The small model's steps are its size class's, and the deadline says so.
+	small := plantest.Resolve(t, "b200-spot", append(plantest.Shape(4096, 36, 151936), "job.model=Qwen/Qwen3-8B", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]")...)
+	assert.Equal(t, "the allowance of models up to 8B", small.Deadline.StepBasis)
 }
 
 func TestRunDeadlineSetOrUnknown(t *testing.T) {
