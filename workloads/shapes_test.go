@@ -90,8 +90,8 @@ func llamaShape(t *testing.T, file, repo string) workloads.Shape {
 	require.NotNil(t, vocab, "%s has the Llama 3 vocabulary", file)
 	at := strings.Index(text, `huggingface_repo="`+repo+`"`)
 	require.GreaterOrEqual(t, at, 0, "%s has %s", file, repo)
-	block := text[at:]
-	block = block[:strings.Index(block, "},")]
+	block, _, found := strings.Cut(text[at:], "},")
+	require.True(t, found, "%s: %s's arch_args end", file, repo)
 	arg := func(name string) string {
 		m := regexp.MustCompile(`"` + name + `": (\w+),`).FindStringSubmatch(block)
 		require.NotNil(t, m, "%s: %s has %s", file, repo, name)

@@ -125,12 +125,17 @@ func (h *Hub) get(ctx context.Context, path string, query url.Values, out any) e
 // repoInfo reads a repository at a revision ("" is its default branch, main), asking only for
 // the fields the checks read (the API's expand[] parameter).
 func (h *Hub) repoInfo(ctx context.Context, kind, repo, revision string, fields ...string) (hubRepo, error) {
-	if revision == "" {
-		revision = "main"
-	}
 	var r hubRepo
-	err := h.get(ctx, fmt.Sprintf("/api/%s/%s/revision/%s", kind, repo, url.PathEscape(revision)), url.Values{"expand[]": fields}, &r)
+	err := h.get(ctx, fmt.Sprintf("/api/%s/%s/revision/%s", kind, repo, url.PathEscape(orMain(revision))), url.Values{"expand[]": fields}, &r)
 	return r, err
+}
+
+// orMain is a pinned revision, or main, the default branch an unpinned download gets.
+func orMain(revision string) string {
+	if revision == "" {
+		return "main"
+	}
+	return revision
 }
 
 // checkHub asks the Hub about the model and the datasets the run downloads, or each

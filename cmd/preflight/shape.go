@@ -14,18 +14,19 @@ import (
 // CheckHubShape holds the shape the memory check used to the model's own config.json.
 const CheckHubShape = "hub shape"
 
-// configShape is what config.json says of the sizes the memory check reads. A multimodal
-// model (Gemma 3 from 4B up: Gemma3ForConditionalGeneration) nests its language model's under
-// text_config, which is the one that produces the response tokens.
-type configShape struct {
+// configSizes are the sizes of config.json the memory check reads.
+type configSizes struct {
 	HiddenSize      int `json:"hidden_size"`
 	NumHiddenLayers int `json:"num_hidden_layers"`
 	VocabSize       int `json:"vocab_size"`
-	TextConfig      *struct {
-		HiddenSize      int `json:"hidden_size"`
-		NumHiddenLayers int `json:"num_hidden_layers"`
-		VocabSize       int `json:"vocab_size"`
-	} `json:"text_config"`
+}
+
+// configShape is what config.json says of those sizes. A multimodal model (Gemma 3 from 4B up:
+// Gemma3ForConditionalGeneration) nests its language model's under text_config, which is the
+// one that produces the response tokens.
+type configShape struct {
+	configSizes
+	TextConfig *configSizes `json:"text_config"`
 }
 
 // language is the language model's sizes: the top level's, else text_config's, field by field.
@@ -51,10 +52,7 @@ func orNested(v, nested int) int {
 // variant of the model's name, fails here instead of as an out-of-memory in the cluster.
 func checkHubShape(ctx context.Context, h *Hub, d infra.HubDownloads) cmd.Finding {
 	f := cmd.Finding{Name: CheckHubShape}
-	rev := d.Revisions[d.Model]
-	if rev == "" {
-		rev = "main"
-	}
+	rev := orMain(d.Revisions[d.Model])
 	var c configShape
 	err := h.get(ctx, "/"+d.Model+"/resolve/"+url.PathEscape(rev)+"/config.json", nil, &c)
 	var he *hubError
