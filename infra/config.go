@@ -52,7 +52,7 @@ type Config struct {
 	Gate       GateConfig
 	Monitoring MonitoringConfig
 	Tokens     TokensConfig
-	// Siblings are the other stacks of the project directory (ReadSiblings), whose namespaces
+	// Siblings are the other stacks of the project directory (ReadSiblings), whose cluster names
 	// this one's must not take.
 	Siblings []Sibling
 

@@ -182,9 +182,9 @@ func TestGateRunsAgainOnANewRunID(t *testing.T) {
 			assert.Contains(t, again, urn, "the same resource, renamed")
 		}
 	}
-	assert.Contains(t, again, "job-gke-rl-verl-h200-verl-h200-gate-2-nccl.yaml")
-	assert.Contains(t, again, "job-gke-rl-verl-h200-verl-h200-gate-2-storage.yaml")
-	assert.Contains(t, again, "service-gke-rl-verl-h200-verl-h200-gate-2-nccl.yaml")
+	assert.Contains(t, again, "job-rl-verl-h200-verl-h200-gate-2-nccl.yaml")
+	assert.Contains(t, again, "job-rl-verl-h200-verl-h200-gate-2-storage.yaml")
+	assert.Contains(t, again, "service-rl-verl-h200-verl-h200-gate-2-nccl.yaml")
 	assert.Equal(t, before, names("gate.minBusBandwidthGBps=150", "job.maxSteps=30"), "an unrelated change renames nothing")
 
 	res := plantest.Plan(t, "h200-reserved")

@@ -35,18 +35,19 @@ func principals(t *testing.T, res *offline.Result) map[string][]string {
 // principals name only a namespace and a service account: with a namespace of its own, no
 // principal that one stack grants its bucket, its tokens or anything else is one of the other's.
 func TestTwoStacksOfOneProjectShareNoPrincipal(t *testing.T) {
-	type stack struct{ name, file string }
+	type stack struct{ name, file, cluster string }
 	stacks := []stack{
-		{"smoke", "smoke"}, {"h200-reserved", "h200-reserved"}, {"b200-spot", "b200-spot"},
-		// A copy of a shipped stack (`my-smoke`), as the README has a user make one: its own
-		// cluster name.
-		{"my-smoke", "smoke"},
+		{"smoke", "smoke", ""}, {"h200-reserved", "h200-reserved", ""}, {"b200-spot", "b200-spot", ""},
+		// A copy of a shipped stack, as the README has a user make one: its own cluster name.
+		{"my-smoke", "smoke", "my-smoke"},
+		// The name that shared smoke's namespace (gke-rl-smoke) before this version.
+		{"short-smoke", "smoke", "smoke"},
 	}
 	granted := map[string]map[string][]string{}
 	for _, s := range stacks {
 		overrides := []string{"tokens.huggingFace=true", "tokens.wandb=true", "gcp:project=one-project"}
-		if s.name != s.file {
-			overrides = append(overrides, "cluster.name="+s.name)
+		if s.cluster != "" {
+			overrides = append(overrides, "cluster.name="+s.cluster)
 		}
 		res := plantest.Plan(t, s.file, overrides...)
 		granted[s.name] = principals(t, res)
@@ -73,12 +74,55 @@ func TestWorkloadNamespace(t *testing.T) {
 	for cluster, want := range map[string]string{
 		"gke-rl":          "gke-rl",
 		"gke-rl-smoke":    "gke-rl-smoke",
-		"ray-a4-gpu-spot": "gke-rl-ray-a4-gpu-spot",
-		"kube-system":     "gke-rl-kube-system",
-		"default":         "gke-rl-default",
+		"gke-rlx":         "gke-rlx",
+		"smoke":           "rl-smoke",
+		"rl-smoke":        "rl-rl-smoke",
+		"ray-a4-gpu-spot": "rl-ray-a4-gpu-spot",
+		"kube-system":     "rl-kube-system",
+		"default":         "rl-default",
+		"gke-managed":     "rl-gke-managed",
 	} {
 		assert.Equal(t, want, infra.WorkloadNamespace(cluster), cluster)
 	}
 	longest := strings.Repeat("a", 40)
 	assert.LessOrEqual(t, len(infra.WorkloadNamespace(longest)), 63, "a namespace is a DNS label")
+}
+
+// No two cluster names give one namespace: every DNS label of up to five characters over the
+// letters the prefixes use (and one other) and the hyphen, and each of them behind each prefix
+// a mapping could add or keep ("gke-rl", "gke-rl-", "rl-", "gke-", "rl"), all mapped once.
+// Before this version `a` and `gke-rl-a` (`smoke` and `gke-rl-smoke`) both gave gke-rl-a; a
+// mapping that drops, shares or shortens a prefix fails here on names like them.
+func TestNoTwoClusterNamesShareANamespace(t *testing.T) {
+	const letters = "gkerla-"
+	var short []string
+	var walk func(name string)
+	walk = func(name string) {
+		if name != "" && name[0] != '-' && name[len(name)-1] != '-' {
+			short = append(short, name)
+		}
+		if len(name) == 5 {
+			return
+		}
+		for _, c := range letters {
+			walk(name + string(c))
+		}
+	}
+	walk("")
+	names := map[string]bool{}
+	for _, name := range short {
+		names[name] = true
+		for _, prefix := range []string{"gke-rl", "gke-rl-", "rl-", "gke-", "rl"} {
+			names[prefix+name] = true
+		}
+	}
+	seen := map[string]string{}
+	for name := range names {
+		ns := infra.WorkloadNamespace(name)
+		if other, ok := seen[ns]; ok {
+			t.Fatalf("cluster names %q and %q both give namespace %s", other, name, ns)
+		}
+		seen[ns] = name
+	}
+	t.Logf("%d cluster names, as many namespaces", len(seen))
 }

@@ -15,23 +15,31 @@ import (
 	"gke-rl/workloads"
 )
 
-// namespacePrefix starts every stack's workload namespace.
-const namespacePrefix = "gke-rl"
+// namespacePrefix starts every workload namespace that is not a cluster name itself.
+const namespacePrefix = "rl-"
+
+// clusterNamespacePrefix is how a cluster name that serves as its own namespace starts.
+const clusterNamespacePrefix = "gke-rl"
 
 // WorkloadNamespace is the namespace of a stack's storage claim, Ray cluster, training run and
-// tokens' readers, from its cluster name: the cluster name, with "gke-rl-" before it unless it
-// starts with "gke-rl" already. Every Workload Identity principal of a project shares one pool
-// (<project>.svc.id.goog) and names only the namespace and the service account, so a namespace
-// of its own is what keeps two stacks of one project from reading each other's tokens and
-// writing each other's buckets. The cluster name is the stack's name in the project: its VPCs,
-// secrets and buckets are named after it, and two stacks of one project cannot share it. The
-// prefix keeps it clear of the namespaces Kubernetes and GKE reserve (default, kube-*, gke-*
-// system namespaces), and within 63 characters (cluster names stop at 40).
+// tokens' readers, from its cluster name: the cluster name itself when it starts with "gke-rl",
+// else "rl-" and the cluster name (`ray-a4-gpu-spot` → `rl-ray-a4-gpu-spot`).
+//
+// Every Workload Identity principal of a project shares one pool (<project>.svc.id.goog) and
+// names only the namespace and the service account, not the cluster, so the namespace is what
+// keeps two stacks of one project from reading each other's tokens and writing each other's
+// buckets. The cluster name is the stack's name in the project (its VPCs are named after it, and
+// two stacks of one project cannot share them), so the mapping must be one-to-one: the two
+// branches' namespaces never meet, since one always starts with "gke-rl" and the other with
+// "rl-", and each branch keeps the whole name. (Until this version unprefixed names took
+// "gke-rl-", so `smoke` and `gke-rl-smoke` shared gke-rl-smoke.) The prefixes keep the namespace
+// clear of those Kubernetes and GKE reserve (default, kube-*, gke-* system namespaces), and
+// within 63 characters (cluster names stop at 40).
 func WorkloadNamespace(clusterName string) string {
-	if strings.HasPrefix(clusterName, namespacePrefix) {
+	if strings.HasPrefix(clusterName, clusterNamespacePrefix) {
 		return clusterName
 	}
-	return namespacePrefix + "-" + clusterName
+	return namespacePrefix + clusterName
 }
 
 // Resolve checks a loaded configuration and derives everything the program will create from it:

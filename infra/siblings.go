@@ -10,7 +10,7 @@ import (
 )
 
 // Sibling is another stack of the project directory (a Pulumi.<stack>.yaml beside this stack's),
-// as far as the namespace check needs it.
+// as far as the cluster name check needs it.
 type Sibling struct {
 	Stack string
 	// Project is its gcp:project; ClusterName its cluster.name (DefaultClusterName when unset).
@@ -52,28 +52,22 @@ func ReadSiblings(dir, self string) []Sibling {
 	return out
 }
 
-// validateSiblings refuses a cluster.name whose workload namespace another stack of the project
-// has. Every Workload Identity principal of a project names only the namespace and the service
-// account (<project>.svc.id.goog), so two stacks with one namespace share every principal: each
-// reads the other's tokens and writes the other's bucket, checkpoints included. The mapping from
-// cluster.name is not one-to-one (`smoke` and `gke-rl-smoke` both give gke-rl-smoke:
-// WorkloadNamespace), and it is kept so that no existing stack's namespace moves; the collision is
-// refused instead. Stacks still on the placeholder project are in no project yet.
+// validateSiblings refuses a cluster.name another stack of the project directory has in the same
+// project: the two stacks would fight over one cluster, its networks, bucket, secrets and
+// workload namespace (WorkloadNamespace is one-to-one, so only an equal name shares one). GCP
+// refuses the second stack's networks too, but only halfway through its `pulumi up`; this says
+// it before anything is created. A stack in another clone is not seen here, and needs not be:
+// its cluster.name is the one that collides, and GCP refuses it. Stacks still on the placeholder
+// project are in no project yet.
 func validateSiblings(c *Config, errs *Errors) {
 	if c.Project == "" || strings.HasPrefix(c.Project, placeholderPrefix) {
 		return
 	}
-	ns := WorkloadNamespace(c.Cluster.Name)
 	for _, s := range c.Siblings {
-		if s.Project != c.Project || WorkloadNamespace(s.ClusterName) != ns {
+		if s.Project != c.Project || s.ClusterName != c.Cluster.Name {
 			continue
 		}
-		if s.ClusterName == c.Cluster.Name {
-			errs.Add("cluster.name", "%s is stack %s's cluster.name too (Pulumi.%s.yaml), in project %s: the two stacks would share the cluster, its networks, bucket, secrets and every Workload Identity principal; allowed: a name no other stack of the project uses",
-				quote(c.Cluster.Name), s.Stack, s.Stack, c.Project)
-			continue
-		}
-		errs.Add("cluster.name", "%s gives the workload namespace %s, which stack %s (Pulumi.%s.yaml, cluster.name %s) has in project %s too: the two stacks would share every Workload Identity principal, so each would read the other's tokens and write the other's bucket; allowed: a cluster.name whose namespace (the name, with \"gke-rl-\" before it unless it starts with \"gke-rl\") no other stack of the project has",
-			quote(c.Cluster.Name), ns, s.Stack, s.Stack, quote(s.ClusterName), c.Project)
+		errs.Add("cluster.name", "%s is stack %s's cluster.name too (Pulumi.%s.yaml), in project %s: the two stacks would share the cluster, its networks, bucket, secrets and every Workload Identity principal; allowed: a name no other stack of the project uses",
+			quote(c.Cluster.Name), s.Stack, s.Stack, c.Project)
 	}
 }

@@ -108,8 +108,8 @@ func TestB200SpotRunsARayJobWithItsOwnCluster(t *testing.T) {
 	assert.Equal(t, "/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5", res.Outputs["checkpointDir"], "the experiment's directory")
 	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5")
 	assert.Equal(t, "qwen2-5-72b-instruct-deepscaler-cedcb5", res.Outputs["experiment"])
-	assert.Equal(t, "kubectl -n gke-rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-cedcb5 -w", res.Outputs["rayJobStatus"])
-	assert.Equal(t, "kubectl -n gke-rl-ray-a4-gpu-spot port-forward service/$(kubectl -n gke-rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-cedcb5 -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
+	assert.Equal(t, "kubectl -n rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-cedcb5 -w", res.Outputs["rayJobStatus"])
+	assert.Equal(t, "kubectl -n rl-ray-a4-gpu-spot port-forward service/$(kubectl -n rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-cedcb5 -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
 }
 
 func TestRayImageAndVersionOverrideTheFrameworkRelease(t *testing.T) {
@@ -129,7 +129,7 @@ func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
 	assert.Equal(t, map[string]any{"ray.io/cluster": get(t, rc, "metadata.name")}, get(t, job, "spec.clusterSelector"))
 	assert.Nil(t, get(t, job, "spec.rayClusterSpec"))
 	assert.Nil(t, get(t, job, "spec.backoffLimit"), "clusterSelector excludes backoffLimit")
-	assert.Equal(t, "kubectl -n gke-rl-verl-h200 port-forward service/verl-h200-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
+	assert.Equal(t, "kubectl -n rl-verl-h200 port-forward service/verl-h200-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
 
 	prep := prepJob(t, res)
 	script := get(t, prep, "spec.template.spec.containers.0.command.2").(string)

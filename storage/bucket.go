@@ -244,7 +244,6 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 	}
 
 	b.PV, b.Claim, err = newClaim(ctx, kids, "gcsfuse", claimArgs{
-		PVName:       naming.New(args.NamePrefix).Name(63, "gcsfuse"),
 		Capacity:     bucketCapacity,
 		MountOptions: GCSFuseMountOptions(args.FileCacheMiB),
 		// Deleting the volume object never touches the bucket; Retain says so to a reader.

@@ -229,7 +229,6 @@ func NewLustre(ctx *pulumi.Context, name string, args *LustreArgs, opts ...pulum
 
 	ip := l.Instance.MountPoint.ApplyT(MountPointIP).(pulumi.StringOutput)
 	l.PV, l.Claim, err = newClaim(ctx, kids, "lustre", claimArgs{
-		PVName:   names.Name(63, "lustre"),
 		Capacity: fmt.Sprintf("%dGi", args.CapacityGiB),
 		Reclaim:  "Retain",
 		Source: corev1.CSIPersistentVolumeSourceArgs{

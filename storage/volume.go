@@ -25,8 +25,6 @@ type Shared interface {
 
 // claimArgs are the settings a PersistentVolume and its claim share.
 type claimArgs struct {
-	// PVName is the cluster-scoped PersistentVolume's name.
-	PVName string
 	// Capacity is a Kubernetes quantity such as 18000Gi.
 	Capacity string
 	// Source is the CSI volume the PV points at.
@@ -38,6 +36,15 @@ type claimArgs struct {
 
 // newClaim registers a statically provisioned PersistentVolume and the claim bound to it, each
 // naming the other, so that no StorageClass or provisioner takes part.
+//
+// The volume is named after the claim's namespace and its role (`gke-rl-smoke-lustre`): once
+// bound, a volume's claimRef keeps the claim's UID (the PV controller writes it), so updating it
+// to name a claim in another namespace leaves it "already bound to a different claim" and the
+// new claim pending forever (the real engine showed it: test/engine,
+// TestANamespaceMoveUnderTheRealEngine). A stack whose namespace moves gets a new volume of a
+// new name, bound to the new claim, and the old one is deleted after the old claim (Retain: the
+// storage stays). For a namespace that is the cluster name, the name is the one volumes had when
+// they were named after the cluster.
 func newClaim(ctx *pulumi.Context, kids naming.Children, role string, args claimArgs, p kube.Placement) (*corev1.PersistentVolume, *corev1.PersistentVolumeClaim, error) {
 	rwx := pulumi.StringArray{pulumi.String("ReadWriteMany")}
 	// An empty class keeps the cluster's default StorageClass away from the claim.
@@ -49,7 +56,7 @@ func newClaim(ctx *pulumi.Context, kids naming.Children, role string, args claim
 	source := args.Source
 	pvName, pvOpts := kids.Of(role+"-pv", role+"-pv")
 	pv, err := corev1.NewPersistentVolume(ctx, pvName, &corev1.PersistentVolumeArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.PVName)},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(naming.New(p.Namespace).Name(63, role))},
 		Spec: &corev1.PersistentVolumeSpecArgs{
 			AccessModes:                   rwx,
 			Capacity:                      pulumi.StringMap{"storage": pulumi.String(args.Capacity)},

@@ -104,7 +104,8 @@ func Main(args []string, env cmd.Env) int {
 	}
 	if earlier != nil {
 		q := CompareQueue(earlier, result)
-		if err := WriteComparison(stdout, *compare, Compare(earlier, result), CostShift(earlier, result), CompareExperiment(earlier, result), q); err != nil {
+		notes := append(NamespaceShift(earlier, result), CostShift(earlier, result)...)
+		if err := WriteComparison(stdout, *compare, Compare(earlier, result), notes, CompareExperiment(earlier, result), q); err != nil {
 			fmt.Fprintf(stderr, "error: writing the comparison (not a problem with your configuration): %v\n", err)
 			return cmd.ExitOutput
 		}

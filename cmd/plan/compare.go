@@ -381,10 +381,22 @@ func describe(c *Change, res *offline.Resource) {
 	}
 }
 
-// WriteComparison prints the changes, how they move the most a run or the queue can cost
-// (costs, CostShift's lines), what they do to the experiment (exp, nil when the stack runs
+// NamespaceShift says that an update moves the stack's workload namespace (this version's
+// one-to-one mapping moves every cluster name that does not start with gke-rl), and what that
+// does, or nothing when it stays or the earlier plan does not say it.
+func NamespaceShift(before *EarlierPlan, after *offline.Result) []string {
+	was, _ := before.Outputs["namespace"].(string)
+	now, _ := after.Outputs["namespace"].(string)
+	if was == "" || now == "" || was == now {
+		return nil
+	}
+	return []string{fmt.Sprintf("The workload namespace moves from %s to %s: Kubernetes cannot move an object, so every one in it is created in %s and deleted from %s (each is listed above as replaced), the bucket's and the secrets' grants go to the new namespace's principals, a running run stops and resumes from its newest checkpoint, and the volume, the bucket and the checkpoints stay where they are. Update between runs, or right after a checkpoint.", was, now, now, was)}
+}
+
+// WriteComparison prints the changes, then notes on them (what NamespaceShift and CostShift say:
+// the namespace's move, how the most a run or the queue can cost moved), what they do to the experiment (exp, nil when the stack runs
 // nothing) or to the queue's experiments (q, nil without jobs), and a closing line on what runs.
-func WriteComparison(out io.Writer, file string, changes []Change, costs []string, exp *ExperimentShift, q *QueueShift) error {
+func WriteComparison(out io.Writer, file string, changes []Change, notes []string, exp *ExperimentShift, q *QueueShift) error {
 	w := &errWriter{w: out}
 	fmt.Fprintf(w, "Changes against %s (inputs compared; `pulumi preview --diff` has the provider's word):\n", file)
 	stops, unknown, jobDeleted, jobCreated, newStorage := false, 0, false, false, false
@@ -420,7 +432,7 @@ func WriteComparison(out io.Writer, file string, changes []Change, costs []strin
 	if unknown > 0 {
 		fmt.Fprintf(w, "  ?  %d Kubernetes objects not compared: the earlier plan was written before plans carried digests of them\n", unknown)
 	}
-	for _, line := range costs {
+	for _, line := range notes {
 		fmt.Fprintln(w, line)
 	}
 	if exp != nil && len(changes) > 0 {

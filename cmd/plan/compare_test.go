@@ -454,3 +454,68 @@ func TestCompareCountsTheCheckpointsLeftOnTheVolume(t *testing.T) {
 	assert.Equal(t, cmd.ExitOK, code)
 	assert.NotContains(t, out, "Volume:")
 }
+
+// This version gives cluster names that do not start with gke-rl the namespace rl-<name>
+// (gke-rl-<name> before, which `smoke` and `gke-rl-smoke` shared). Against a plan of the
+// earlier version, written here from this one with the old namespace (the digests of every
+// object field that names it changed, the alerts' filters renamed), --compare says the
+// namespace moves, lists the stack's objects as replaced and says what a running run does.
+func TestCompareSaysTheNamespaceMoves(t *testing.T) {
+	const was, now = "gke-rl-ray-a4-gpu-spot", "rl-ray-a4-gpu-spot"
+	var rename func(v any) any
+	rename = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return strings.ReplaceAll(v, now, was) // `now` appears only as the namespace
+		case []any:
+			for i := range v {
+				v[i] = rename(v[i])
+			}
+		case map[string]any:
+			for k := range v {
+				v[k] = rename(v[k])
+			}
+		}
+		return v
+	}
+	before := plantest.PlanFile(t, "b200-spot", func(doc map[string]any) {
+		doc["outputs"].(map[string]any)["namespace"] = was
+		for _, r := range doc["resources"].([]any) {
+			inputs := r.(map[string]any)["inputs"].(map[string]any)
+			manifest, ok := inputs["manifest"].(map[string]any)
+			if !ok {
+				rename(inputs)
+				continue
+			}
+			digests := manifest["digests"].(map[string]any)
+			if manifest["namespace"] == now {
+				digests["metadata"], digests["metadata.namespace"] = "old", "old"
+			}
+			if strings.Contains(manifest["name"].(string), now) {
+				digests["metadata"], digests["metadata.name"] = "old", "old"
+			}
+			if manifest["kind"] == "PersistentVolume" {
+				digests["spec"], digests["spec.claimRef"] = "old", "old"
+			}
+		}
+	})
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "\nThe workload namespace moves from gke-rl-ray-a4-gpu-spot to rl-ray-a4-gpu-spot: Kubernetes cannot move an object, so every one in it is created in rl-ray-a4-gpu-spot and deleted from gke-rl-ray-a4-gpu-spot")
+	for _, replaced := range []string{
+		"kubernetes:core/v1:Namespace cluster-workloads: metadata.name",
+		"kubernetes:core/v1:PersistentVolumeClaim storage-lustre-pvc: metadata.namespace",
+		"kubernetes:ray.io/v1:RayJob grpo-rayjob: metadata.namespace\n       the running attempt stops",
+		"kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding cluster-pod-policy-validatingadmissionpolicybinding: metadata.name",
+	} {
+		assert.Contains(t, out, "\n  +- "+replaced, "replaced")
+	}
+	// A bound volume cannot be given to another claim: a new one, named after the namespace.
+	assert.Contains(t, out, "\n  +- kubernetes:core/v1:PersistentVolume storage-lustre-pv: metadata.name, spec.claimRef\n")
+	assert.Contains(t, out, "\n  ~  gcp:monitoring/alertPolicy:AlertPolicy monitoring-run-failed: ", "the alerts follow the namespace")
+	assert.True(t, strings.HasSuffix(out, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.\n"), out)
+
+	// The same plan against itself moves nothing.
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", plantest.PlanFile(t, "b200-spot", nil))
+	assert.NotContains(t, out, "namespace moves")
+}

@@ -24,7 +24,7 @@ type StackConfig struct {
 	Values map[string]string
 	// SecretKeys are the keys whose values are secrets.
 	SecretKeys []string
-	// Siblings are the other stacks of the directory, whose namespaces the stack's must not
+	// Siblings are the other stacks of the directory, whose cluster names the stack's must not
 	// take: the plan command reads them (infra.ReadSiblings); the test kits plan each stack
 	// alone, so that a user's own stack files change no test's result.
 	Siblings []infra.Sibling

@@ -84,7 +84,8 @@ func (c *cluster) fails(job string) bool {
 func (c *cluster) playJobs(ctx context.Context) {
 	for ctx.Err() == nil {
 		time.Sleep(300 * time.Millisecond)
-		jobs, err := c.CP.Client.BatchV1().Jobs(c.Namespace).List(ctx, metav1.ListOptions{})
+		// Every namespace's: a stack that moves namespace has Jobs in both for a while.
+		jobs, err := c.CP.Client.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			continue
 		}
@@ -94,10 +95,10 @@ func (c *cluster) playJobs(ctx context.Context) {
 			}
 			selector := "batch.kubernetes.io/job-name=" + j.Name
 			if !c.fails(j.Name) {
-				_ = c.CP.CompleteRunningPods(ctx, c.Namespace, selector)
+				_ = c.CP.CompleteRunningPods(ctx, j.Namespace, selector)
 				continue
 			}
-			pods, err := c.CP.Client.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			pods, err := c.CP.Client.CoreV1().Pods(j.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				continue
 			}
@@ -111,7 +112,7 @@ func (c *cluster) playJobs(ctx context.Context) {
 					s.Ready = false
 					s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: p.CreationTimestamp, FinishedAt: metav1.Now()}}
 				}
-				_, _ = c.CP.Client.CoreV1().Pods(c.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
+				_, _ = c.CP.Client.CoreV1().Pods(j.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 			}
 		}
 	}

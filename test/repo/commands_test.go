@@ -113,7 +113,7 @@ func TestDocumentedCommandsAreFound(t *testing.T) {
 	assert.Contains(t, all, "b200-spot output checkpointExport: gcloud lustre instances export-data ray-a4-gpu-spot-lustre")
 	assert.Contains(t, all, "b200-spot destroy plan: gcloud lustre instances export-data ray-a4-gpu-spot-lustre")
 	assert.Contains(t, all, "h200-reserved output kubeconfigCommand: gcloud container clusters get-credentials verl-h200")
-	assert.Contains(t, all, "b200-spot alert monitoring-run-failed: kubectl -n gke-rl-ray-a4-gpu-spot get rayjob")
+	assert.Contains(t, all, "b200-spot alert monitoring-run-failed: kubectl -n rl-ray-a4-gpu-spot get rayjob")
 	assert.Contains(t, all, "README.md: gcloud services enable")
 }
 
