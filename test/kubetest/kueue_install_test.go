@@ -1,7 +1,11 @@
 package kubetest_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +27,7 @@ import (
 	"gke-rl/test/clitest"
 	"gke-rl/test/crdschema"
 	"gke-rl/test/kubetest"
+	"gke-rl/test/plantest"
 	"gke-rl/workloads/queue"
 )
 
@@ -78,8 +83,13 @@ func releaseManifest(t *testing.T, dir string, stranded bool) string {
 
 	docs = append(docs, releaseWebhooks(t, read)...)
 
-	path := filepath.Join(dir, "manifests.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o600))
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	_, err = w.Write([]byte(strings.Join(docs, "\n---\n")))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	path := filepath.Join(dir, "manifests.yaml.gz")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o600))
 	return path
 }
 
@@ -135,20 +145,82 @@ func releaseWebhooks(t *testing.T, read func(string) string) []string {
 	return append(docs, string(b))
 }
 
-// installEnv is the install step's environment on cp as its administrator, with the release's
-// manifest (stranded: its manager can run on no node) and the rollout's timeout.
+// installEnv is the install step's environment on cp as its administrator (no cluster when cp
+// is nil), with the release's manifest (stranded: its manager can run on no node) and the
+// rollout's timeout.
 func installEnv(t *testing.T, cp *kubetest.ControlPlane, stranded bool, rolloutTimeout string) []string {
 	t.Helper()
-	kubeconfig, err := os.ReadFile(cp.Kubeconfig(t, kubetest.Admin))
-	require.NoError(t, err)
+	var kubeconfig []byte
+	if cp != nil {
+		var err error
+		kubeconfig, err = os.ReadFile(cp.Kubeconfig(t, kubetest.Admin))
+		require.NoError(t, err)
+	}
 	env := []string{"KUBECONFIG_DATA=" + string(kubeconfig), "ROLLOUT_TIMEOUT=" + rolloutTimeout}
+	manifest := releaseManifest(t, t.TempDir(), stranded)
+	data, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
 	for k, v := range queue.InstallEnv("gke-rl-smoke") {
-		if k == "KUEUE_MANIFEST" {
-			v = releaseManifest(t, t.TempDir(), stranded)
+		switch k {
+		case "KUEUE_MANIFEST":
+			v = manifest
+		case "KUEUE_MANIFEST_SHA256":
+			v = hex.EncodeToString(sum[:])
 		}
 		env = append(env, k+"="+v)
 	}
 	return env
+}
+
+// The objects of the manifest the install tests apply (a part of the release: the harness runs
+// Kueue's manager in-process, and cannot serve the release's visibility API) are the program's
+// copy's, by kind, namespace and name.
+func TestTheInstallTestsManifestIsAPartOfTheRelease(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), queue.ManifestFile))
+	require.NoError(t, err)
+	key := func(obj map[string]any) string {
+		meta := obj["metadata"].(map[string]any)
+		ns, _ := meta["namespace"].(string)
+		return obj["kind"].(string) + " " + ns + "/" + meta["name"].(string)
+	}
+	release := map[string]bool{}
+	for _, obj := range objects(t, gunzip(t, data)) {
+		release[key(obj)] = true
+	}
+	part, err := os.ReadFile(releaseManifest(t, t.TempDir(), false))
+	require.NoError(t, err)
+	objs := objects(t, gunzip(t, part))
+	require.NotEmpty(t, objs)
+	for _, obj := range objs {
+		assert.True(t, release[key(obj)], "%s is in the release", key(obj))
+	}
+}
+
+// A manifest that is not the one the program was built with (edited, or another file at its
+// path) or that is missing: the step changes nothing, and says why, before it reads the cluster.
+func TestTheKueueInstallStepAppliesOnlyTheProgramsManifest(t *testing.T) {
+	clitest.Tool(t, "kubectl")
+	env := installEnv(t, nil, false, "5s")
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "KUEUE_MANIFEST_SHA256=") {
+			env[i] = "KUEUE_MANIFEST_SHA256=" + queue.ManifestSHA256()
+		}
+	}
+	r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), env...)
+	assert.Equal(t, 1, r.Code, r.Stdout+r.Stderr)
+	assert.Regexp(t, `Kueue's manifest \S+manifests.yaml.gz has SHA-256 [0-9a-f]{64}, not `+queue.ManifestSHA256()+`, the one this program was built with: nothing is installed`, r.Stderr)
+	assert.NotContains(t, r.Stdout, "installing")
+
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "KUEUE_MANIFEST=") {
+			env[i] = "KUEUE_MANIFEST=" + queue.ManifestFile
+		}
+	}
+	r = clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), env...)
+	assert.Equal(t, 1, r.Code, r.Stdout+r.Stderr)
+	assert.Contains(t, r.Stderr, "cannot read Kueue's manifest "+queue.ManifestFile+" in ")
+	assert.Contains(t, r.Stderr, "run pulumi up in the repository's root, where Pulumi.yaml is")
 }
 
 // The install step on the control plane, with the real kubectl: on a cluster without Kueue it

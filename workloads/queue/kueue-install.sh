@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 set -euo pipefail
-# Installs Kueue's release ($KUEUE_MANIFEST, version $KUEUE_VERSION) unless the cluster runs a
-# Kueue already, narrows its webhooks to the queue's namespaces, runs its manager on
+# Installs Kueue's release ($KUEUE_MANIFEST, the program's gzipped copy of version
+# $KUEUE_VERSION's manifest, held to $KUEUE_MANIFEST_SHA256) unless the cluster runs a Kueue
+# already, narrows its webhooks to the queue's namespaces, runs its manager on
 # $KUEUE_REPLICAS replicas and waits until it serves. A Kueue of someone else's is used as it is,
 # once it is known to serve what the queue needs: the kueue.x-k8s.io/v1beta2 API and the RayJob
 # integration. The release's own is applied again when the program's version changes.
@@ -58,8 +59,26 @@ spread_manager() {
     kubectl apply --server-side -f - >/dev/null
 }
 
-# The release's manifest is read once, into a file of the step's own: what is applied, and what
-# a failed install removes, is that one copy, not the address fetched again.
+# sha256 prints the SHA-256 of its input: coreutils' sha256sum, or macOS's shasum.
+sha256() {
+  if command -v sha256sum >/dev/null; then sha256sum; else shasum -a 256; fi | cut -d' ' -f1
+}
+
+# The manifest is checked before anything else: a step that cannot apply what the program was
+# built with changes nothing, whatever the cluster runs. The path is the repository's (pulumi up
+# runs its commands in the program's directory).
+if [ ! -r "$KUEUE_MANIFEST" ]; then
+  echo "cannot read Kueue's manifest $KUEUE_MANIFEST in $(pwd): run pulumi up in the repository's root, where Pulumi.yaml is" >&2
+  exit 1
+fi
+sum=$(sha256 <"$KUEUE_MANIFEST")
+if [ "$sum" != "$KUEUE_MANIFEST_SHA256" ]; then
+  echo "Kueue's manifest $KUEUE_MANIFEST has SHA-256 $sum, not $KUEUE_MANIFEST_SHA256, the one this program was built with: nothing is installed; restore the file (git checkout -- $KUEUE_MANIFEST)" >&2
+  exit 1
+fi
+
+# The manifest is read once, into a file of the step's own: what is applied, and what a failed
+# install removes, is that one copy.
 manifest=$(mktemp)
 # created lists the objects a first install made (kind/name, all of them absent before it).
 created=()
@@ -84,7 +103,8 @@ remove_failed_install() {
       fi
     done
   fi
-  rm -f "$manifest"
+  # This trap replaces the kubeconfig preamble's: its file goes here too.
+  rm -f "$manifest" "$KUBECONFIG"
   exit "$status"
 }
 trap remove_failed_install EXIT
@@ -131,7 +151,7 @@ else
 fi
 
 echo "installing Kueue $KUEUE_VERSION from $KUEUE_MANIFEST"
-kubectl create --dry-run=client -o yaml -f "$KUEUE_MANIFEST" >"$manifest"
+gzip -dc "$KUEUE_MANIFEST" >"$manifest"
 if [ "$fresh" = true ]; then
   mapfile -t all < <(kubectl create --dry-run=client -o name -f "$manifest")
   existing=$(kubectl -n "$ns" get -f "$manifest" --ignore-not-found -o name 2>&1) ||

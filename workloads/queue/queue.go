@@ -6,7 +6,9 @@
 package queue
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,6 +20,18 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 )
+
+// releaseManifest is ManifestFile, whose checksum the install step holds it to.
+//
+//go:embed kueue-v0.17.0.yaml.gz
+var releaseManifest []byte
+
+// ManifestSHA256 is the SHA-256 of ManifestFile as this program was built with it: the install
+// step applies nothing else.
+func ManifestSHA256() string {
+	sum := sha256.Sum256(releaseManifest)
+	return hex.EncodeToString(sum[:])
+}
 
 // installBody is kueue-install.sh.
 //
@@ -31,7 +45,8 @@ func InstallScript() string { return installBody }
 // InstallEnv is the install step's environment; stackNamespace marks a release it installs.
 func InstallEnv(stackNamespace string) map[string]string {
 	return map[string]string{
-		"KUEUE_VERSION": KueueVersion, "KUEUE_MANIFEST": ManifestURL, "KUEUE_IMAGE": Image,
+		"KUEUE_VERSION": KueueVersion, "KUEUE_MANIFEST": ManifestFile, "KUEUE_MANIFEST_SHA256": ManifestSHA256(),
+		"KUEUE_IMAGE": Image,
 		"KUEUE_NAMESPACE": Namespace, "KUEUE_DEPLOYMENT": Deployment, "STACK_NAMESPACE": stackNamespace,
 		"NAMESPACE_LABEL": NamespaceLabel + "=" + NamespaceLabelValue, "KUEUE_REPLICAS": fmt.Sprint(Replicas),
 	}
@@ -60,9 +75,16 @@ const Replicas = 2
 // same version's manager for the harness tests.
 const (
 	KueueVersion = "v0.17.0"
-	// ManifestURL is the release's manifest (kubectl apply --server-side, as Kueue's
-	// installation guide says: its CRDs exceed the client-side apply annotation's size).
-	ManifestURL = "https://github.com/kubernetes-sigs/kueue/releases/download/" + KueueVersion + "/manifests.yaml"
+	// ManifestFile is the release's manifest, as the program installs it (kubectl apply
+	// --server-side, as Kueue's installation guide says: its CRDs exceed the client-side apply
+	// annotation's size), gzipped: the path from the repository's root, where `pulumi up` runs
+	// the program and its commands. It is built from Kueue's sources at KueueVersion (the Go
+	// module, whose content go.sum's checksum database holds) as the release's Makefile builds
+	// manifests.yaml (`make artifacts`: `kustomize edit set image controller=<Image>`, then
+	// `kustomize build config/default`), and test/kubetest holds it to that build. A copy of the
+	// program's, not the release's URL, so that what is applied is what was reviewed: no
+	// download at `up`, nothing a changed release file or a redirect could swap.
+	ManifestFile = "workloads/queue/kueue-" + KueueVersion + ".yaml.gz"
 	// Image is the manager's image the release manifest names, by tag: its digest is published
 	// with the release, where the install step checks the running image's tag.
 	Image = "registry.k8s.io/kueue/kueue:" + KueueVersion
