@@ -45,8 +45,8 @@ func InstallScript() string { return installBody }
 // InstallEnv is the install step's environment; stackNamespace marks a release it installs.
 func InstallEnv(stackNamespace string) map[string]string {
 	return map[string]string{
-		"KUEUE_VERSION": KueueVersion, "KUEUE_MANIFEST": ManifestFile, "KUEUE_MANIFEST_SHA256": ManifestSHA256(),
-		"KUEUE_IMAGE": Image,
+		"KUEUE_VERSION": KueueVersion, "KUEUE_IMAGE": Image,
+		"KUEUE_MANIFEST": ManifestFile, "KUEUE_MANIFEST_SHA256": ManifestSHA256(),
 		"KUEUE_NAMESPACE": Namespace, "KUEUE_DEPLOYMENT": Deployment, "STACK_NAMESPACE": stackNamespace,
 		"NAMESPACE_LABEL": NamespaceLabel + "=" + NamespaceLabelValue, "KUEUE_REPLICAS": fmt.Sprint(Replicas),
 	}
