@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"gke-rl/infra/offline"
+	"gke-rl/internal/jsonvalue"
 	"gke-rl/internal/lifecycle"
 	"gke-rl/internal/recorder"
 	"gke-rl/internal/termtext"
@@ -86,7 +87,7 @@ func LoadEarlierPlan(path string) (*EarlierPlan, error) {
 		r.URN, r.Type, r.Name = termtext.Clean(r.URN), termtext.Clean(r.Type), termtext.Clean(r.Name)
 	}
 	for name, v := range p.Outputs {
-		p.Outputs[name] = cleanValue(v)
+		p.Outputs[name] = jsonvalue.MapStrings(v, termtext.Clean)
 	}
 	settings := map[string]map[string]jsonSetting{}
 	for x, m := range p.Settings {
@@ -98,23 +99,6 @@ func LoadEarlierPlan(path string) (*EarlierPlan, error) {
 	}
 	p.Settings = settings
 	return &p, nil
-}
-
-// cleanValue is a decoded JSON value with termtext.Clean applied to every string in it.
-func cleanValue(v any) any {
-	switch v := v.(type) {
-	case string:
-		return termtext.Clean(v)
-	case []any:
-		for i := range v {
-			v[i] = cleanValue(v[i])
-		}
-	case map[string]any:
-		for k := range v {
-			v[k] = cleanValue(v[k])
-		}
-	}
-	return v
 }
 
 // Compare lists what differs between an earlier plan (`plan --json`, from the version that

@@ -12,6 +12,7 @@ import (
 
 	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
+	"gke-rl/internal/jsonvalue"
 	"gke-rl/test/plantest"
 )
 
@@ -462,29 +463,14 @@ func TestCompareCountsTheCheckpointsLeftOnTheVolume(t *testing.T) {
 // namespace moves, lists the stack's objects as replaced and says what a running run does.
 func TestCompareSaysTheNamespaceMoves(t *testing.T) {
 	const was, now = "gke-rl-ray-a4-gpu-spot", "rl-ray-a4-gpu-spot"
-	var rename func(v any) any
-	rename = func(v any) any {
-		switch v := v.(type) {
-		case string:
-			return strings.ReplaceAll(v, now, was) // `now` appears only as the namespace
-		case []any:
-			for i := range v {
-				v[i] = rename(v[i])
-			}
-		case map[string]any:
-			for k := range v {
-				v[k] = rename(v[k])
-			}
-		}
-		return v
-	}
+	rename := func(s string) string { return strings.ReplaceAll(s, now, was) } // `now` appears only as the namespace
 	before := plantest.PlanFile(t, "b200-spot", func(doc map[string]any) {
 		doc["outputs"].(map[string]any)["namespace"] = was
 		for _, r := range doc["resources"].([]any) {
 			inputs := r.(map[string]any)["inputs"].(map[string]any)
 			manifest, ok := inputs["manifest"].(map[string]any)
 			if !ok {
-				rename(inputs)
+				r.(map[string]any)["inputs"] = jsonvalue.MapStrings(inputs, rename)
 				continue
 			}
 			digests := manifest["digests"].(map[string]any)

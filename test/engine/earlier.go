@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 
 	"gke-rl/infra/offline"
+	"gke-rl/internal/jsonvalue"
 )
 
 // Renamed is plan with every occurrence of from, in each resource's URN, name, parent,
@@ -22,7 +23,7 @@ func Renamed(plan *offline.Result, from, to string) *offline.Result {
 	out.Blueprint = &bp
 	out.Outputs = map[string]any{}
 	for k, v := range plan.Outputs {
-		out.Outputs[k] = renamedAny(v, swap)
+		out.Outputs[k] = jsonvalue.MapStrings(v, swap)
 	}
 	rec := *plan.Recording
 	rec.Resources = nil
@@ -63,26 +64,6 @@ func renamedValue(v resource.PropertyValue, swap func(string) string) resource.P
 		return resource.NewArrayProperty(arr)
 	case v.IsString():
 		return resource.NewStringProperty(swap(v.StringValue()))
-	}
-	return v
-}
-
-func renamedAny(v any, swap func(string) string) any {
-	switch v := v.(type) {
-	case string:
-		return swap(v)
-	case []any:
-		out := make([]any, len(v))
-		for i := range v {
-			out[i] = renamedAny(v[i], swap)
-		}
-		return out
-	case map[string]any:
-		out := map[string]any{}
-		for k := range v {
-			out[k] = renamedAny(v[k], swap)
-		}
-		return out
 	}
 	return v
 }
