@@ -370,3 +370,38 @@ func TestQueuedExperimentsClaimNoAliasTwice(t *testing.T) {
 	single := plantest.Plan(t, "smoke")
 	assert.NotEmpty(t, single.Find("kubernetes:ray.io/v1:RayJob", "grpo-rayjob").Options.Aliases, "the single run keeps its former name")
 }
+
+// The queue's checks at their limits, each one unit under and over, the verdicts worked out by
+// hand: an experiment's key is at most 40 characters (KubeRay v1.5.0's RayJob names stop at
+// MaxRayClusterNameLength 53 − 6 = 47, less "-" and the 6 hex digits of its identity: 47 − 7 =
+// 40); a priority is 0 to 1,000,000; an experiment takes at most the queue's nodes (smoke's H200
+// pool with gpu.maxNodes=2: 2 nodes, 16 GPUs; 3 nodes are 24 GPUs).
+func TestTheQueueChecksAtTheirLimits(t *testing.T) {
+	for name, c := range map[string]struct {
+		overrides []string
+		key, says string // says "" plans clean
+	}{
+		"a key of 40 characters":      {[]string{"jobs." + strings.Repeat("x", 40) + ".maxSteps=4"}, "", ""},
+		"a key of 41 characters":      {[]string{"jobs." + strings.Repeat("x", 41) + ".maxSteps=4"}, "jobs." + strings.Repeat("x", 41), "is 41 characters long; allowed: at most 40"},
+		"the highest priority":        {[]string{"jobs.a.priority=1000000"}, "", ""},
+		"a priority over the highest": {[]string{"jobs.a.priority=1000001"}, "jobs.a.priority", "1000001 is out of range; allowed: 0 to 1000000"},
+		"the lowest priority":         {[]string{"jobs.a.priority=0"}, "", ""},
+		"the whole quota":             {[]string{"jobs.big.nodes=2"}, "", ""},
+		"a node over the quota":       {[]string{"jobs.big.nodes=3"}, "jobs.big.nodes", "experiment big takes 3 nodes (24 GPUs), more than the queue's quota of 16 (gpu.maxNodes 2 × 8 GPUs), so it would wait forever; allowed: 1 to 2, or a larger gpu.maxNodes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := plantest.TryPlan("smoke", append([]string{"gpu.maxNodes=2"}, c.overrides...)...)
+			if c.says == "" {
+				require.NoError(t, err)
+				return
+			}
+			var refused *offline.ConfigError
+			require.ErrorAs(t, err, &refused)
+			found := false
+			for _, p := range refused.Problems {
+				found = found || (p.Key == c.key && strings.Contains(p.Message, c.says))
+			}
+			assert.True(t, found, "no %s problem saying %q in:\n%v", c.key, c.says, err)
+		})
+	}
+}
