@@ -1,0 +1,31 @@
+package infra_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gke-rl/test/plantest"
+)
+
+// What b200-spot's experiment holds on its Lustre instance, worked out by hand: Qwen2.5-72B's
+// checkpoint is 72 B parameters × 16 bytes (bf16 weights 2, fp32 master weights 4, Adam's two
+// fp32 moments 8, as estimateCheckpoint counts them) = 1,152 GB, and NeMo RL's Megatron
+// conversion 72 B × 2 bytes (bf16) = 144 GB. With job.keepCheckpoints=3 it keeps 3 × 1,152 +
+// 144 = 3,600 GB at rest; at its peak a fourth save is being written and the model's download
+// and checked copy (2 × 144 GB) are there too: 4 × 1,152 + 144 + 288 = 5,040 GB, against the
+// instance's 18,000 GiB = 18,000 × 2^30 / 10^9 = 19,327.35 GB.
+func TestTheVolumesUseAddsUpByHand(t *testing.T) {
+	bp := plantest.Resolve(t, "b200-spot", "job.keepCheckpoints=3")
+	u := bp.Volume
+	require.NotNil(t, u)
+	assert.InDelta(t, 19327.35, u.CapacityGB, 0.01)
+	assert.InDelta(t, 5040, u.PeakGB, 1e-6)
+	assert.Equal(t, []string{
+		"qwen2-5-72b-instruct-deepscaler-cedcb5 4 × 1152 GB + its Megatron conversion 144 GB",
+		"the models' downloads and checked copies 288 GB",
+	}, u.Parts)
+	require.Len(t, u.KeptGB, 1)
+	assert.InDelta(t, 3600, u.KeptGB["/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5"], 1e-6)
+}
