@@ -29,3 +29,14 @@ func TestTheVolumesUseAddsUpByHand(t *testing.T) {
 	require.Len(t, u.KeptGB, 1)
 	assert.InDelta(t, 3600, u.KeptGB["/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5"], 1e-6)
 }
+
+// verl converts nothing: an experiment's part of the peak names no Megatron conversion (smoke on
+// Lustre, two experiments).
+func TestVerlsVolumeUseHasNoConversion(t *testing.T) {
+	bp := plantest.Resolve(t, "smoke", "storage.type=lustre", "storage.capacityGib=18000", "gpu.maxNodes=2", "jobs.a.maxSteps=4", "jobs.b.maxSteps=4")
+	require.NotNil(t, bp.Volume)
+	require.Len(t, bp.Volume.Parts, 3, "a, b and the models' copies: %v", bp.Volume.Parts)
+	for _, part := range bp.Volume.Parts {
+		assert.NotContains(t, part, "Megatron", part)
+	}
+}
