@@ -209,7 +209,8 @@ func TestAGatedModelPlansWithAToken(t *testing.T) {
 }
 
 // A name rounds its model's count: the card's count is taken when it is near the name's
-// (Llama-3.2-1B's 1.24B; 72B's range 46.8B to 97.2B, just inside on each side).
+// (Llama-3.2-1B's 1.24B; 72B's range 72 × 0.65 = 46.8B to 72 × 1.35 = 97.2B, its ends included,
+// and just inside on each side; just outside is refused: config_test's table).
 func TestAModelSizeNearItsNameIsTaken(t *testing.T) {
 	for stack, overrides := range map[string][]string{
 		"smoke":     {"job.model=meta-llama/Llama-3.2-1B-Instruct", "job.modelSize=1.24B", "tokens.huggingFace=true"},
@@ -218,7 +219,7 @@ func TestAModelSizeNearItsNameIsTaken(t *testing.T) {
 		_, err := plantest.TryPlan(stack, overrides...)
 		assert.NoError(t, err, "%s %v", stack, overrides)
 	}
-	for _, size := range []string{"46.9B", "97.1B"} {
+	for _, size := range []string{"46.8B", "46.9B", "97.1B", "97.2B"} {
 		_, err := plantest.TryPlan("b200-spot", "job.modelSize="+size)
 		assert.NoError(t, err, size)
 	}
