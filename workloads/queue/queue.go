@@ -79,11 +79,11 @@ const (
 	// --server-side, as Kueue's installation guide says: its CRDs exceed the client-side apply
 	// annotation's size), gzipped: the path from the repository's root, where `pulumi up` runs
 	// the program and its commands. It is built from Kueue's sources at KueueVersion (the Go
-	// module, whose content go.sum's checksum database holds) as the release's Makefile builds
-	// manifests.yaml (`make artifacts`: `kustomize edit set image controller=<Image>`, then
-	// `kustomize build config/default`), and test/kubetest holds it to that build. A copy of the
-	// program's, not the release's URL, so that what is applied is what was reviewed: no
-	// download at `up`, nothing a changed release file or a redirect could swap.
+	// module, which `go mod download` checks against the Go checksum database) as the release's
+	// Makefile builds manifests.yaml (`make artifacts`: `kustomize edit set image
+	// controller=<Image>`, then `kustomize build config/default`), and test/kubetest holds it to
+	// that build. A copy of the program's, not the release's URL, so that what is applied is what
+	// was reviewed: no download at `up`, nothing a changed release file or a redirect could swap.
 	ManifestFile = "workloads/queue/kueue-" + KueueVersion + ".yaml.gz"
 	// Image is the manager's image the release manifest names, by tag: its digest is published
 	// with the release, where the install step checks the running image's tag.
