@@ -340,3 +340,47 @@ func TestADocumentationAddressIsNamedForWhatItIs(t *testing.T) {
 	assert.Contains(t, mine.Placeholders.Error(), "cluster.authorizedNetworks[0]: 198.51.100.20/32 is a documentation address (RFC 5737) that admits nobody")
 	assert.NotContains(t, mine.Placeholders.Error(), "198.51.100.20/32 is the shipped placeholder")
 }
+
+// The run's checks at limits no shipped stack reaches, the verdicts worked out by hand.
+// b200-spot (NeMo RL on Megatron, retries on, so one save more than kept at the peak, on 18,000
+// GiB = 19,327.35 GB) with a private model of S billion parameters: a checkpoint is 16·S GB,
+// the download and checked copy 4·S GB, the Megatron conversion 2·S GB.
+//   - S = 280, keeping 3: 4 × 4,480 + 1,120 + 560 = 19,600 GB, over by 273 GB: refused, at most
+//     2 (3 × 4,480 + 1,680 = 15,120 GB). Without the conversion it would be 19,040 GB and fit.
+//   - S = 1,000, keeping 1: even one save being written, 16,000 + 6,000 = 22,000 GB, is over:
+//     at most 0, never a negative count.
+//
+// And the retries' and checkpoint period's upper ends: 100 retries, and a period of the run's
+// 20 steps, plan; 21 steps is refused.
+func TestTheRunsChecksAtTheirLimits(t *testing.T) {
+	private := func(billions string, keep string) []string {
+		return append(plantest.Shape(16384, 100, 152064),
+			"job.model=example/private-model", "job.modelSize="+billions, "job.keepCheckpoints="+keep)
+	}
+	for name, c := range map[string]struct {
+		overrides []string
+		key, says string // says "" plans clean
+	}{
+		"the conversion counts":   {private("280B", "3"), "job.keepCheckpoints", "4 checkpoints at the peak (the one being saved beside those kept) need 17920 GB (4480 GB each), and the model's download, checked copy and Megatron conversion 1680 GB more: 19600 GB in all, more than the Lustre instance's 19327 GB (storage.capacityGib 18000); allowed: at most 2,"},
+		"none fits":               {private("1000B", "1"), "job.keepCheckpoints", "allowed: at most 0,"},
+		"the most retries":        {[]string{"job.backoffLimit=100"}, "", ""},
+		"a period of the run":     {[]string{"job.checkpointPeriod=20"}, "", ""},
+		"a period past the run":   {[]string{"job.checkpointPeriod=21"}, "job.checkpointPeriod", "21 steps is longer than the run (20 steps"},
+		"one retry over the most": {[]string{"job.backoffLimit=101"}, "job.backoffLimit", "101 is out of range; allowed: 0 to 100 retries"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := plantest.TryPlan("b200-spot", c.overrides...)
+			if c.says == "" {
+				require.NoError(t, err)
+				return
+			}
+			var refused *offline.ConfigError
+			require.ErrorAs(t, err, &refused)
+			found := false
+			for _, p := range refused.Problems {
+				found = found || (p.Key == c.key && strings.Contains(p.Message, c.says))
+			}
+			assert.True(t, found, "no %s problem saying %q in:\n%v", c.key, c.says, err)
+		})
+	}
+}
