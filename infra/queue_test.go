@@ -377,31 +377,16 @@ func TestQueuedExperimentsClaimNoAliasTwice(t *testing.T) {
 // 40); a priority is 0 to 1,000,000; an experiment takes at most the queue's nodes (smoke's H200
 // pool with gpu.maxNodes=2: 2 nodes, 16 GPUs; 3 nodes are 24 GPUs).
 func TestTheQueueChecksAtTheirLimits(t *testing.T) {
-	for name, c := range map[string]struct {
-		overrides []string
-		key, says string // says "" plans clean
-	}{
-		"a key of 40 characters":      {[]string{"jobs." + strings.Repeat("x", 40) + ".maxSteps=4"}, "", ""},
-		"a key of 41 characters":      {[]string{"jobs." + strings.Repeat("x", 41) + ".maxSteps=4"}, "jobs." + strings.Repeat("x", 41), "is 41 characters long; allowed: at most 40"},
-		"the highest priority":        {[]string{"jobs.a.priority=1000000"}, "", ""},
-		"a priority over the highest": {[]string{"jobs.a.priority=1000001"}, "jobs.a.priority", "1000001 is out of range; allowed: 0 to 1000000"},
-		"the lowest priority":         {[]string{"jobs.a.priority=0"}, "", ""},
-		"the whole quota":             {[]string{"jobs.big.nodes=2"}, "", ""},
-		"a node over the quota":       {[]string{"jobs.big.nodes=3"}, "jobs.big.nodes", "experiment big takes 3 nodes (24 GPUs), more than the queue's quota of 16 (gpu.maxNodes 2 × 8 GPUs), so it would wait forever; allowed: 1 to 2, or a larger gpu.maxNodes"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := plantest.TryPlan("smoke", append([]string{"gpu.maxNodes=2"}, c.overrides...)...)
-			if c.says == "" {
-				require.NoError(t, err)
-				return
-			}
-			var refused *offline.ConfigError
-			require.ErrorAs(t, err, &refused)
-			found := false
-			for _, p := range refused.Problems {
-				found = found || (p.Key == c.key && strings.Contains(p.Message, c.says))
-			}
-			assert.True(t, found, "no %s problem saying %q in:\n%v", c.key, c.says, err)
-		})
-	}
+	queued := func(settings ...string) []string { return append([]string{"gpu.maxNodes=2"}, settings...) }
+	assertAccepted(t, "smoke", map[string][]string{
+		"a key of 40 characters": queued("jobs." + strings.Repeat("x", 40) + ".maxSteps=4"),
+		"the highest priority":   queued("jobs.a.priority=1000000"),
+		"the lowest priority":    queued("jobs.a.priority=0"),
+		"the whole quota":        queued("jobs.big.nodes=2"),
+	})
+	assertRefused(t, []refusal{
+		{"a key of 41 characters", "smoke", queued("jobs." + strings.Repeat("x", 41) + ".maxSteps=4"), "jobs." + strings.Repeat("x", 41), "is 41 characters long; allowed: at most 40"},
+		{"a priority over the highest", "smoke", queued("jobs.a.priority=1000001"), "jobs.a.priority", "1000001 is out of range; allowed: 0 to 1000000"},
+		{"a node over the quota", "smoke", queued("jobs.big.nodes=3"), "jobs.big.nodes", "experiment big takes 3 nodes (24 GPUs), more than the queue's quota of 16 (gpu.maxNodes 2 × 8 GPUs), so it would wait forever; allowed: 1 to 2, or a larger gpu.maxNodes"},
+	})
 }
