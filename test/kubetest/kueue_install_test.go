@@ -339,11 +339,17 @@ func TestAFailedKueueInstallLeavesNothing(t *testing.T) {
 	clitest.Tool(t, "kubectl")
 	cp := kubetest.Start(t, kubetest.Options{})
 	ctx := context.Background()
-	r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), installEnv(t, cp, true, "5s")...)
+	// The step's temporary files (the kubeconfig, the manifest's copy) go with it: its own EXIT
+	// trap takes the place of the kubeconfig preamble's, so it removes both.
+	tmp := t.TempDir()
+	r := clitest.RunScript(t, kube.KubectlScript(queue.InstallScript()), append(installEnv(t, cp, true, "5s"), "TMPDIR="+tmp)...)
 	t.Logf("install step (exit %d):\n%s%s", r.Code, r.Stdout, r.Stderr)
 	assert.Equal(t, 1, r.Code)
 	assert.Contains(t, r.Stdout, "select only the namespaces labelled", "the webhooks were narrowed before the wait")
 	assert.Contains(t, r.Stderr, "the install of Kueue "+queue.KueueVersion+" failed: removing what it created")
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the step's temporary files are removed")
 	for _, kind := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
 		list, err := cp.Client.AdmissionregistrationV1().RESTClient().Get().AbsPath("/apis/admissionregistration.k8s.io/v1/" + kind).DoRaw(ctx)
 		require.NoError(t, err)
