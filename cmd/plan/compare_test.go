@@ -12,7 +12,6 @@ import (
 
 	"gke-rl/cmd"
 	"gke-rl/cmd/plan"
-	"gke-rl/internal/jsonvalue"
 	"gke-rl/test/plantest"
 )
 
@@ -457,34 +456,13 @@ func TestCompareCountsTheCheckpointsLeftOnTheVolume(t *testing.T) {
 }
 
 // This version gives cluster names that do not start with gke-rl the namespace rl-<name>
-// (gke-rl-<name> before, which `smoke` and `gke-rl-smoke` shared). Against a plan of the
-// earlier version, written here from this one with the old namespace (the digests of every
-// object field that names it changed, the alerts' filters renamed), --compare says the
-// namespace moves, lists the stack's objects as replaced and says what a running run does.
+// (gke-rl-<name> before, which `smoke` and `gke-rl-smoke` shared). Against the earlier version's
+// plan (this one with the old namespace wherever it is derived: plantest.Renamed, written by
+// plan --json), --compare says the namespace moves, lists the stack's objects as replaced and
+// says what a running run does.
 func TestCompareSaysTheNamespaceMoves(t *testing.T) {
 	const was, now = "gke-rl-ray-a4-gpu-spot", "rl-ray-a4-gpu-spot"
-	rename := func(s string) string { return strings.ReplaceAll(s, now, was) } // `now` appears only as the namespace
-	before := plantest.PlanFile(t, "b200-spot", func(doc map[string]any) {
-		doc["outputs"].(map[string]any)["namespace"] = was
-		for _, r := range doc["resources"].([]any) {
-			inputs := r.(map[string]any)["inputs"].(map[string]any)
-			manifest, ok := inputs["manifest"].(map[string]any)
-			if !ok {
-				r.(map[string]any)["inputs"] = jsonvalue.MapStrings(inputs, rename)
-				continue
-			}
-			digests := manifest["digests"].(map[string]any)
-			if manifest["namespace"] == now {
-				digests["metadata"], digests["metadata.namespace"] = "old", "old"
-			}
-			if strings.Contains(manifest["name"].(string), now) {
-				digests["metadata"], digests["metadata.name"] = "old", "old"
-			}
-			if manifest["kind"] == "PersistentVolume" {
-				digests["spec"], digests["spec.claimRef"] = "old", "old"
-			}
-		}
-	})
+	before := plantest.PlanFileOf(t, plantest.Renamed(plantest.Plan(t, "b200-spot"), now, was))
 	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before)
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "\nThe workload namespace moves from gke-rl-ray-a4-gpu-spot to rl-ray-a4-gpu-spot: Kubernetes cannot move an object, so every one in it is created in rl-ray-a4-gpu-spot and deleted from gke-rl-ray-a4-gpu-spot")

@@ -1,10 +1,7 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"gke-rl/cmd"
-	"gke-rl/cmd/plan"
 	"gke-rl/test/engine"
 	"gke-rl/test/kubetest"
 	"gke-rl/test/plantest"
@@ -36,7 +32,7 @@ func TestANamespaceMoveUnderTheRealEngine(t *testing.T) {
 	settings := []string{"cluster.name=smoke", "jobs.first.maxSteps=4", "jobs.second.maxSteps=4"}
 	moved := plantest.Queued(t, settings...)
 	require.Equal(t, now, moved.Blueprint.Namespace)
-	earlier := engine.Renamed(moved, now, was)
+	earlier := plantest.Renamed(moved, now, was)
 	require.Equal(t, was, earlier.Blueprint.Namespace)
 	c := newCluster(t, earlier)
 	s := engine.NewStack(t, earlier, c.CP.Kubeconfig(t, kubetest.Admin))
@@ -47,11 +43,7 @@ func TestANamespaceMoveUnderTheRealEngine(t *testing.T) {
 	admitted, _ := c.OneRunning(t, first, second)
 
 	// What `plan --compare` says, against the earlier version's plan.
-	var before bytes.Buffer
-	require.NoError(t, plan.WriteJSON(&before, earlier))
-	file := filepath.Join(t.TempDir(), "before.json")
-	require.NoError(t, os.WriteFile(file, before.Bytes(), 0o600))
-	args := []string{"--stack", "smoke", "--compare", file}
+	args := []string{"--stack", "smoke", "--compare", plantest.PlanFileOf(t, earlier)}
 	for _, v := range append([]string{"gpu.maxNodes=1"}, settings...) {
 		args = append(args, "--config", v)
 	}

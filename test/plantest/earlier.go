@@ -1,4 +1,4 @@
-package engine
+package plantest
 
 import (
 	"strings"
@@ -11,10 +11,10 @@ import (
 
 // Renamed is plan with every occurrence of from, in each resource's URN, name, parent,
 // dependencies, provider and inputs, in the stack's outputs and in the blueprint's namespace,
-// replaced by to: the plan
-// an earlier version of the program made where it derived one name otherwise (the workload
-// namespace, before it was one-to-one) and nothing else. from must appear nowhere but where the
-// name was derived, which the caller checks on its plan.
+// replaced by to: the plan an earlier version of the program made where it derived one name
+// otherwise (the workload namespace, before it was one-to-one) and nothing else. from must
+// appear nowhere but where the name was derived: a namespace such as rl-smoke, which no other
+// name of a plan contains.
 func Renamed(plan *offline.Result, from, to string) *offline.Result {
 	swap := func(s string) string { return strings.ReplaceAll(s, from, to) }
 	out := *plan

@@ -180,6 +180,20 @@ func PlanFile(t testing.TB, stack string, edit func(doc map[string]any), overrid
 	}
 	data, err := json.Marshal(doc)
 	require.NoError(t, err)
+	return writePlan(t, data)
+}
+
+// PlanFileOf is res as `plan --json` writes it, in a file of the test's: an earlier plan for
+// --compare, such as one Renamed made.
+func PlanFileOf(t testing.TB, res *offline.Result) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, plan.WriteJSON(&buf, res))
+	return writePlan(t, buf.Bytes())
+}
+
+func writePlan(t testing.TB, data []byte) string {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "before.json")
 	require.NoError(t, os.WriteFile(file, data, 0o600))
 	return file
