@@ -33,6 +33,8 @@ type GPUPoolSpec struct {
 	// its own, so no long-lived cluster holds the pool's nodes and it starts empty, whatever the
 	// provisioning.
 	Queued bool
+	// DriverVersion is the NVIDIA driver GKE installs: DriverDefault or DriverLatest.
+	DriverVersion string
 }
 
 // cpuNodeConfig is the node configuration of the CPU pool: on-demand, never spot, because a
@@ -80,9 +82,10 @@ func gpuNodeConfig(spec GPUPoolSpec, serviceAccount pulumi.StringInput) *contain
 			container.NodePoolNodeConfigGuestAcceleratorArgs{
 				Type:  pulumi.String(spec.Accelerator),
 				Count: pulumi.Int(spec.GPUsPerNode),
-				// GKE installs and upgrades the driver that matches the node image.
+				// GKE installs and upgrades the driver of the node image's DEFAULT or LATEST
+				// line (driver.go).
 				GpuDriverInstallationConfig: &container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs{
-					GpuDriverVersion: pulumi.String("DEFAULT"),
+					GpuDriverVersion: pulumi.String(driverVersionAPI(spec.DriverVersion)),
 				},
 			},
 		},
@@ -174,6 +177,10 @@ func autopilotSelectors(spec GPUPoolSpec) map[string]string {
 	if spec.LocalSSDs > 0 {
 		// Autopilot's equivalent of local SSD ephemeral storage.
 		sel[gpunode.LocalSSDEphemeralLabel] = "true"
+	}
+	if spec.DriverVersion == DriverLatest {
+		// Absent, Autopilot installs the DEFAULT driver.
+		sel[gpunode.DriverVersionLabel] = DriverLatest
 	}
 	switch spec.Provisioning {
 	case kinds.Spot:

@@ -115,6 +115,10 @@ type GPUConfig struct {
 	MaxNodes int `json:"maxNodes"`
 	// Placement is "" or "compact" (a compact placement policy for the GPU pool).
 	Placement string `json:"placement"`
+	// DriverVersion is the NVIDIA driver GKE installs on the GPU nodes: "default" or "latest"
+	// (cluster.DriverDefault, cluster.DriverLatest); unset, the newest any run's image needs
+	// (defaultDriverVersion).
+	DriverVersion string `json:"driverVersion"`
 }
 
 // StorageConfig is `storage.*`.
@@ -245,6 +249,14 @@ type MonitoringConfig struct {
 //
 // Queued reports whether the stack's runs go through the queue (`jobs` is set).
 func (c *Config) Queued() bool { return len(c.Jobs) > 0 }
+
+// Runs are the runs the stack names: `job`, or every experiment of `jobs`, stopped ones too.
+func (c *Config) Runs() []JobConfig {
+	if c.Queued() {
+		return c.Jobs
+	}
+	return []JobConfig{c.Job}
+}
 
 // ForExperiment is the configuration as one experiment of `jobs` sees it: its job as `job`, its
 // node count as gpu.nodes, its keys as the ones the stack sets.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"gke-rl/cluster"
 	"gke-rl/internal/kinds"
 	"gke-rl/internal/naming"
 	"gke-rl/workloads"
@@ -44,6 +45,8 @@ type rawConfig struct {
 		MinNodes     *int    `json:"minNodes"`
 		MaxNodes     *int    `json:"maxNodes"`
 		Placement    *string `json:"placement"`
+		// DriverVersion is read after the runs' releases (defaultDriverVersion).
+		DriverVersion *string `json:"driverVersion"`
 	}
 	Storage struct {
 		Type        *string `json:"type"`
@@ -280,6 +283,33 @@ func applyDefaults(c *Config, r *rawConfig) {
 		// (a reservation bills its machines anyway; the bill says so).
 		c.GPU.MinNodes = 0
 	}
+	c.GPU.DriverVersion = or(r.GPU.DriverVersion, defaultDriverVersion(c))
+}
+
+// defaultDriverVersion is GKE's LATEST driver when an image a run of the stack takes from its
+// release needs a newer driver branch than GKE's DEFAULT installs (workloads.Release.
+// DriverBranch: NeMo RL v0.7.0's CUDA 13.2), DEFAULT otherwise. Every run the stack names counts,
+// stopped ones too, so that stopping or starting an experiment does not change the GPU pool's
+// nodes. An image of `ray.image` is the user's: its driver is theirs to set.
+func defaultDriverVersion(c *Config) string {
+	if _, ok := releaseNeedingLatestDriver(c); ok {
+		return cluster.DriverLatest
+	}
+	return cluster.DriverDefault
+}
+
+// releaseNeedingLatestDriver is the first release a run of the stack takes its image from whose
+// image needs a newer driver branch than GKE's DEFAULT installs.
+func releaseNeedingLatestDriver(c *Config) (workloads.Release, bool) {
+	if c.Ray.Image != "" {
+		return workloads.Release{}, false
+	}
+	for _, j := range c.Runs() {
+		if r, ok := workloads.LookupRelease(c.Framework, j.FrameworkRelease); ok && r.DriverBranch > cluster.DefaultDriverBranch {
+			return r, true
+		}
+	}
+	return workloads.Release{}, false
 }
 
 // jobConfig is a job's configuration with defaults: `job`'s, or an entry of `jobs` once it has

@@ -50,6 +50,7 @@ func resolveCluster(c *Config, bp *Blueprint) cluster.Spec {
 			LocalSSDs:        bp.Hardware.LocalSSDs,
 			CompactPlacement: c.GPU.Placement == PlacementCompact,
 			Queued:           len(c.Jobs) > 0,
+			DriverVersion:    c.GPU.DriverVersion,
 		},
 		Namespace:       bp.Namespace,
 		NamespaceLabels: workloadNamespaceLabels(c),

@@ -162,7 +162,20 @@ func validateGPU(c *Config, errs *Errors) (GPUSpec, bool) {
 		validateProvisioning(c, errs)
 		validatePlacement(c, errs)
 	}
+	validateDriverVersion(c, errs)
 	return spec, ok
+}
+
+// validateDriverVersion refuses GKE's DEFAULT driver under an image that needs a newer branch
+// than it installs (cluster.DefaultDriverBranch): the runs would fail on their first CUDA call.
+func validateDriverVersion(c *Config, errs *Errors) {
+	if !oneOf(errs, "gpu.driverVersion", c.GPU.DriverVersion, cluster.DriverVersions) || c.GPU.DriverVersion != cluster.DriverDefault {
+		return
+	}
+	if r, ok := releaseNeedingLatestDriver(c); ok {
+		errs.Add("gpu.driverVersion", "default installs GKE's DEFAULT NVIDIA driver (R%d on Container-Optimized OS), and %s's image is built on CUDA %s (%s at %s), which needs R%d or newer; allowed: latest (GKE's LATEST, R%d), or leave gpu.driverVersion unset, or a release of %s that runs on the DEFAULT driver",
+			cluster.DefaultDriverBranch, r.Name(), r.CUDA, r.ImageRecipe, r.Tag, r.DriverBranch, cluster.LatestDriverBranch, r.Framework)
+	}
 }
 
 // validateProvisioning applies Cluster Toolkit's preconditions on GPU capacity.

@@ -27,7 +27,6 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) E
 	warnCappedEpochs(c, &warns)
 	warnRecipeSize(c, &warns)
 	warnImageDigest(c, &warns)
-	warnDriver(c, &warns)
 	warnSingleRunLeft(c, &warns)
 	if c.Storage.Adopt {
 		warns.Add("storage.adopt", "is on: the next `pulumi up` imports the kept storage; once it has, turn it off (`pulumi config set --path storage.adopt false`): "+
@@ -52,19 +51,6 @@ func warnings(c *Config, e *CheckpointEstimate, d *RunDeadline, now time.Time) E
 			c.Job.Model, math.Ceil(e.Seconds), e.GB, e.WriteMBps, c.Storage.CheckpointBudgetSeconds, advice)
 	}
 	return warns
-}
-
-// warnDriver says when the run's image needs a newer NVIDIA driver than the CUDA 12 images the
-// program ran before (workloads.Release.DriverBranch), since the GPU pool takes GKE's DEFAULT
-// driver for its node version (cluster/pools.go, gpuDriverVersion), which the plan cannot see.
-// Said, not refused: the program has no recorded table of GKE's drivers to decide it.
-func warnDriver(c *Config, warns *Errors) {
-	release, ok := workloads.LookupRelease(c.Framework, c.Job.FrameworkRelease)
-	if !ok || !c.Job.Enabled || c.Ray.Image != "" || release.DriverBranch == 0 {
-		return
-	}
-	warns.Add("job.frameworkRelease", "%s's image is built on CUDA %s (%s at %s): its GPU nodes need an NVIDIA driver of branch R%d or newer, and the GPU pool installs GKE's DEFAULT driver for its node version, which this plan cannot see; before training, check a GPU node's (`nvidia-smi --query-gpu=driver_version --format=csv,noheader` in a pod on it), or stay on %s",
-		release.Name(), release.CUDA, release.ImageRecipe, release.Tag, release.DriverBranch, workloads.DefaultRelease(c.Framework).Name())
 }
 
 // warnSingleRunLeft says what adding jobs does to the run the stack trained until then: job.*

@@ -65,17 +65,3 @@ func TestAnImagePinnedByTagOnlyIsWarnedAbout(t *testing.T) {
 	assert.NotContains(t, warningsOf(plantest.Resolve(t, "b200-spot", "ray.image="+digest, "ray.version=2.49.2")), "ray.image")
 }
 
-// NeMo RL v0.7.0's image is built on CUDA 13.2, which needs driver branch R580 or newer: the plan
-// says so, and how to check, since GKE's DEFAULT driver is not in its tables; the CUDA 12
-// releases, and an image of the user's, plan without it.
-func TestACUDA13ReleaseIsWarnedAboutItsDriver(t *testing.T) {
-	w := warningsOf(plantest.Resolve(t, "b200-spot", "job.frameworkRelease=v0.7.0", "job.args=[]"))
-	assert.Contains(t, w["job.frameworkRelease"], "nemo-rl v0.7.0's image is built on CUDA 13.2 (docker/Dockerfile at v0.7.0): its GPU nodes need an NVIDIA driver of branch R580 or newer")
-	assert.Contains(t, w["job.frameworkRelease"], "nvidia-smi --query-gpu=driver_version")
-	assert.NotContains(t, warningsOf(plantest.Resolve(t, "b200-spot", "job.frameworkRelease=v0.5.0")), "job.frameworkRelease")
-	assert.NotContains(t, warningsOf(plantest.Resolve(t, "h200-reserved", "job.frameworkRelease=v0.7.0", "ray.image=verlai/verl:vllm012.latest@sha256:"+strings.Repeat("ab", 32), "ray.version=2.53.0")), "job.frameworkRelease", "verl v0.7.0 is a CUDA 12.9 build")
-	assert.NotContains(t, warningsOf(plantest.Resolve(t, "b200-spot", "job.frameworkRelease=v0.7.0", "job.args=[]", "ray.image=acme/rl:1.0@sha256:"+strings.Repeat("ab", 32), "ray.version=2.55.1")), "job.frameworkRelease", "an image of the user's: its CUDA is theirs to know")
-	queued := warningsOf(plantest.Queued(t, "framework=nemo-rl", "job.dataset=DeepScaler", "jobs.a.frameworkRelease=v0.7.0", "jobs.b.maxSteps=4").Blueprint)
-	assert.Contains(t, queued["jobs.a.frameworkRelease"], "CUDA 13.2", "an experiment of the release")
-	assert.NotContains(t, queued, "jobs.b.frameworkRelease")
-}

@@ -38,8 +38,15 @@ func TestTheShippedRunFits(t *testing.T) {
 	assert.Zero(t, fit.HostGB)
 	assert.Empty(t, workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes))
 	// The update counts 9 % over its estimate (workloads.UpdateUnderEstimate): 85.6 GB × 1.09.
+	// NeMo RL v0.7.0's recipe computes log-probabilities a micro batch of the update's size at a
+	// time (policy.logprob_batch_size: ${policy.train_micro_batch_size}, 1), v0.5.0's four
+	// sequences at a time.
 	assert.Equal(t, "Megatron (tensor parallel 4 × pipeline parallel 4): training state ≈ 32 GB per GPU (up to 153 GB); vLLM with tensor parallel 8: weights ≈ 18 GB per GPU (up to 103 GB); "+
-		"peaks per GPU: rollout ≈ 115 GB, log-prob ≈ 38 GB, update ≈ 93 GB (up to 188 GB)", fit.Summary())
+		"peaks per GPU: rollout ≈ 115 GB, log-prob ≈ 33 GB, update ≈ 93 GB (up to 188 GB)", fit.Summary())
+	r.Release = "v0.5.0"
+	fit, ok = workloads.EstimateFit(kinds.NeMoRL, r, a4)
+	require.True(t, ok)
+	assert.Contains(t, fit.Summary(), "log-prob ≈ 38 GB, update ≈ 93 GB")
 }
 
 // A 72B model on the 8B recipe's DTensor shards 16 bytes a parameter over one node's eight

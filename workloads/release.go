@@ -27,8 +27,9 @@ type Release struct {
 	CUDA string
 	// DriverBranch is the oldest NVIDIA driver branch Image runs on where that is newer than
 	// the CUDA 12 images need (CUDA 13's minor-version compatibility starts at R580); 0 where
-	// GKE's DEFAULT driver runs it, as it runs the CUDA 12 images. The plan warns when it is set
-	// (infra/warnings.go, warnDriver).
+	// GKE's DEFAULT driver runs it, as it runs the CUDA 12 images. A stack with a run of such a
+	// release asks GKE for its LATEST driver (infra/defaults.go, defaultDriverVersion;
+	// cluster/driver.go).
 	DriverBranch int
 	// Source is verl's code at Tag, which the data preparation checks out and the run ships.
 	Source VerlSource
@@ -114,13 +115,14 @@ var releases = []Release{
 		RolloutMode: "async"},
 }
 
-// defaultTags are each framework's default release: the newest that the program can pin and knows
-// GKE's default GPU driver runs. verl v0.7.0 has no image that stays the same to pin (its
-// Release), so verl's default stays v0.6.0; NeMo RL v0.7.0's image needs a CUDA 13 driver
-// (R580 or newer) and no recorded source says GKE's DEFAULT driver is one, so NeMo RL's stays
-// v0.5.0. Moving a default re-names every experiment that does not set the key (a new
-// experiment from step 0): a version that moves one says so in CHANGELOG.md.
-var defaultTags = map[kinds.Framework]string{kinds.NeMoRL: "v0.5.0", kinds.Verl: "v0.6.0"}
+// defaultTags are each framework's default release: the newest that the program can pin and that
+// GKE's GPU drivers run. NeMo RL v0.7.0's image is pinned by tag with its recipe and needs a
+// CUDA 13 driver (R580 or newer), which GKE's LATEST driver is (cluster.LatestDriverBranch):
+// a stack running it asks for LATEST. verl v0.7.0 has no image that stays the same to pin (its
+// Release): a default cannot ask every stack for a digest, so verl's stays v0.6.0. Moving a
+// default re-names every experiment that does not set the key (a new experiment from step 0):
+// a version that moves one says so in CHANGELOG.md.
+var defaultTags = map[kinds.Framework]string{kinds.NeMoRL: "v0.7.0", kinds.Verl: "v0.6.0"}
 
 // ReleaseTags are the releases of a framework the program runs, oldest first.
 func ReleaseTags(f kinds.Framework) []string {

@@ -106,15 +106,17 @@ func movedHint(rel Release, message string) string {
 func foreignHint(f kinds.Framework, message string) string {
 	key, _, _ := strings.Cut(message, " ")
 	key = strings.TrimPrefix(key, "+")
-	other, tag, file := "verl", DefaultRelease(kinds.Verl).Tag, VerlConfigFile
+	other, file := kinds.Verl, VerlConfigFile
 	if f == kinds.Verl {
-		other, tag, file = "nemo-rl", DefaultRelease(kinds.NeMoRL).Tag, DefaultNeMoRLRecipe
+		other, file = kinds.NeMoRL, DefaultNeMoRLRecipe
 	}
-	t, err := frameworkconfig.Load(other, tag, file)
-	if err != nil || !t.Has(key) {
-		return ""
+	// Any release's key: a stack written for an earlier one is as foreign.
+	for _, tag := range ReleaseTags(other) {
+		if t, err := frameworkconfig.Load(string(other), tag, file); err == nil && t.Has(key) {
+			return fmt.Sprintf("; it is a %s key: remove it with framework %s", other, f)
+		}
 	}
-	return fmt.Sprintf("; it is a %s key: remove it with framework %s", other, f)
+	return ""
 }
 
 func intOf(e *frameworkconfig.Effective, key string) int {

@@ -70,7 +70,9 @@ func TestVerlStartupChecks(t *testing.T) {
 			"(3) must divide the 16 GPUs"},
 		{"a misspelled key", with(verlGuideCommand, "actor_rollout_ref.actor.ppo_mini_batch_sze=8"),
 			"actor_rollout_ref.actor.ppo_mini_batch_sze is not a key of verl v0.6.0's config"},
-		{"a NeMo RL key", with(verlGuideCommand, "policy.megatron_cfg.converter_type=Qwen2ForCausalLM"),
+		{"a NeMo RL key", with(verlGuideCommand, "policy.max_total_sequence_length=4096"),
+			"it is a nemo-rl key: remove it with framework verl"},
+		{"a key of an earlier NeMo RL release", with(verlGuideCommand, "policy.megatron_cfg.converter_type=Qwen2ForCausalLM"),
 			"it is a nemo-rl key: remove it with framework verl"},
 		{"adding a key that exists", with(verlGuideCommand, "+trainer.nnodes=2"),
 			"+trainer.nnodes adds a key that verl v0.6.0's config already has"},
@@ -97,7 +99,7 @@ func TestNeMoRLStartupChecks(t *testing.T) {
 		args     []string
 		mentions string
 	}{
-		{"a dataset the math example does not load", with(args, "data.dataset_name=gsm8k"),
+		{"a dataset the math example does not load", with(args, "data.train.dataset_name=gsm8k"),
 			`"gsm8k" is not a dataset that the math GRPO example loads`},
 		{"a world that the model parallelism does not divide", with(args, "cluster.num_nodes=3"),
 			"PP × CP × TP (16) must divide the 24 GPUs"},
@@ -178,11 +180,13 @@ func TestNeMoRL070Launch(t *testing.T) {
 	assert.Empty(t, workloads.CheckCommand(workloads.ReleaseOf(kinds.NeMoRL, "v0.5.0"), megatron, with(words, "+policy.hf_config_overrides.rope_theta=1000000")), "v0.5.0 keeps the directory's name")
 
 	r := run()
-	r.Recipe, r.Dataset = recipe, "DeepScaler"
+	r.Recipe, r.Dataset, r.Release = recipe, "DeepScaler", "v0.5.0"
 	assert.Contains(t, workloads.NeMoRLEntrypoint(r), " examples/run_grpo_math.py --config ", "v0.5.0's launcher")
 	for _, o := range workloads.NeMoRLOverrides(r) {
 		assert.NotEqual(t, "data.validation", o.Key, "v0.5.0's DeepScaler loader brings AIME 2024 itself")
 	}
+	r.Release = ""
+	assert.Contains(t, workloads.NeMoRLEntrypoint(r), " examples/run_grpo.py --config ", "the default release is v0.7.0")
 	assert.Contains(t, messages(workloads.CheckCommand(release, recipe, []string{"data.train.dataset_name=gsm8k"})), `"gsm8k" is not a dataset that the math GRPO example loads`, "the dataset check reads v0.7.0's key")
 }
 

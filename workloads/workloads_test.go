@@ -70,6 +70,7 @@ func runEnv(t *testing.T, ws []string) map[string]string {
 
 func TestNeMoRLEntrypoint(t *testing.T) {
 	r := run()
+	r.Release = "v0.5.0"
 	r.Extra = []string{"policy.megatron_cfg.converter_type=Qwen2ForCausalLM"}
 	ws := framework(t, words(t, workloads.NeMoRLEntrypoint(r)))
 	assert.Equal(t, []string{"env", "RAY_OVERRIDE_JOB_RUNTIME_ENV=1", "uv", "run", "python", "examples/run_grpo_math.py", "--config", "examples/configs/grpo_math_70B_megatron.yaml"}, ws[:8])

@@ -41,6 +41,8 @@ const (
 	ComputeClassLabel        = "cloud.google.com/compute-class"
 	ReservationLabel         = "cloud.google.com/reservation-name"
 	ReservationAffinityLabel = "cloud.google.com/reservation-affinity"
+	// DriverVersionLabel asks Autopilot for GPU nodes with GKE's `default` or `latest` driver.
+	DriverVersionLabel = "cloud.google.com/gke-gpu-driver-version"
 	// LocalSSDEphemeralLabel asks Autopilot for nodes whose ephemeral storage is on local SSDs.
 	LocalSSDEphemeralLabel = "cloud.google.com/gke-ephemeral-storage-local-ssd"
 	// LustreMultiNICLabel set to "false" keeps the Lustre CSI driver on the primary NIC.
