@@ -25,7 +25,7 @@ func experiment(t *testing.T, overrides ...string) string {
 func TestTheDefaultExperimentFollowsWhatIsTrained(t *testing.T) {
 	verl := []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}
 	nemo := experiment(t)
-	assert.Equal(t, "qwen2-5-72b-instruct-deepscaler-cedcb5", nemo)
+	assert.Equal(t, "qwen2-5-72b-instruct-deepscaler-251dec", nemo)
 	base := experiment(t, verl...)
 	assert.Regexp(t, `^qwen2-5-72b-instruct-gsm8k-[0-9a-f]{6}$`, base)
 

@@ -251,11 +251,11 @@ func TestInClusterObjectsGoWithTheCluster(t *testing.T) {
 func TestCheckpointExportCommand(t *testing.T) {
 	lustre := plantest.Plan(t, "b200-spot")
 	assert.Equal(t, "gcloud lustre instances export-data ray-a4-gpu-spot-lustre --location=us-east1-b --project=your-project-id"+
-		" --lustre-path=/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5 --gcs-path-uri=gs://YOUR_BUCKET/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5/",
+		" --lustre-path=/checkpoints/qwen2-5-72b-instruct-deepscaler-251dec --gcs-path-uri=gs://YOUR_BUCKET/checkpoints/qwen2-5-72b-instruct-deepscaler-251dec/",
 		lustre.Outputs["checkpointExport"])
 	instance := lustre.Find(lifecycle.LustreType, "storage-lustre")
 	assert.Equal(t, "ray-a4-gpu-spot-lustre", plantest.Input(t, instance, "instanceId"), "the command names the instance the stack creates")
-	assert.Equal(t, "/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5", lustre.Outputs["checkpointDir"], "the same directory, seen from the pods")
+	assert.Equal(t, "/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-251dec", lustre.Outputs["checkpointDir"], "the same directory, seen from the pods")
 
 	fuse := plantest.Plan(t, "h200-reserved")
 	assert.Equal(t, "gcloud storage ls gs://your-project-id-verl-h200-rl/checkpoints/qwen2-5-32b-instruct-gsm8k-f31a59/", fuse.Outputs["checkpointExport"], "already in the bucket")

@@ -105,11 +105,11 @@ func TestB200SpotRunsARayJobWithItsOwnCluster(t *testing.T) {
 	assert.EqualValues(t, 8, get(t, workers, "replicas"))
 	assert.Equal(t, "8", get(t, workers, "template.spec.containers.0.resources.limits").(map[string]any)["nvidia.com/gpu"])
 	assert.Equal(t, map[string]any{"cloud.google.com/gke-nodepool": "ray-a4-gpu-spot-gpu"}, get(t, workers, "template.spec.nodeSelector"))
-	assert.Equal(t, "/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5", res.Outputs["checkpointDir"], "the experiment's directory")
-	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5")
-	assert.Equal(t, "qwen2-5-72b-instruct-deepscaler-cedcb5", res.Outputs["experiment"])
-	assert.Equal(t, "kubectl -n rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-cedcb5 -w", res.Outputs["rayJobStatus"])
-	assert.Equal(t, "kubectl -n rl-ray-a4-gpu-spot port-forward service/$(kubectl -n rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-cedcb5 -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
+	assert.Equal(t, "/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-251dec", res.Outputs["checkpointDir"], "the experiment's directory")
+	assert.Contains(t, get(t, job, "spec.entrypoint"), "checkpointing.checkpoint_dir=/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-251dec")
+	assert.Equal(t, "qwen2-5-72b-instruct-deepscaler-251dec", res.Outputs["experiment"])
+	assert.Equal(t, "kubectl -n rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-251dec -w", res.Outputs["rayJobStatus"])
+	assert.Equal(t, "kubectl -n rl-ray-a4-gpu-spot port-forward service/$(kubectl -n rl-ray-a4-gpu-spot get rayjob qwen2-5-72b-instruct-deepscaler-251dec -o jsonpath='{.status.rayClusterName}')-head-svc 8265:8265  # then `ray job list --address http://localhost:8265`, or open it in a browser that visits nothing else meanwhile (Ray's dashboard trusts pages of other sites: docs/architecture.md, Security)", res.Outputs["rayDashboard"])
 }
 
 func TestRayImageAndVersionOverrideTheFrameworkRelease(t *testing.T) {
@@ -119,7 +119,7 @@ func TestRayImageAndVersionOverrideTheFrameworkRelease(t *testing.T) {
 	for _, path := range []string{"headGroupSpec.template.spec.containers.0.image", "workerGroupSpecs.0.template.spec.containers.0.image"} {
 		assert.Equal(t, "us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0-patched", get(t, spec, path), path)
 	}
-	assert.Equal(t, "2.49.2", clusterSpecOf(t, plantest.Plan(t, "b200-spot"))["rayVersion"], "the pinned release otherwise")
+	assert.Equal(t, "2.55.1", clusterSpecOf(t, plantest.Plan(t, "b200-spot"))["rayVersion"], "the pinned release otherwise")
 }
 
 func TestH200ReservedSharesItsLongLivedCluster(t *testing.T) {
@@ -170,8 +170,8 @@ func TestFrameworksSwapOnEitherStack(t *testing.T) {
 	prepJob(t, verl) // verl prepares its data
 
 	nemo := plantest.Plan(t, "h200-reserved", "framework=nemo-rl", "job.dataset=DeepScaler")
-	assert.Contains(t, get(t, one(t, nemo, "RayJob"), "spec.entrypoint"), "examples/run_grpo_math.py")
-	const nemoRL = "us-south1-docker.pkg.dev/your-project-id/verl-h200-nvcr/nvidia/nemo-rl:v0.5.0" // nvcr.io/nvidia/nemo-rl:v0.5.0
+	assert.Contains(t, get(t, one(t, nemo, "RayJob"), "spec.entrypoint"), "examples/run_grpo.py")
+	const nemoRL = "us-south1-docker.pkg.dev/your-project-id/verl-h200-nvcr/nvidia/nemo-rl:v0.7.0" // nvcr.io/nvidia/nemo-rl:v0.7.0
 	assert.Equal(t, nemoRL, get(t, clusterSpecOf(t, nemo), "headGroupSpec.template.spec.containers.0.image"))
 	prep := get(t, prepJob(t, nemo), "spec.template.spec.containers.0")
 	assert.Contains(t, get(t, prep, "command.2"), "DeepScaleR-Preview-Dataset", "NeMo RL's data is staged on CPU nodes too")
@@ -199,7 +199,7 @@ func TestFrameworkImageComesThroughTheRegionsMirror(t *testing.T) {
 
 	off := plantest.Plan(t, "b200-spot", "ray.mirror=false")
 	assert.Empty(t, off.OfType("gcp:artifactregistry/repository:Repository"))
-	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.5.0", get(t, clusterSpecOf(t, off), "headGroupSpec.template.spec.containers.0.image"))
+	assert.Equal(t, "nvcr.io/nvidia/nemo-rl:v0.7.0", get(t, clusterSpecOf(t, off), "headGroupSpec.template.spec.containers.0.image"))
 
 	own := plantest.Plan(t, "b200-spot", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0-patched")
 	assert.Empty(t, own.OfType("gcp:artifactregistry/repository:Repository"), "already in Artifact Registry")
@@ -471,7 +471,7 @@ func TestPreemptedRunsResumeFromTheNewestCheckpoint(t *testing.T) {
 		resume    []string
 	}{
 		// NeMo RL resumes by itself from the newest checkpoint in checkpointing.checkpoint_dir.
-		{"nemo-rl", nil, []string{"checkpointing.enabled=True", "checkpointing.checkpoint_dir=/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5"}},
+		{"nemo-rl", nil, []string{"checkpointing.enabled=True", "checkpointing.checkpoint_dir=/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-251dec"}},
 		// verl resumes with trainer.resume_mode=auto from trainer.default_local_dir.
 		{"verl", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}, []string{"trainer.resume_mode=auto", "trainer.default_local_dir=/lustre/checkpoints/qwen2-5-72b-instruct-gsm8k-9f2bd2"}},
 	}
@@ -545,7 +545,7 @@ func TestQueuedExperimentsPassTheirReleasesChecks(t *testing.T) {
 	// NeMo RL's queue on smoke: one experiment at each release, each its own image, Ray and
 	// launcher (no ray.image: the two releases' images are the program's).
 	t.Run("nemo-rl at both releases", func(t *testing.T) {
-		bp := plantest.Queued(t, "framework=nemo-rl", "job.dataset=DeepScaler", "jobs.a.maxSteps=4", "jobs.b.frameworkRelease=v0.7.0").Blueprint
+		bp := plantest.Queued(t, "framework=nemo-rl", "job.dataset=DeepScaler", "jobs.a.frameworkRelease=v0.5.0", "jobs.b.maxSteps=4").Blueprint
 		require.Len(t, bp.Run.Experiments, 2)
 		for _, x := range bp.Run.Experiments {
 			tag := map[string]string{"a": "v0.5.0", "b": "v0.7.0"}[x.Name]
@@ -616,7 +616,7 @@ func TestReleaseRulesFailThePlanWithTheirKey(t *testing.T) {
 		{"a moving tag of a line", "h200-reserved", []string{"ray.image=verlai/verl:vllm012.latest"}, "ray.image", `"verlai/verl:vllm012.latest" uses a moving tag (latest)`},
 		{"the moving tag latest", "h200-reserved", []string{"ray.image=verlai/verl:latest"}, "ray.image", "uses a moving tag (latest)"},
 		{"the synchronous rollout v0.7.0 removed", "h200-reserved", append(slices.Clone(v070), pinnedImage[0], pinnedImage[1], "job.args[0]=actor_rollout_ref.rollout.mode=sync"), "job.args[0]", "sets actor_rollout_ref.rollout.mode, which the program sets; the program fixes it: verl v0.7.0 removed the synchronous rollout"},
-		{"a key NeMo RL v0.7.0 removed", "b200-spot", []string{"job.frameworkRelease=v0.7.0"}, "job.args[0]", "policy.megatron_cfg.converter_type is not a key of nemo-rl v0.7.0's config (examples/configs/grpo_math_70B_megatron.yaml); nemo-rl v0.7.0 removed it: unused, removed in commit 50972b9c9; remove it from job.args"},
+		{"a key NeMo RL v0.7.0 removed", "b200-spot", []string{`job.args=["policy.megatron_cfg.converter_type=Qwen2ForCausalLM"]`}, "job.args[0]", "policy.megatron_cfg.converter_type is not a key of nemo-rl v0.7.0's config (examples/configs/grpo_math_70B_megatron.yaml); nemo-rl v0.7.0 removed it: unused, removed in commit 50972b9c9; remove it from job.args"},
 		{"a key NeMo RL v0.7.0 moved", "b200-spot", []string{"job.frameworkRelease=v0.7.0", `job.args=["data.prompt_file=examples/prompts/cot.txt"]`}, "job.args[0]", "nemo-rl v0.7.0 moved it: now data.default.prompt_file"},
 		{"a Ray that is not the release's image's", "h200-reserved", []string{"ray.version=2.53.0"}, "ray.version", `"2.53.0" is not the Ray of verl v0.6.0's image verlai/verl:vllm011.dev7 (2.49.2)`},
 		{"one image for two releases' experiments", "smoke", append(slices.Clone(verl), "jobs.a.maxSteps=4", "jobs.b.frameworkRelease=v0.7.0", pinnedImage[0], pinnedImage[1]), "ray.image", "is every experiment's image, but the experiments train with verl releases v0.6.0 and v0.7.0"},
@@ -637,8 +637,13 @@ func TestAReleaseIsPartOfTheExperiment(t *testing.T) {
 	after := plantest.Resolve(t, "h200-reserved", append([]string{"job.frameworkRelease=v0.7.0"}, pinnedImage...)...).Run.Layout.Run
 	assert.NotEqual(t, before, after, "v0.7.0 trains another experiment")
 	assert.True(t, strings.HasPrefix(after, "qwen2-5-32b-instruct-gsm8k-"), after)
+	// NeMo RL's default moved to v0.7.0: b200-spot trains a new experiment, and v0.5.0, named,
+	// keeps the one it trained before (its name in testdata/b200-spot.plan.json until then).
 	nemo := plantest.Resolve(t, "b200-spot").Run.Layout.Run
-	assert.Equal(t, nemo, plantest.Resolve(t, "b200-spot", "job.frameworkRelease=v0.5.0").Run.Layout.Run)
+	v050 := plantest.Resolve(t, "b200-spot", "job.frameworkRelease=v0.5.0").Run.Layout.Run
+	assert.Equal(t, "qwen2-5-72b-instruct-deepscaler-cedcb5", v050)
+	assert.NotEqual(t, v050, nemo)
+	assert.True(t, strings.HasPrefix(nemo, "qwen2-5-72b-instruct-deepscaler-"), nemo)
 }
 
 // pinnedImage is ray.image pinned by digest, and its Ray, as a stack running a release without an
@@ -690,7 +695,7 @@ func TestFrameworkRulesFailThePlanWithTheirKey(t *testing.T) {
 	verl := []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", "job.args=[]"}
 	assertRefused(t, []refusal{
 		{"a misspelled override", "h200-reserved", []string{"job.args[0]=actor_rollout_ref.actor.ppo_mini_batch_sze=8"}, "job.args[0]", "is not a key of verl v0.6.0's config"},
-		{"a NeMo RL override with verl", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe="}, "job.args[0]", "it is a nemo-rl key"},
+		{"a NeMo RL override with verl", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.recipe=", `job.args=["policy.megatron_cfg.converter_type=Qwen2ForCausalLM"]`}, "job.args[0]", "it is a nemo-rl key"},
 		{"a NeMo RL recipe with verl", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.args=[]"}, "job.recipe", "framework verl does not read"},
 		{"a verl dataset with NeMo RL", "h200-reserved", []string{"framework=nemo-rl"}, "job.dataset", "DAPOMath17K, DeepScaler, OpenMathInstruct-2"},
 		{"too few prompts for verl's GPUs", "b200-spot", append(verl, "job.promptsPerStep=4"), "job.promptsPerStep", "must be divisible by the 64 GPUs"},

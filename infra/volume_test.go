@@ -23,11 +23,11 @@ func TestTheVolumesUseAddsUpByHand(t *testing.T) {
 	assert.InDelta(t, 19327.35, u.CapacityGB, 0.01)
 	assert.InDelta(t, 5040, u.PeakGB, 1e-6)
 	assert.Equal(t, []string{
-		"qwen2-5-72b-instruct-deepscaler-cedcb5 4 × 1152 GB + its Megatron conversion 144 GB",
+		"qwen2-5-72b-instruct-deepscaler-251dec 4 × 1152 GB + its Megatron conversion 144 GB",
 		"the models' downloads and checked copies 288 GB",
 	}, u.Parts)
 	require.Len(t, u.KeptGB, 1)
-	assert.InDelta(t, 3600, u.KeptGB["/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-cedcb5"], 1e-6)
+	assert.InDelta(t, 3600, u.KeptGB["/lustre/checkpoints/qwen2-5-72b-instruct-deepscaler-251dec"], 1e-6)
 }
 
 // verl converts nothing: an experiment's part of the peak names no Megatron conversion (smoke on

@@ -216,7 +216,7 @@ func TestTrainingPodsRunOnlyWhatTheyWrote(t *testing.T) {
 				env[k] = strings.TrimPrefix(w, k+"=")
 			}
 		}
-		nemo := strings.Contains(get(t, job, "spec.entrypoint").(string), "run_grpo_math.py")
+		nemo := strings.Contains(get(t, job, "spec.entrypoint").(string), "FRAMEWORK=nemo-rl ")
 		loaded := map[string]string{ // path → how it runs
 			env["CHECKPOINT_DIR"]: "checkpoints, unpickled on resume",
 		}
