@@ -360,6 +360,11 @@ func describe(c *Change, res *offline.Resource) {
 			c.Effect += "; each GPU node's re-creation fails the running attempt, retried from the newest checkpoint"
 			c.StopsTheRun = true
 		}
+		if driver, ok := res.Input("nodeConfig.guestAccelerators.0.gpuDriverInstallationConfig.gpuDriverVersion"); ok && slices.Contains(c.Fields, "nodeConfig.guestAccelerators") {
+			// The earlier plan holds a digest of the accelerators: their type, count or driver
+			// changed, and the driver is the one a release moves (gpu.driverVersion).
+			c.Effect += fmt.Sprintf("; the new nodes get GKE's %v NVIDIA driver (gpu.driverVersion)", driver)
+		}
 	case res.Type == lifecycle.LustreType || res.Type == "gcp:storage/bucket:Bucket":
 		c.Effect = "the storage: `pulumi preview --diff` says whether this updates it or replaces it (a replacement loses its data; protect refuses it)"
 	}

@@ -433,12 +433,12 @@ func TestCompareCountsTheCheckpointsLeftOnTheVolume(t *testing.T) {
 	}
 	code, out, errOut := swap(t, "8")
 	assert.Equal(t, cmd.ExitInvalidConfig, code, errOut)
-	assert.Contains(t, out, "Volume: the checkpoints of experiments this plan no longer has stay on the Lustre instance (a-cedcb5 9360 GB); with this plan's at their peak (10800 GB) they need 20160 GB of its 19327 GB: more than it holds.")
+	assert.Contains(t, out, "Volume: the checkpoints of experiments this plan no longer has stay on the Lustre instance (a-251dec 9360 GB); with this plan's at their peak (10800 GB) they need 20160 GB of its 19327 GB: more than it holds.")
 	assert.Contains(t, errOut, "error: storage.capacityGib: the Lustre instance would need 20160 GB")
 
 	code, out, errOut = swap(t, "7")
 	assert.Equal(t, cmd.ExitOK, code, errOut)
-	assert.Contains(t, out, "(a-cedcb5 8208 GB); with this plan's at their peak (9648 GB) they need 17856 GB of its 19327 GB.")
+	assert.Contains(t, out, "(a-251dec 8208 GB); with this plan's at their peak (9648 GB) they need 17856 GB of its 19327 GB.")
 
 	// The same experiment stays: nothing is left behind, nothing said.
 	before := plantest.PlanFile(t, "b200-spot", nil, "jobs.a.maxSteps=20", "jobs.a.keepCheckpoints=8")
@@ -447,7 +447,7 @@ func TestCompareCountsTheCheckpointsLeftOnTheVolume(t *testing.T) {
 	// The single run's directory counts the same way when jobs replace it.
 	before = plantest.PlanFile(t, "b200-spot", nil)
 	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "jobs.b.maxSteps=20")
-	assert.Contains(t, out, "Volume: the checkpoints of experiments this plan no longer has stay on the Lustre instance (qwen2-5-72b-instruct-deepscaler-cedcb5 2448 GB)")
+	assert.Contains(t, out, "Volume: the checkpoints of experiments this plan no longer has stay on the Lustre instance (qwen2-5-72b-instruct-deepscaler-251dec 2448 GB)")
 	// A plan of an earlier version does not say what its experiments keep: no check.
 	before = plantest.PlanFile(t, "b200-spot", func(doc map[string]any) { delete(doc["outputs"].(map[string]any), "volumeUse") }, "jobs.a.maxSteps=20", "jobs.a.keepCheckpoints=8")
 	code, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "jobs.b.maxSteps=20", "--config", "jobs.b.keepCheckpoints=8")
@@ -482,4 +482,19 @@ func TestCompareSaysTheNamespaceMoves(t *testing.T) {
 	// The same plan against itself moves nothing.
 	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", plantest.PlanFile(t, "b200-spot", nil))
 	assert.NotContains(t, out, "namespace moves")
+}
+
+// Moving b200-spot from NeMo RL v0.5.0 to v0.7.0 (CUDA 13.2) moves its GPU pool to GKE's LATEST
+// driver: --compare says the nodes are re-created with it, and that the experiment is new.
+func TestCompareSaysTheGPUDriverMovesWithTheRelease(t *testing.T) {
+	before := plantest.PlanFile(t, "b200-spot", nil, "job.frameworkRelease=v0.5.0")
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "gcp:container/nodePool:NodePool cluster-gpu: nodeConfig.guestAccelerators\n")
+	assert.Contains(t, out, "the new nodes get GKE's LATEST NVIDIA driver (gpu.driverVersion)")
+	assert.Contains(t, out, "Experiment qwen2-5-72b-instruct-deepscaler-251dec: a new one")
+	assert.Contains(t, out, "qwen2-5-72b-instruct-deepscaler-cedcb5's checkpoints stay")
+
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "job.frameworkRelease=v0.5.0", "--config", "job.maxSteps=30")
+	assert.NotContains(t, out, "cluster-gpu", "the same release keeps the pool")
 }
