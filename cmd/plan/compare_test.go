@@ -497,4 +497,10 @@ func TestCompareSaysTheGPUDriverMovesWithTheRelease(t *testing.T) {
 
 	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "job.frameworkRelease=v0.5.0", "--config", "job.maxSteps=30")
 	assert.NotContains(t, out, "cluster-gpu", "the same release keeps the pool")
+
+	// The tree names the driver on the pool's line.
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot")
+	assert.Contains(t, out, "machineType=a4-highgpu-8g gpuDriverVersion=LATEST ")
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--config", "job.frameworkRelease=v0.5.0")
+	assert.Contains(t, out, "machineType=a4-highgpu-8g gpuDriverVersion=DEFAULT ")
 }

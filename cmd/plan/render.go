@@ -132,7 +132,7 @@ func findingsJSON(list infra.Errors) []jsonFinding {
 // summaryKeys are the inputs the tree shows for a resource, in this order, when present.
 var summaryKeys = []string{
 	"kind", "metadata.name", "name", "secretId", "location", "region", "ipCidrRange", "mtu", "networkProfile",
-	"sourceRanges", "nodeConfig.machineType", "nodeCount", "capacityGib", "perUnitStorageThroughput",
+	"sourceRanges", "nodeConfig.machineType", "nodeConfig.guestAccelerators.0.gpuDriverInstallationConfig.gpuDriverVersion", "nodeCount", "capacityGib", "perUnitStorageThroughput",
 	"filesystem", "gkeSupportEnabled", "purpose", "prefixLength", "role", "member",
 }
 
