@@ -384,3 +384,22 @@ func TestTheRunsChecksAtTheirLimits(t *testing.T) {
 		{"one retry over the most", "b200-spot", []string{"job.backoffLimit=101"}, "job.backoffLimit", "101 is out of range; allowed: 0 to 100 retries"},
 	})
 }
+
+// The GPU pool's sizes at their limits: 256 nodes (with networks large enough to address them)
+// and one more, gpu.minNodes up to gpu.nodes, gpu.maxNodes from gpu.nodes to 256.
+func TestTheGPUPoolsSizesAtTheirLimits(t *testing.T) {
+	wide := []string{"job.enabled=false", "network.rdmaCidr=192.168.16.0/20", "network.gvnicCidr=192.168.0.0/23"}
+	at := func(overrides ...string) []string { return append(slices.Clone(wide), overrides...) }
+	assertAccepted(t, "smoke", map[string][]string{
+		"256 nodes":                      at("gpu.nodes=256"),
+		"a pool that grows to 256":       at("gpu.nodes=2", "gpu.maxNodes=256"),
+		"a minimum of all the nodes":     at("gpu.nodes=4", "gpu.minNodes=4"),
+		"a maximum of exactly gpu.nodes": at("gpu.nodes=4", "gpu.maxNodes=4"),
+	})
+	assertRefused(t, []refusal{
+		{"257 nodes", "smoke", at("gpu.nodes=257"), "gpu.nodes", "257 is out of range; allowed: 1 to 256 nodes"},
+		{"a pool that grows to 257", "smoke", at("gpu.nodes=2", "gpu.maxNodes=257"), "gpu.maxNodes", "257 is out of range; allowed: gpu.nodes (2) to 256"},
+		{"a minimum above gpu.nodes", "smoke", at("gpu.nodes=4", "gpu.minNodes=5"), "gpu.minNodes", "5 is out of range; allowed: 0 to gpu.nodes (4)"},
+		{"a maximum below gpu.nodes", "smoke", at("gpu.nodes=4", "gpu.maxNodes=3"), "gpu.maxNodes", "3 is out of range; allowed: gpu.nodes (4) to 256"},
+	})
+}
