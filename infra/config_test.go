@@ -403,3 +403,26 @@ func TestTheGPUPoolsSizesAtTheirLimits(t *testing.T) {
 		{"a maximum below gpu.nodes", "smoke", at("gpu.nodes=4", "gpu.maxNodes=3"), "gpu.maxNodes", "3 is out of range; allowed: gpu.nodes (4) to 256"},
 	})
 }
+
+// The networks' and the gate's checks at their limits, worked by hand. A /24 holds 252 node
+// addresses (256 less the four GCP keeps), so the default gVNIC /24 and the RDMA /21 split into
+// eight /24s address exactly 252 nodes. B200 nodes have eight 400 Gb/s RDMA NICs: all_gather on
+// one node reaches 400 / 8 = 50 GB/s through them, across two 8 × 50 × 2 / 1 = 800 GB/s.
+func TestTheNetworksAndTheGatesLimits(t *testing.T) {
+	off := func(overrides ...string) []string { return append([]string{"job.enabled=false"}, overrides...) }
+	assertAccepted(t, "smoke", map[string][]string{
+		"252 nodes in the default ranges": off("gpu.nodes=252"),
+		"the smallest MTU":                off("network.mtu=1300"),
+		"the largest MTU":                 off("network.mtu=8896"),
+		"one node's whole bandwidth":      off("gate.minBusBandwidthGBps=50"),
+		"two nodes' whole bandwidth":      off("gpu.nodes=2", "gate.minBusBandwidthGBps=800"),
+	})
+	assertRefused(t, []refusal{
+		{"253 nodes in the default RDMA range", "smoke", off("gpu.nodes=253"), "network.rdmaCidr", "8 subnets of /24 with 252 usable addresses each, fewer than gpu.nodes=253"},
+		{"253 nodes in the default gVNIC range", "smoke", off("gpu.nodes=253"), "network.gvnicCidr", "holds 252 node addresses, fewer than gpu.nodes=253"},
+		{"an MTU under the smallest", "smoke", off("network.mtu=1299"), "network.mtu", "1299 is out of range; allowed: 1300 to 8896"},
+		{"an MTU over the largest", "smoke", off("network.mtu=8897"), "network.mtu", "8897 is out of range; allowed: 1300 to 8896"},
+		{"one GB/s over one node's bandwidth", "smoke", off("gate.minBusBandwidthGBps=51"), "gate.minBusBandwidthGBps", "51 GB/s is above what all_gather can reach on one GPU node over its RDMA NICs (every hop of the ring crosses one 400 Gb/s NIC: 50 GB/s); allowed: 1 to 50"},
+		{"one GB/s over two nodes' bandwidth", "smoke", off("gpu.nodes=2", "gate.minBusBandwidthGBps=801"), "gate.minBusBandwidthGBps", "allowed: 1 to 800"},
+	})
+}
