@@ -416,6 +416,11 @@ func TestTheNetworksAndTheGatesLimits(t *testing.T) {
 		"the largest MTU":                 off("network.mtu=8896"),
 		"one node's whole bandwidth":      off("gate.minBusBandwidthGBps=50"),
 		"two nodes' whole bandwidth":      off("gpu.nodes=2", "gate.minBusBandwidthGBps=800"),
+		"the smallest minimum bandwidth":  off("gate.minBusBandwidthGBps=1"),
+		"the smallest gate file":          off("gate.storageGib=1"),
+		"the largest gate file":           off("gate.storageGib=1024"),
+		"the shortest wait for capacity":  off("gate.capacityWaitMinutes=1"),
+		"the longest wait for capacity":   off("gate.capacityWaitMinutes=240"),
 	})
 	assertRefused(t, []refusal{
 		{"253 nodes in the default RDMA range", "smoke", off("gpu.nodes=253"), "network.rdmaCidr", "8 subnets of /24 with 252 usable addresses each, fewer than gpu.nodes=253"},
@@ -423,6 +428,8 @@ func TestTheNetworksAndTheGatesLimits(t *testing.T) {
 		{"an MTU under the smallest", "smoke", off("network.mtu=1299"), "network.mtu", "1299 is out of range; allowed: 1300 to 8896"},
 		{"an MTU over the largest", "smoke", off("network.mtu=8897"), "network.mtu", "8897 is out of range; allowed: 1300 to 8896"},
 		{"one GB/s over one node's bandwidth", "smoke", off("gate.minBusBandwidthGBps=51"), "gate.minBusBandwidthGBps", "51 GB/s is above what all_gather can reach on one GPU node over its RDMA NICs (every hop of the ring crosses one 400 Gb/s NIC: 50 GB/s); allowed: 1 to 50"},
+		{"a gate file over 1 TiB", "smoke", off("gate.storageGib=1025"), "gate.storageGib", "1025 is out of range; allowed: 1 to 1024 GiB"},
+		{"a wait for capacity over four hours", "smoke", off("gate.capacityWaitMinutes=241"), "gate.capacityWaitMinutes", "241 is out of range; allowed: 1 to 240 minutes"},
 		{"one GB/s over two nodes' bandwidth", "smoke", off("gpu.nodes=2", "gate.minBusBandwidthGBps=801"), "gate.minBusBandwidthGBps", "allowed: 1 to 800"},
 	})
 }

@@ -64,4 +64,3 @@ func TestAnImagePinnedByTagOnlyIsWarnedAbout(t *testing.T) {
 	digest := "acme/rl:1.0@sha256:" + strings.Repeat("ab", 32)
 	assert.NotContains(t, warningsOf(plantest.Resolve(t, "b200-spot", "ray.image="+digest, "ray.version=2.49.2")), "ray.image")
 }
-
