@@ -316,6 +316,24 @@ func TestAChangedRunIsReplacedNotPatched(t *testing.T) {
 	})
 }
 
+// A node pool the provider replaces (a ForceNew field of its node_config: the GPUs, their
+// driver, the node service account) is deleted before its successor is created: the program
+// names its pools, and GKE refuses a second pool of a name. Nothing else about it is replaced
+// by Pulumi: the provider decides, and no field is listed for replacement.
+func TestANodePoolIsDeletedBeforeItsReplacementIsCreated(t *testing.T) {
+	eachVariant(t, func(t *testing.T, res *offline.Result) {
+		pools := res.OfType(lifecycle.NodePoolType)
+		if len(pools) == 0 {
+			return // Autopilot
+		}
+		for _, r := range pools {
+			assert.True(t, r.Options.DeleteBeforeReplace, r.URN)
+			assert.Empty(t, r.Options.ReplaceOnChanges, r.URN)
+			assert.NotEmpty(t, plantest.Input(t, r, "name"), "%s: a named pool, which the rule is for", r.URN)
+		}
+	})
+}
+
 // On a long-lived cluster, the RayJob carries the cluster's fingerprint: a change that replaces
 // the cluster (and ends the driver on its head) changes the job's spec too, so the job is
 // replaced with it and the run starts again on the new cluster.

@@ -261,8 +261,9 @@ func union(a, b map[string]any) map[string]any {
 // whose change makes the provider replace the resource (ForceNew), read from the pinned provider's
 // schemas: terraform-provider-google-beta at 6a9e0f0b (pulumi-gcp v8.41.1), the file of each type
 // named in it; IAM members from tpgiamresource/resource_iam_member.go. Arguments whose schema a
-// function builds (a cluster's nodeConfig) are not listed: for those the report says update, and
-// `pulumi preview --diff` has the last word.
+// function builds are listed for a node pool's nodeConfig (services/container/node_config.go,
+// schemaNodeConfig, under "nodeConfig", by their paths), not for a cluster's: for those the
+// report says update, and `pulumi preview --diff` has the last word.
 //
 //go:embed forcenew.json
 var forceNewJSON []byte
@@ -271,7 +272,10 @@ var forceNewJSON []byte
 var forceNew = func() map[string][]string {
 	var doc struct {
 		Resources map[string]struct {
-			ForceNew []string `json:"forceNew"`
+			ForceNew   []string `json:"forceNew"`
+			NodeConfig struct {
+				ForceNew []string `json:"forceNew"`
+			} `json:"nodeConfig"`
 		} `json:"resources"`
 	}
 	out := map[string][]string{}
@@ -279,7 +283,7 @@ var forceNew = func() map[string][]string {
 		return out // embedded: TestForceNewCoversEveryCloudResourceType fails on an empty table
 	}
 	for typ, r := range doc.Resources {
-		out[typ] = r.ForceNew
+		out[typ] = append(r.ForceNew, r.NodeConfig.ForceNew...)
 	}
 	return out
 }()
@@ -295,7 +299,7 @@ func replacedBy(typ string, fields []string) []string {
 	var out []string
 	for _, f := range fields {
 		top, _, _ := strings.Cut(f, ".")
-		if slices.Contains(forceNew[typ], top) {
+		if slices.ContainsFunc(forceNew[typ], func(arg string) bool { return arg == top || arg == f || strings.HasPrefix(f, arg+".") }) {
 			out = append(out, f)
 		}
 	}
@@ -321,7 +325,14 @@ func describe(c *Change, res *offline.Resource) {
 			c.Effect = "a new cluster (" + strings.Join(fixed, ", ") + " is fixed at creation): every node, the Ray cluster and the run go with the old one"
 			c.StopsTheRun = true
 		case lifecycle.NodePoolType:
-			c.Effect = "a new node pool (" + strings.Join(fixed, ", ") + " is fixed at creation): its nodes, and a run on them, go with the old one"
+			// The program's pools are deleted first (lifecycle.DeletedFirst): the new one takes
+			// the old one's name.
+			c.Effect = "a new node pool (" + strings.Join(fixed, ", ") + " is fixed at creation), the old one deleted first: its nodes, and a run on them, go with it; the run retries from its newest checkpoint on the new nodes"
+			if driver, ok := res.Input("nodeConfig.guestAccelerators.0.gpuDriverInstallationConfig.gpuDriverVersion"); ok && slices.Contains(fixed, "nodeConfig.guestAccelerators") {
+				// The earlier plan holds a digest of the accelerators: their type, count or
+				// driver changed, and the driver is the one a release moves (gpu.driverVersion).
+				c.Effect += fmt.Sprintf("; the new nodes get GKE's %v NVIDIA driver (gpu.driverVersion)", driver)
+			}
 			c.StopsTheRun = true
 		default:
 			c.Effect = "replaced: " + strings.Join(fixed, ", ") + " is fixed at creation"
@@ -359,11 +370,6 @@ func describe(c *Change, res *offline.Resource) {
 		if _, gpu := res.Input("nodeConfig.guestAccelerators"); gpu {
 			c.Effect += "; each GPU node's re-creation fails the running attempt, retried from the newest checkpoint"
 			c.StopsTheRun = true
-		}
-		if driver, ok := res.Input("nodeConfig.guestAccelerators.0.gpuDriverInstallationConfig.gpuDriverVersion"); ok && slices.Contains(c.Fields, "nodeConfig.guestAccelerators") {
-			// The earlier plan holds a digest of the accelerators: their type, count or driver
-			// changed, and the driver is the one a release moves (gpu.driverVersion).
-			c.Effect += fmt.Sprintf("; the new nodes get GKE's %v NVIDIA driver (gpu.driverVersion)", driver)
 		}
 	case res.Type == lifecycle.LustreType || res.Type == "gcp:storage/bucket:Bucket":
 		c.Effect = "the storage: `pulumi preview --diff` says whether this updates it or replaces it (a replacement loses its data; protect refuses it)"

@@ -127,15 +127,36 @@ func TestCompareTellsAClusterUpdateFromAReplacement(t *testing.T) {
 	assert.Contains(t, out, "\n  +- kubernetes:batch/v1:Job grpo-data-prep: spec.template\n       the Job runs again, skipping the downloads and conversions it finished before\n")
 }
 
-// A node setting re-creates the nodes: on the GPU pool that fails the running attempt, on the
-// CPU pool it does not.
+// A node setting the provider updates in place re-creates the nodes one at a time: on the GPU
+// pool that fails the running attempt, on the CPU pool it does not. A ForceNew one (the node
+// service account: node_config.go, schemaNodeConfig) replaces the pool, the old one deleted
+// first.
 func TestCompareTellsTheGPUPoolFromTheCPUPool(t *testing.T) {
 	before := plantest.PlanFile(t, "b200-spot", nil)
 	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.nodeServiceAccount=gke-rl-nodes@acme-rl.iam.gserviceaccount.com")
 	require.Equal(t, cmd.ExitOK, code, errOut)
-	assert.Regexp(t, `\n  ~  gcp:container/nodePool:NodePool cluster-cpu: nodeConfig.serviceAccount\n       GKE re-creates the nodes one at a time [^\n;]*\n`, out)
-	assert.Regexp(t, `\n  ~  gcp:container/nodePool:NodePool cluster-gpu: nodeConfig.serviceAccount\n       GKE re-creates the nodes one at a time [^\n]*; each GPU node's re-creation fails the running attempt`, out)
+	for _, pool := range []string{"cluster-cpu", "cluster-gpu"} {
+		assert.Contains(t, out, "\n  +- gcp:container/nodePool:NodePool "+pool+": nodeConfig.serviceAccount\n       a new node pool (nodeConfig.serviceAccount is fixed at creation), the old one deleted first")
+	}
 	assert.True(t, strings.HasSuffix(out, "A running run stops and resumes from its newest checkpoint: update between runs, or after a checkpoint.\n"), out)
+
+	code, out, errOut = plantest.Main(t, "--stack", "b200-spot", "--compare", before, "--config", "cluster.cpuMachineType=n2-standard-32")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Regexp(t, `\n  ~  gcp:container/nodePool:NodePool cluster-cpu: nodeConfig.machineType\n       GKE re-creates the nodes one at a time [^\n;]*\n`, out)
+	assert.NotContains(t, out, "cluster-gpu")
+	assert.NotContains(t, out, "fails the running attempt")
+
+	// The GPU pool's settings that the provider updates in place come from the program, not
+	// the stack: an earlier version's node labels stand for them.
+	relabelled := plantest.PlanFile(t, "b200-spot", func(doc map[string]any) {
+		for _, r := range doc["resources"].([]any) {
+			if res := r.(map[string]any); res["name"] == "cluster-gpu" {
+				res["inputs"].(map[string]any)["nodeConfig"].(map[string]any)["labels"].(map[string]any)["gke-rl/role"] = "earlier"
+			}
+		}
+	})
+	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--compare", relabelled)
+	assert.Regexp(t, `\n  ~  gcp:container/nodePool:NodePool cluster-gpu: nodeConfig.labels\n       GKE re-creates the nodes one at a time [^\n]*; each GPU node's re-creation fails the running attempt`, out)
 }
 
 // More nodes on a reservation: KubeRay scales the long-lived cluster in place, the pool's
@@ -490,7 +511,8 @@ func TestCompareSaysTheGPUDriverMovesWithTheRelease(t *testing.T) {
 	before := plantest.PlanFile(t, "b200-spot", nil, "job.frameworkRelease=v0.5.0")
 	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--compare", before)
 	require.Equal(t, cmd.ExitOK, code, errOut)
-	assert.Contains(t, out, "gcp:container/nodePool:NodePool cluster-gpu: nodeConfig.guestAccelerators\n")
+	assert.Contains(t, out, "+- gcp:container/nodePool:NodePool cluster-gpu: nodeConfig.guestAccelerators\n")
+	assert.Contains(t, out, "a new node pool (nodeConfig.guestAccelerators is fixed at creation), the old one deleted first")
 	assert.Contains(t, out, "the new nodes get GKE's LATEST NVIDIA driver (gpu.driverVersion)")
 	assert.Contains(t, out, "Experiment qwen2-5-72b-instruct-deepscaler-251dec: a new one")
 	assert.Contains(t, out, "qwen2-5-72b-instruct-deepscaler-cedcb5's checkpoints stay")

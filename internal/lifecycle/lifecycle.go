@@ -152,6 +152,24 @@ var Replacements = []Replacement{
 			"the autoscaler may write them, so they stay updates"},
 }
 
+// DeleteFirst is a resource type that its provider replaces (a ForceNew field changed) by
+// deleting the old resource before it creates the new one, where Pulumi would create first.
+type DeleteFirst struct {
+	Type, Why string
+}
+
+// DeletedFirst are the types whose two copies cannot exist at once.
+var DeletedFirst = []DeleteFirst{
+	{NodePoolType,
+		"the program names its pools (cluster.PoolNames), and GKE refuses a second pool of a name in " +
+			"a cluster; the provider replaces a pool when a ForceNew field of its node_config changes " +
+			"(terraform-provider-google-beta services/container/node_config.go, schemaNodeConfig: " +
+			"guest_accelerator with its gpu_driver_installation_config, the local SSDs, the " +
+			"reservation affinity, the OAuth scopes), so a new pool created first would fail the " +
+			"`up` on its name. Its nodes go either way: the replaced pool's pods start again on the " +
+			"new one"},
+}
+
 // RayClusterPodFields are the fields of a RayCluster that make its pods: a change of one replaces
 // the cluster.
 var RayClusterPodFields = []string{
@@ -250,6 +268,8 @@ func options(typ string, t *Timeout) []pulumi.ResourceOption {
 	}
 	if r, ok := ReplacementOf(typ); ok {
 		opts = append(opts, pulumi.ReplaceOnChanges(r.Fields), pulumi.DeleteBeforeReplace(true))
+	} else if slices.ContainsFunc(DeletedFirst, func(d DeleteFirst) bool { return d.Type == typ }) {
+		opts = append(opts, pulumi.DeleteBeforeReplace(true))
 	}
 	return opts
 }
