@@ -165,9 +165,11 @@ var DeletedFirst = []DeleteFirst{
 			"a cluster; the provider replaces a pool when a ForceNew field of its node_config changes " +
 			"(terraform-provider-google-beta services/container/node_config.go, schemaNodeConfig: " +
 			"guest_accelerator with its gpu_driver_installation_config, the local SSDs, the " +
-			"reservation affinity, the OAuth scopes), so a new pool created first would fail the " +
-			"`up` on its name. Its nodes go either way: the replaced pool's pods start again on the " +
-			"new one"},
+			"reservation affinity, the OAuth scopes, the service account), so a new pool created " +
+			"first would fail the `up` on its name. pulumi-terraform-bridge deletes first by itself " +
+			"only when the inputs' defaults list shows the name was not autonamed " +
+			"(nameRequiresDeleteBeforeReplace); the option does not depend on it. Its nodes go " +
+			"either way: the replaced pool's pods start again on the new one"},
 }
 
 // RayClusterPodFields are the fields of a RayCluster that make its pods: a change of one replaces
