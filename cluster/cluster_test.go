@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -61,7 +62,11 @@ func fixture() *cluster.ClusterArgs {
 func record(t *testing.T, args *cluster.ClusterArgs) *recorder.Recording {
 	t.Helper()
 	return recordertest.Record(t, func(ctx *pulumi.Context) error {
-		_, err := cluster.NewCluster(ctx, "cluster", args)
+		c, err := cluster.NewCluster(ctx, "cluster", args)
+		if err == nil && (c == nil || c.Namespace == nil) {
+			// The callers read the component's outputs (the namespace, the pools).
+			return errors.New("NewCluster returned no cluster and no error")
+		}
 		return err
 	})
 }
