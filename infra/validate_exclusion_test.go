@@ -54,6 +54,11 @@ func TestKeysThatDoNothingAreWarnedAbout(t *testing.T) {
 	assert.Contains(t, warns("b200-spot", "storage.bucket=my-bucket"), "storage.bucket: is set but does nothing here; it applies with storage.type=gcsfuse")
 	assert.Contains(t, warns("h200-reserved", "gate.enabled=false", "gate.storageGib=8"), "gate.storageGib: is set but does nothing here; it applies with gate.enabled=true")
 	assert.Contains(t, warns("h200-reserved", "gate.enabled=false", "gate.runId=2"), "gate.runId: is set but does nothing here")
+	assert.Contains(t, warns("h200-reserved", "gate.enabled=false", "gate.capacityWaitMinutes=30"), "gate.capacityWaitMinutes: is set but does nothing here; it applies with gate.enabled=true")
+	assert.NotContains(t, warns("h200-reserved", "gate.capacityWaitMinutes=30"), "gate.capacityWaitMinutes", "the gate is on there")
+	autopilot := []string{"cluster.mode=autopilot", "storage.type=gcsfuse"}
+	assert.Contains(t, warns("b200-spot", append(autopilot, "gpu.minNodes=0")...), "gpu.minNodes: is set but does nothing here; it applies with cluster.mode=standard")
+	assert.NotContains(t, warns("b200-spot", autopilot...), "gpu.minNodes", "a key the stack does not set")
 	assert.Contains(t, warns("b200-spot", "cluster.mode=autopilot", "storage.type=gcsfuse", "gpu.maxNodes=10"), "gpu.maxNodes: is set but does nothing here; it applies with cluster.mode=standard")
 	assert.Contains(t, warns("b200-spot", "ray.mirror=true", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:1"), "ray.mirror: is set but does nothing here")
 	assert.Contains(t, warns("b200-spot", "job.enabled=false"), "job.enabled: is false, so job.model, job.dataset, job.maxSteps")

@@ -132,6 +132,7 @@ var inapplicableKeys = []struct {
 	{"gate.minBusBandwidthGBps", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
 	{"gate.storageGib", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
 	{"gate.runId", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
+	{"gate.capacityWaitMinutes", "gate.enabled=true", func(c *Config) bool { return c.Gate.Enabled }},
 	{"ray.mirror", "an image of Docker Hub or nvcr.io (ray.image names another registry)", func(c *Config) bool { return imageMirror(c) != nil }},
 }
 
