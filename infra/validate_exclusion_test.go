@@ -61,7 +61,10 @@ func TestKeysThatDoNothingAreWarnedAbout(t *testing.T) {
 	assert.NotContains(t, warns("b200-spot", autopilot...), "gpu.minNodes", "a key the stack does not set")
 	assert.Contains(t, warns("b200-spot", "cluster.mode=autopilot", "storage.type=gcsfuse", "gpu.maxNodes=10"), "gpu.maxNodes: is set but does nothing here; it applies with cluster.mode=standard")
 	assert.Contains(t, warns("b200-spot", "ray.mirror=true", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:1"), "ray.mirror: is set but does nothing here")
-	assert.Contains(t, warns("b200-spot", "job.enabled=false"), "job.enabled: is false, so job.model, job.dataset, job.maxSteps")
+	// Exactly the run's keys the stack sets: b200-spot's seven, then two more.
+	assert.Contains(t, warns("b200-spot", "job.enabled=false"), "job.enabled: is false, so job.model, job.dataset, job.maxSteps, job.promptsPerStep, job.generationsPerPrompt, job.checkpointPeriod, job.keepCheckpoints do nothing:")
+	assert.Contains(t, warns("b200-spot", "job.enabled=false", "job.backoffLimit=3", `job.args=["grpo.normalize_rewards=false"]`),
+		"job.enabled: is false, so job.model, job.dataset, job.maxSteps, job.promptsPerStep, job.generationsPerPrompt, job.checkpointPeriod, job.keepCheckpoints, job.backoffLimit, job.args do nothing:")
 	// Epochs that job.maxSteps cuts short: smoke's GSM8K has 7473 rows, 64 prompts a step, so
 	// 116 steps an epoch and 2 epochs are 232 steps; 231 stops within epoch 2, 232 does not.
 	assert.Contains(t, warns("smoke", "job.epochs=2", "job.maxSteps=231"), "job.epochs: 2 epochs are 232 steps (7473 gsm8k rows / job.promptsPerStep 64 = 116 per epoch), but job.maxSteps 231 stops the run first, in epoch 2;")
