@@ -115,3 +115,17 @@ func TestEveryDerivedNameFitsItsResource(t *testing.T) {
 		}
 	}
 }
+
+// The default bucket is <project>-<cluster>-rl while that fits a bucket name's 63 characters,
+// and a shortened, hashed name from 64 on: a 30-character project (the longest GCP allows) with
+// a 29-character cluster name makes exactly 63.
+func TestTheDefaultBucketKeepsItsPlainNameUpTo63Characters(t *testing.T) {
+	const project = "abcdefghijklmnopqrstuvwxyz1234"
+	bucket := func(clusterName string) string {
+		return plantest.Resolve(t, "smoke", "gcp:project="+project, "cluster.name="+clusterName).Storage.Bucket.Name
+	}
+	assert.Equal(t, project+"-gke-rl-abcdefghijklmnopqrstuv-rl", bucket("gke-rl-abcdefghijklmnopqrstuv"))
+	longer := bucket("gke-rl-abcdefghijklmnopqrstuvw")
+	assert.Len(t, longer, 63)
+	assert.NotEqual(t, project+"-gke-rl-abcdefghijklmnopqrstuvw-rl", longer, "64 characters: shortened")
+}
