@@ -159,6 +159,17 @@ func TestAnUnknownSizeIsNotJudged(t *testing.T) {
 	assert.Empty(t, workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes))
 }
 
+// A GPU whose memory the catalog does not give (0 GB) is not judged either: every limit would be
+// 0 and every run refused.
+func TestAGPUWithoutAKnownMemoryIsNotJudged(t *testing.T) {
+	r := sized(72)
+	_, ok := workloads.EstimateFit(kinds.NeMoRL, r, workloads.NodeMemory{HostGiB: 3600, GPUsPerNode: 8})
+	assert.False(t, ok)
+	assert.Empty(t, workloads.CheckFit(kinds.NeMoRL, r, workloads.NodeMemory{HostGiB: 3600, GPUsPerNode: 8}, "job.model", "B200", allNodes))
+	_, ok = workloads.EstimateFit(kinds.NeMoRL, r, workloads.NodeMemory{GPUGB: 0.5, HostGiB: 3600, GPUsPerNode: 8})
+	assert.True(t, ok, "any memory above 0 is judged")
+}
+
 func TestTheDefaultRecipeFollowsTheModelsSize(t *testing.T) {
 	for billions, want := range map[float64]string{
 		0:   workloads.DefaultNeMoRLRecipe, // unknown
@@ -176,4 +187,40 @@ func TestTheDefaultRecipeFollowsTheModelsSize(t *testing.T) {
 	}
 	assert.Equal(t, "Qwen/Qwen2.5-32B", workloads.NeMoRLRecipeModel(workloads.NeMoRLRecipeFor(32)))
 	assert.Empty(t, workloads.NeMoRLRecipeModel("examples/configs/nope.yaml"))
+}
+
+// A peak that grows with the sequence names the length key the stack set, whichever of the two
+// it set: the prompt's alone, or the response's alone. 72B on the shipped Megatron recipe (no
+// activation checkpointing, 4 sequence parallel ranks): the update holds its state, 31.5 GB × 1.09
+// = 34.3 GB, and (16 × 152,064 + 77 × 8,192 × 80) × 1.09 = 57.66 MB a token; the room beside the
+// state, 191.5 − 3 − 34.3 = 154.2 GB, takes 154.165e9 × 4 / 57.66e6 = 10,695 tokens of one
+// sequence. A 65,536-token prompt cannot fit, whatever the response: the refusal says how long a
+// sequence fits, not that the state leaves no room (it leaves 154 GB).
+func TestALongSequencesPeakNamesTheLengthKeyTheStackSet(t *testing.T) {
+	long := 65536
+	r := sized(72)
+	r.Tuning.MaxPromptLength = &long
+	update := problemWith(t, workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes), "update phase")
+	assert.Equal(t, "job.maxPromptLength", update.Origin)
+	assert.Contains(t, update.Message, "at most 10695 tokens of prompt and response together fit beside the state")
+	assert.NotContains(t, update.Message, "leaves too little room")
+
+	// The response alone: the recipe's prompt and a response that fits one sequence a micro batch.
+	r = sized(72)
+	r.Tuning.MaxResponseLength = &long
+	update = problemWith(t, workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes), "update phase")
+	assert.Equal(t, "job.maxResponseLength", update.Origin)
+	assert.Contains(t, update.Message, "job.maxResponseLength to at most")
+}
+
+// Without Megatron's distributed optimizer, Adam's state is split over the tensor and pipeline
+// parallel ranks only: 72e9 × 12 / (4 × 4) = 54 GB a GPU, beside the 18 GB of bf16 weights and
+// gradients (72e9 × 4 / 16): 72 GB, where the distributed optimizer's 64-way split gives 31.5.
+func TestMegatronsOptimizerWithoutTheDistributedOptimizerSplitsOverTPTimesPP(t *testing.T) {
+	r := sized(72)
+	r.Extra = []string{"policy.megatron_cfg.optimizer.use_distributed_optimizer=false"}
+	fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
+	require.True(t, ok)
+	assert.InDelta(t, 72, fit.TrainGB, 0.01)
+	assert.Contains(t, fit.TrainBasis, "12 of optimizer state over 16")
 }

@@ -18,8 +18,9 @@ type Phase struct {
 	// Remedy is the smallest change that makes it fit, and Origin the stack key that set the
 	// value it changes ("" when the framework's or the model's default did).
 	Remedy, Origin string
-	// stateOnly marks a phase whose state alone, before any activation, is above the limit:
-	// only more GPUs (or a larger one) hold it.
+	// stateOnly marks a phase that no micro batch change fits: its state alone, before any
+	// activation, is above the limit (Remedy empty), or the room it leaves is too small for one
+	// sequence (Remedy says how long one may be). More GPUs (or a larger one) may hold it.
 	stateOnly bool
 }
 
@@ -82,11 +83,14 @@ func (t batchTokens) remedy(residentGB, perToken, limitGB float64, prompt int) (
 	if micro := int(room * float64(t.split) / (float64(t.seq) * perToken)); micro >= 1 {
 		return fmt.Sprintf("set %s to at most %d", t.microSetting, micro), true
 	}
-	// A response too short to train on is no remedy: more GPUs are (the caller's).
-	if response := int(room*float64(t.split)/perToken) - prompt; response >= minResponseTokens {
+	longest := int(room * float64(t.split) / perToken)
+	if response := longest - prompt; response >= minResponseTokens {
 		return fmt.Sprintf("one sequence a micro batch does not fit either: set %s to 1 and job.maxResponseLength to at most %d", t.microSetting, response), true
 	}
-	return "", false
+	// The state leaves room, but not for one sequence with a response worth training on: no
+	// micro batch change fits, more GPUs may (the caller's), else the sequence must be shorter.
+	// (A prompt as long as the room is no remedy: say how long a sequence fits.)
+	return fmt.Sprintf("even one sequence a micro batch does not fit: at most %d tokens of prompt and response together fit beside the state (job.maxPromptLength and job.maxResponseLength; now up to %d)", longest, t.seq), false
 }
 
 // verlPhases estimate verl v0.6.0's hybrid engine, per GPU. The actor is trained with FSDP from
