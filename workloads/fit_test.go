@@ -224,3 +224,16 @@ func TestMegatronsOptimizerWithoutTheDistributedOptimizerSplitsOverTPTimesPP(t *
 	assert.InDelta(t, 72, fit.TrainGB, 0.01)
 	assert.Contains(t, fit.TrainBasis, "12 of optimizer state over 16")
 }
+
+// vLLM's engine spans tensor × pipeline parallel GPUs: 8 × 2 = 16 halve the shipped run's weights
+// per GPU, 72e9 × 2 / 16 = 9 GB. The training basis states both of the Megatron split's terms:
+// bf16 weights and gradients, 2 + 2 bytes over TP × PP = 4 × 4, and 12 bytes over all 64 GPUs.
+func TestTheRolloutSpansTensorTimesPipelineParallelGPUs(t *testing.T) {
+	r := sized(72)
+	r.Extra = []string{"policy.generation.vllm_cfg.pipeline_parallel_size=2"}
+	fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
+	require.True(t, ok)
+	assert.Equal(t, 16, fit.RolloutTensorParallel)
+	assert.InDelta(t, 9, fit.RolloutGB, 0.01)
+	assert.Equal(t, "4 bytes per parameter of weights and gradients over TP × PP = 16 GPUs, 12 of optimizer state over 64", fit.TrainBasis)
+}
