@@ -237,3 +237,21 @@ func TestTheRolloutSpansTensorTimesPipelineParallelGPUs(t *testing.T) {
 	assert.InDelta(t, 9, fit.RolloutGB, 0.01)
 	assert.Equal(t, "4 bytes per parameter of weights and gradients over TP × PP = 16 GPUs, 12 of optimizer state over 64", fit.TrainBasis)
 }
+
+// verl's FSDP actor shards its 16 bytes a parameter over every GPU: 7B on two nodes of eight,
+// 7e9 × 16 / 16 = 7 GB a GPU, nothing offloaded; its vLLM engine spans tensor × pipeline
+// parallel GPUs, 2 × 2, so 7e9 × 2 / 4 = 3.5 GB of weights a GPU.
+func TestVerlsActorShardsOverEveryGPUAndItsRolloutOverTensorTimesPipeline(t *testing.T) {
+	r := sized(7)
+	r.Model, r.Nodes = "Qwen/Qwen2.5-7B-Instruct", 2
+	two := 2
+	r.Tuning.RolloutTensorParallel = &two
+	r.Extra = []string{"actor_rollout_ref.rollout.pipeline_model_parallel_size=2"}
+	fit, ok := workloads.EstimateFit(kinds.Verl, r, a4)
+	require.True(t, ok)
+	assert.InDelta(t, 7, fit.TrainGB, 0.01)
+	assert.Zero(t, fit.HostGB)
+	assert.Equal(t, "16 bytes per parameter for the actor (fp32 weights, gradients and Adam's two moments), 16 of them on the GPUs, over 16 GPUs", fit.TrainBasis)
+	assert.Equal(t, 4, fit.RolloutTensorParallel)
+	assert.InDelta(t, 3.5, fit.RolloutGB, 0.01)
+}
