@@ -28,8 +28,7 @@ func sized(billions float64) workloads.Run {
 
 func TestTheShippedRunFits(t *testing.T) {
 	r := sized(72)
-	fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
-	require.True(t, ok)
+	fit := estimated(t, kinds.NeMoRL, r)
 	// Megatron TP4 × PP4: 72e9 × (2 + 2) / 16 = 18 GB of bf16 weights and gradients, plus the
 	// distributed optimizer's 72e9 × 12 / 64 GPUs = 13.5 GB.
 	assert.InDelta(t, 31.5, fit.TrainGB, 0.01)
@@ -44,8 +43,7 @@ func TestTheShippedRunFits(t *testing.T) {
 	assert.Equal(t, "Megatron (tensor parallel 4 × pipeline parallel 4): training state ≈ 32 GB per GPU (up to 153 GB); vLLM with tensor parallel 8: weights ≈ 18 GB per GPU (up to 103 GB); "+
 		"peaks per GPU: rollout ≈ 115 GB, log-prob ≈ 33 GB, update ≈ 93 GB (up to 188 GB)", fit.Summary())
 	r.Release = "v0.5.0"
-	fit, ok = workloads.EstimateFit(kinds.NeMoRL, r, a4)
-	require.True(t, ok)
+	fit = estimated(t, kinds.NeMoRL, r)
 	assert.Contains(t, fit.Summary(), "log-prob ≈ 38 GB, update ≈ 93 GB")
 }
 
@@ -73,6 +71,14 @@ func TestTrainingStateThatDoesNotFitNamesTheNodesThatHoldIt(t *testing.T) {
 }
 
 // problemWith is the one problem whose message contains part.
+// estimated is the run's fit on A4 nodes, which must be estimated.
+func estimated(t *testing.T, f kinds.Framework, r workloads.Run) workloads.Fit {
+	t.Helper()
+	fit, ok := workloads.EstimateFit(f, r, a4)
+	require.True(t, ok)
+	return fit
+}
+
 func problemWith(t *testing.T, problems []workloads.Problem, part string) workloads.Problem {
 	t.Helper()
 	var found []workloads.Problem
@@ -128,8 +134,7 @@ func TestARolloutNoWidthHoldsSaysSo(t *testing.T) {
 func TestOffloadedStateCountsAgainstTheHost(t *testing.T) {
 	r := sized(72)
 	r.Extra = []string{"policy.megatron_cfg.optimizer.optimizer_cpu_offload=true"}
-	fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
-	require.True(t, ok)
+	fit := estimated(t, kinds.NeMoRL, r)
 	assert.InDelta(t, 18, fit.TrainGB, 0.01, "the bf16 weights and gradients stay")
 	assert.InDelta(t, 13.5*8, fit.HostGB, 0.01, "each node's eight GPUs' optimizer shards")
 	assert.Contains(t, fit.Summary(), "offloaded ≈ 108 GB per node")
@@ -219,8 +224,7 @@ func TestALongSequencesPeakNamesTheLengthKeyTheStackSet(t *testing.T) {
 func TestMegatronsOptimizerWithoutTheDistributedOptimizerSplitsOverTPTimesPP(t *testing.T) {
 	r := sized(72)
 	r.Extra = []string{"policy.megatron_cfg.optimizer.use_distributed_optimizer=false"}
-	fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
-	require.True(t, ok)
+	fit := estimated(t, kinds.NeMoRL, r)
 	assert.InDelta(t, 72, fit.TrainGB, 0.01)
 	assert.Contains(t, fit.TrainBasis, "12 of optimizer state over 16")
 }
@@ -231,8 +235,7 @@ func TestMegatronsOptimizerWithoutTheDistributedOptimizerSplitsOverTPTimesPP(t *
 func TestTheRolloutSpansTensorTimesPipelineParallelGPUs(t *testing.T) {
 	r := sized(72)
 	r.Extra = []string{"policy.generation.vllm_cfg.pipeline_parallel_size=2"}
-	fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, a4)
-	require.True(t, ok)
+	fit := estimated(t, kinds.NeMoRL, r)
 	assert.Equal(t, 16, fit.RolloutTensorParallel)
 	assert.InDelta(t, 9, fit.RolloutGB, 0.01)
 	assert.Equal(t, "4 bytes per parameter of weights and gradients over TP × PP = 16 GPUs, 12 of optimizer state over 64", fit.TrainBasis)
@@ -247,8 +250,7 @@ func TestVerlsActorShardsOverEveryGPUAndItsRolloutOverTensorTimesPipeline(t *tes
 	two := 2
 	r.Tuning.RolloutTensorParallel = &two
 	r.Extra = []string{"actor_rollout_ref.rollout.pipeline_model_parallel_size=2"}
-	fit, ok := workloads.EstimateFit(kinds.Verl, r, a4)
-	require.True(t, ok)
+	fit := estimated(t, kinds.Verl, r)
 	assert.InDelta(t, 7, fit.TrainGB, 0.01)
 	assert.Zero(t, fit.HostGB)
 	assert.Equal(t, "16 bytes per parameter for the actor (fp32 weights, gradients and Adam's two moments), 16 of them on the GPUs, over 16 GPUs", fit.TrainBasis)
