@@ -257,3 +257,27 @@ func TestVerlsActorShardsOverEveryGPUAndItsRolloutOverTensorTimesPipeline(t *tes
 	assert.Equal(t, 4, fit.RolloutTensorParallel)
 	assert.InDelta(t, 3.5, fit.RolloutGB, 0.01)
 }
+
+// The training state may take 80 % of a GPU: the shipped run's 31.5 GB a GPU fits one of
+// 39.375 GB exactly (0.8 × 39.375 = 31.5) and not one of 39.37.
+func TestTheTrainingStateFitsUpToItsShareOfTheGPU(t *testing.T) {
+	r := sized(72)
+	training := func(gpuGB float64) []workloads.Problem {
+		var out []workloads.Problem
+		for _, p := range workloads.CheckFit(kinds.NeMoRL, r, workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8}, "job.model", "B200", 8) {
+			if strings.Contains(p.Message, "does not fit for training") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	assert.Empty(t, training(39.375))
+	assert.Len(t, training(39.37), 1)
+}
+
+// Sizes read with one decimal below 10 GB and none from 10 on: a 40B model's weights over vLLM's
+// tensor parallel 8 are 40e9 × 2 / 8 = 10 GB exactly, a 36B model's 9 GB.
+func TestSizesHaveADecimalBelowTenGB(t *testing.T) {
+	assert.Contains(t, estimated(t, kinds.NeMoRL, sized(40)).Summary(), "weights ≈ 10 GB per GPU")
+	assert.Contains(t, estimated(t, kinds.NeMoRL, sized(36)).Summary(), "weights ≈ 9.0 GB per GPU")
+}
