@@ -273,6 +273,13 @@ func TestTheTrainingStateFitsUpToItsShareOfTheGPU(t *testing.T) {
 	}
 	assert.Empty(t, training(39.375))
 	assert.Len(t, training(39.37), 1)
+
+	// On seven nodes the distributed optimizer's share grows to 72e9 × 12 / 56 = 15.4 GB, 33.4 GB
+	// in all: refused, and eight nodes, which bring it to the 31.5 GB limit exactly, hold it.
+	r.Nodes = 7
+	refused := training(39.375)
+	require.Len(t, refused, 1)
+	assert.Contains(t, refused[0].Message, "the smallest gpu.nodes that holds it is 8")
 }
 
 // Sizes read with one decimal below 10 GB and none from 10 on: a 40B model's weights over vLLM's
