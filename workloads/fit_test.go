@@ -288,3 +288,23 @@ func TestSizesHaveADecimalBelowTenGB(t *testing.T) {
 	assert.Contains(t, estimated(t, kinds.NeMoRL, sized(40)).Summary(), "weights ≈ 10 GB per GPU")
 	assert.Contains(t, estimated(t, kinds.NeMoRL, sized(36)).Summary(), "weights ≈ 9.0 GB per GPU")
 }
+
+// vLLM's weights may take 90 % of its memory fraction: the shipped run's 18 GB a GPU (72e9 × 2
+// over tensor parallel 8) fit a fraction of 0.5 of a 40 GB GPU exactly (0.9 × 0.5 × 40 = 18),
+// not of a 39.99 GB one.
+func TestTheRolloutsWeightsFitUpToTheirShareOfItsMemory(t *testing.T) {
+	r := sized(72)
+	half := 0.5
+	r.Tuning.RolloutGPUMemory = &half
+	inVLLM := func(gpuGB float64) int {
+		n := 0
+		for _, p := range workloads.CheckFit(kinds.NeMoRL, r, workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8}, "job.model", "B200", 8) {
+			if strings.Contains(p.Message, "does not fit in vLLM") {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Zero(t, inVLLM(40))
+	assert.Equal(t, 1, inVLLM(39.99))
+}
