@@ -308,3 +308,33 @@ func TestTheRolloutsWeightsFitUpToTheirShareOfItsMemory(t *testing.T) {
 	assert.Zero(t, inVLLM(40))
 	assert.Equal(t, 1, inVLLM(39.99))
 }
+
+// Offloaded state may take 80 % of the Ray worker's memory: verl's actor offloaded whole, 16
+// bytes a parameter, of a 6.7108864B model on one node is 107.3741824 GB, exactly 0.8 × 125 GiB;
+// 124 GiB do not hold it.
+func TestOffloadedStateFitsUpToItsShareOfTheHost(t *testing.T) {
+	r := sized(6.7108864)
+	r.Model, r.Nodes = "example/model-7b", 1
+	r.Extra = []string{"actor_rollout_ref.actor.fsdp_config.param_offload=true", "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true"}
+	host := func(gib int) int {
+		m := workloads.NodeMemory{GPUGB: 191.5, HostGiB: gib, GPUsPerNode: 8}
+		fit, ok := workloads.EstimateFit(kinds.Verl, r, m)
+		require.True(t, ok)
+		require.InDelta(t, 107.3741824, fit.HostGB, 1e-9)
+		n := 0
+		for _, p := range fit.Problems(kinds.Verl, r, m, "job.model", "B200", 1) {
+			if strings.Contains(p.Message, "does not fit in host memory") {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Zero(t, host(125))
+	assert.Equal(t, 1, host(124))
+
+	// Twice the model on one node is twice over; two nodes, each offloading half, hold it exactly.
+	r.ModelBillions = 2 * 6.7108864
+	m := workloads.NodeMemory{GPUGB: 191.5, HostGiB: 125, GPUsPerNode: 8}
+	refused := problemWith(t, workloads.CheckFit(kinds.Verl, r, m, "job.model", "B200", 4), "does not fit in host memory")
+	assert.Contains(t, refused.Message, "the smallest gpu.nodes that holds it is 2")
+}
