@@ -336,5 +336,6 @@ func TestOffloadedStateFitsUpToItsShareOfTheHost(t *testing.T) {
 	r.ModelBillions = 2 * 6.7108864
 	m := workloads.NodeMemory{GPUGB: 191.5, HostGiB: 125, GPUsPerNode: 8}
 	refused := problemWith(t, workloads.CheckFit(kinds.Verl, r, m, "job.model", "B200", 4), "does not fit in host memory")
+	assert.Contains(t, refused.Message, "the state offloaded from the GPUs ≈ 215 GB per node, above 80% of the Ray worker's 125 GiB (107 GB)")
 	assert.Contains(t, refused.Message, "the smallest gpu.nodes that holds it is 2")
 }
