@@ -339,3 +339,18 @@ func TestOffloadedStateFitsUpToItsShareOfTheHost(t *testing.T) {
 	assert.Contains(t, refused.Message, "the state offloaded from the GPUs ≈ 215 GB per node, above 80% of the Ray worker's 125 GiB (107 GB)")
 	assert.Contains(t, refused.Message, "the smallest gpu.nodes that holds it is 2")
 }
+
+// The rollout's remedy takes the whole node's width when only it holds the weights, at exactly
+// the limit: 72e9 × 2 = 144 GB of weights over tensor parallel 8 are 18 GB a GPU, 0.9 × 0.5 ×
+// 40 GB, on a node of eight GPUs.
+func TestTheRolloutsRemedyTakesTheWholeNodeAtTheLimit(t *testing.T) {
+	r := sized(72)
+	one, half := 1, 0.5
+	r.Tuning.RolloutTensorParallel, r.Tuning.RolloutGPUMemory = &one, &half
+	m := workloads.NodeMemory{GPUGB: 40, HostGiB: 3600, GPUsPerNode: 8}
+	rollout := problemWith(t, workloads.CheckFit(kinds.NeMoRL, r, m, "job.model", "B200", 8), "does not fit in vLLM")
+	assert.Contains(t, rollout.Message, "set job.rolloutTensorParallel to 8 (or raise job.rolloutGpuMemory)")
+	m.GPUsPerNode = 4
+	rollout = problemWith(t, workloads.CheckFit(kinds.NeMoRL, r, m, "job.model", "B200", 8), "does not fit in vLLM")
+	assert.Contains(t, rollout.Message, "no tensor parallelism within one node holds it")
+}
