@@ -1,6 +1,9 @@
 package workloads_test
 
 import (
+	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -354,4 +357,34 @@ func TestTheRolloutsRemedyTakesTheWholeNodeAtTheLimit(t *testing.T) {
 	m.GPUsPerNode = 4
 	rollout = problemWith(t, workloads.CheckFit(kinds.NeMoRL, r, m, "job.model", "B200", 8), "does not fit in vLLM")
 	assert.Contains(t, rollout.Message, "no tensor parallelism within one node holds it")
+}
+
+// A phase whose state alone does not fit names the smallest node count that holds it, and still
+// finds it when that count is gpu.maxNodes itself: the answer does not depend on how far the
+// search may go (72B on the 8B recipe's DTensor, one node of H200s).
+func TestAPhasesNodeCountIsFoundUpToGPUMaxNodes(t *testing.T) {
+	r := sized(72)
+	r.Recipe, r.Nodes = workloads.DefaultNeMoRLRecipe, 1
+	tp := 4
+	r.Tuning.RolloutTensorParallel = &tp
+	smallest := regexp.MustCompile(`the state on each GPU leaves too little room: the smallest gpu.nodes that holds it is (\d+)`)
+	var phase string
+	var nodes int
+	for _, p := range workloads.CheckFit(kinds.NeMoRL, r, a3Ultra, "job.model", "H200", allNodes) {
+		if m := smallest.FindStringSubmatch(p.Message); m != nil && strings.Contains(p.Message, "phase") {
+			phase, nodes = p.Message, atoi(t, m[1])
+			break
+		}
+	}
+	require.NotEmpty(t, phase, "a phase that only more nodes hold")
+	require.Greater(t, nodes, 1)
+	again := workloads.CheckFit(kinds.NeMoRL, r, a3Ultra, "job.model", "H200", nodes)
+	assert.Contains(t, fmt.Sprint(again), fmt.Sprintf("the state on each GPU leaves too little room: the smallest gpu.nodes that holds it is %d", nodes))
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }
