@@ -378,6 +378,24 @@ func TestAPhasesNodeCountIsFoundUpToGPUMaxNodes(t *testing.T) {
 	}
 	require.NotEmpty(t, phase, "a phase that only more nodes hold")
 	require.Greater(t, nodes, 1)
+	// The count named holds the phase, and one fewer does not.
+	name := regexp.MustCompile(`does not fit the ([a-z-]+) phase`).FindStringSubmatch(phase)
+	require.NotNil(t, name)
+	holds := func(n int) bool {
+		more := r
+		more.Nodes = n
+		fit, ok := workloads.EstimateFit(kinds.NeMoRL, more, a3Ultra)
+		require.True(t, ok)
+		for _, p := range fit.Phases {
+			if p.Name == name[1] {
+				return p.GB <= fit.PhaseLimitGB
+			}
+		}
+		t.Fatalf("no %s phase", name[1])
+		return false
+	}
+	assert.True(t, holds(nodes), "%d nodes hold the %s phase", nodes, name[1])
+	assert.False(t, holds(nodes-1), "%d nodes do not", nodes-1)
 	again := workloads.CheckFit(kinds.NeMoRL, r, a3Ultra, "job.model", "H200", nodes)
 	assert.Contains(t, fmt.Sprint(again), fmt.Sprintf("the state on each GPU leaves too little room: the smallest gpu.nodes that holds it is %d", nodes))
 }
