@@ -333,10 +333,12 @@ func (fit Fit) Problems(f kinds.Framework, r Run, m NodeMemory, modelKey, gpuNam
 			continue
 		}
 		remedy := p.Remedy
+		// A stateOnly phase with a remedy leaves room, though not for one sequence: its length
+		// is what to change. Without one, the model's state alone does not fit.
+		sequenceTooLong := p.stateOnly && p.Remedy != ""
 		if p.stateOnly {
 			remedy = fmt.Sprintf("the state on each GPU leaves too little room, and no gpu.nodes up to %d shards it thin enough; take a larger GPU, or a smaller model", maxNodes)
-			if p.Remedy != "" {
-				// The state leaves room, though not for one sequence: its length is what to change.
+			if sequenceTooLong {
 				remedy = fmt.Sprintf("%s, and no gpu.nodes up to %d shards the state thin enough for it", p.Remedy, maxNodes)
 			}
 			for n := r.Nodes + 1; n <= maxNodes; n++ {
@@ -349,7 +351,7 @@ func (fit Fit) Problems(f kinds.Framework, r Run, m NodeMemory, modelKey, gpuNam
 			}
 		}
 		origin := firstOf(p.Origin, modelKey)
-		if p.stateOnly && p.Remedy == "" {
+		if p.stateOnly && !sequenceTooLong {
 			origin = modelKey // the model's state, not a batch, is what does not fit
 		}
 		out = append(out, Problem{Origin: origin, Message: fmt.Sprintf(

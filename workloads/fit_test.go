@@ -82,14 +82,21 @@ func estimated(t *testing.T, f kinds.Framework, r workloads.Run) workloads.Fit {
 	return fit
 }
 
-func problemWith(t *testing.T, problems []workloads.Problem, part string) workloads.Problem {
-	t.Helper()
+// problemsWith are the problems whose message says part.
+func problemsWith(problems []workloads.Problem, part string) []workloads.Problem {
 	var found []workloads.Problem
 	for _, p := range problems {
 		if strings.Contains(p.Message, part) {
 			found = append(found, p)
 		}
 	}
+	return found
+}
+
+// problemWith is the one problem whose message says part.
+func problemWith(t *testing.T, problems []workloads.Problem, part string) workloads.Problem {
+	t.Helper()
+	found := problemsWith(problems, part)
 	require.Len(t, found, 1, "one problem with %q in %v", part, problems)
 	return found[0]
 }
@@ -266,13 +273,8 @@ func TestVerlsActorShardsOverEveryGPUAndItsRolloutOverTensorTimesPipeline(t *tes
 func TestTheTrainingStateFitsUpToItsShareOfTheGPU(t *testing.T) {
 	r := sized(72)
 	training := func(gpuGB float64) []workloads.Problem {
-		var out []workloads.Problem
-		for _, p := range workloads.CheckFit(kinds.NeMoRL, r, workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8}, "job.model", "B200", 8) {
-			if strings.Contains(p.Message, "does not fit for training") {
-				out = append(out, p)
-			}
-		}
-		return out
+		m := workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8}
+		return problemsWith(workloads.CheckFit(kinds.NeMoRL, r, m, "job.model", "B200", 8), "does not fit for training")
 	}
 	assert.Empty(t, training(39.375))
 	assert.Len(t, training(39.37), 1)
@@ -299,17 +301,12 @@ func TestTheRolloutsWeightsFitUpToTheirShareOfItsMemory(t *testing.T) {
 	r := sized(72)
 	half := 0.5
 	r.Tuning.RolloutGPUMemory = &half
-	inVLLM := func(gpuGB float64) int {
-		n := 0
-		for _, p := range workloads.CheckFit(kinds.NeMoRL, r, workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8}, "job.model", "B200", 8) {
-			if strings.Contains(p.Message, "does not fit in vLLM") {
-				n++
-			}
-		}
-		return n
+	inVLLM := func(gpuGB float64) []workloads.Problem {
+		m := workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8}
+		return problemsWith(workloads.CheckFit(kinds.NeMoRL, r, m, "job.model", "B200", 8), "does not fit in vLLM")
 	}
-	assert.Zero(t, inVLLM(40))
-	assert.Equal(t, 1, inVLLM(39.99))
+	assert.Empty(t, inVLLM(40))
+	assert.Len(t, inVLLM(39.99), 1)
 }
 
 // Offloaded state may take 80 % of the Ray worker's memory: verl's actor offloaded whole, 16
@@ -319,21 +316,15 @@ func TestOffloadedStateFitsUpToItsShareOfTheHost(t *testing.T) {
 	r := sized(6.7108864)
 	r.Model, r.Nodes = "example/model-7b", 1
 	r.Extra = []string{"actor_rollout_ref.actor.fsdp_config.param_offload=true", "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true"}
-	host := func(gib int) int {
+	host := func(gib int) []workloads.Problem {
 		m := workloads.NodeMemory{GPUGB: 191.5, HostGiB: gib, GPUsPerNode: 8}
 		fit, ok := workloads.EstimateFit(kinds.Verl, r, m)
 		require.True(t, ok)
 		require.InDelta(t, 107.3741824, fit.HostGB, 1e-9)
-		n := 0
-		for _, p := range fit.Problems(kinds.Verl, r, m, "job.model", "B200", 1) {
-			if strings.Contains(p.Message, "does not fit in host memory") {
-				n++
-			}
-		}
-		return n
+		return problemsWith(fit.Problems(kinds.Verl, r, m, "job.model", "B200", 1), "does not fit in host memory")
 	}
-	assert.Zero(t, host(125))
-	assert.Equal(t, 1, host(124))
+	assert.Empty(t, host(125))
+	assert.Len(t, host(124), 1)
 
 	// Twice the model on one node is twice over; two nodes, each offloading half, hold it exactly.
 	r.ModelBillions = 2 * 6.7108864
