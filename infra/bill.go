@@ -70,10 +70,10 @@ func billOf(c *Config, bp *Blueprint) cost.Bill {
 		lines = append(lines, cost.Line{
 			Item:   "Lustre instance",
 			Detail: fmt.Sprintf("%d GiB at %d MB/s per TiB", l.CapacityGiB, l.ThroughputMBpsPerTiB),
-			SKU:    cost.SKU{Name: fmt.Sprintf("lustre-%d", l.ThroughputMBpsPerTiB), Region: c.Region}, Unit: cost.PerGiBMonth,
+			SKU:    cost.SKU{Name: cost.LustreSKU(l.ThroughputMBpsPerTiB), Region: c.Region}, Unit: cost.PerGiBMonth,
 			Training: float64(l.CapacityGiB), Idle: float64(l.CapacityGiB),
 			Note:    "billed by provisioned capacity, full or empty",
-			StandIn: &cost.SKU{Name: fmt.Sprintf("lustre-%d", l.ThroughputMBpsPerTiB), Region: cost.LustreRecordedRegion},
+			StandIn: &cost.SKU{Name: cost.LustreSKU(l.ThroughputMBpsPerTiB), Region: cost.LustreRecordedRegion},
 		})
 	} else {
 		bucket := cost.Line{

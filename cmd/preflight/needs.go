@@ -60,6 +60,8 @@ type LustreNeeds struct {
 	// Name is the instance's full name (projects/<p>/locations/<zone>/instances/<id>).
 	Name  string
 	Adopt bool
+	// ThroughputMBpsPerTiB is its performance tier, which prices its capacity.
+	ThroughputMBpsPerTiB int
 }
 
 // ExperimentDownloads is what one experiment of jobs downloads.
@@ -93,8 +95,9 @@ func NeedsOf(r *offline.Result) (Needs, error) {
 	}
 	if l := bp.Storage.Lustre; l != nil {
 		n.Lustre = &LustreNeeds{
-			Name:  l.InstanceName(),
-			Adopt: l.Adopt,
+			Name:                 l.InstanceName(),
+			Adopt:                l.Adopt,
+			ThroughputMBpsPerTiB: l.ThroughputMBpsPerTiB,
 		}
 	}
 	if pool.Provisioning == kinds.Reservation {

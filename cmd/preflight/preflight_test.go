@@ -36,8 +36,12 @@ type project struct {
 	machineTypes map[string]string
 	// denied are the permissions testIamPermissions leaves out of its answer.
 	denied []string
-	// skus answer the Cloud Billing Catalog's skus.list by page token ("" the first page).
-	skus map[string]string
+	// skus answer the Cloud Billing Catalog's skus.list of Compute Engine by page token ("" the
+	// first page); catalogServices its services.list, and lustreSKUs the skus.list of the
+	// Managed Lustre service that list names.
+	skus            map[string]string
+	catalogServices string
+	lustreSKUs      string
 	// lustre answers Managed Lustre's instances.list of every location.
 	lustre string
 	// sharedReservation answers reservations.get in the project owner-rl, which shares one.
@@ -67,8 +71,10 @@ var ready = project{
 		"a4-highgpu-8g":  "googleapis/preflight/compute-machinetype-a4-highgpu-8g.json",
 		"n2-standard-16": "googleapis/preflight/compute-machinetype-n2-standard-16.json",
 	},
-	skus:   catalog,
-	lustre: "googleapis/lustre-instances-list-empty.json",
+	skus:            catalog,
+	catalogServices: "googleapis/preflight/cloudbilling-services-assembled.json",
+	lustreSKUs:      "googleapis/preflight/cloudbilling-skus-managed-lustre-assembled.json",
+	lustre:          "googleapis/lustre-instances-list-empty.json",
 }
 
 // yours are the overrides that replace the shipped stacks' placeholders, as a user would.
@@ -124,6 +130,11 @@ func (p project) handler(t *testing.T) http.Handler {
 				page = "googleapis/preflight/cloudbilling-error-403-disabled.json"
 			}
 			reply(page, "")
+		case route == "GET cloudbilling.googleapis.com/v1/services":
+			reply(p.catalogServices, "")
+		case route == "GET cloudbilling.googleapis.com/v1/services/0000-0000-1057/skus":
+			assert.Equal(t, "USD", r.URL.Query().Get("currencyCode"), "list prices are asked in USD")
+			reply(p.lustreSKUs, "")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/acme-rl/zones/") && strings.Contains(route, "/reservations/"):
 			reply(p.reservation, "googleapis/preflight/compute-error-404-reservation.json")
 		case strings.HasPrefix(route, "GET compute.googleapis.com/compute/v1/projects/owner-rl/zones/") && strings.Contains(route, "/reservations/"):

@@ -20,19 +20,42 @@ import (
 // step that writes today's list prices of the stack's machines to a price file.
 const CheckPrices = "prices"
 
-// pricesTimeout bounds the catalog's read: Compute Engine has tens of thousands of SKUs, read in
-// pages of 5000.
+// pricesTimeout bounds the catalog's reads: Compute Engine has tens of thousands of SKUs, read in
+// pages of 5000; Managed Lustre's service list and SKUs are a few pages more.
 const pricesTimeout = 3 * time.Minute
 
-// CatalogSource names the catalog in the price files preflight writes.
-const CatalogSource = "Cloud Billing Catalog API, " + billing.ComputeEngine + "/skus (Compute Engine list prices in USD), read by go run . preflight"
+// CatalogSource names the catalog in the price files preflight writes for a stack without
+// Managed Lustre.
+const CatalogSource = catalogName + ", read by go run . preflight"
 
-// machinesToPrice are the bill's machine lines and how the catalog bills each; a line the
-// program knows no rule for is unknown from the start, with the reason.
-func machinesToPrice(ctx context.Context, c *Clients, n Needs, bill cost.Bill) ([]billing.Machine, []billing.Unknown) {
+const catalogName = "Cloud Billing Catalog API, " + billing.ComputeEngine + "/skus (Compute Engine list prices in USD)"
+
+// catalogSource names the catalog in a price file: the services whose SKUs priced it.
+func catalogSource(lustreService string) string {
+	if lustreService == "" {
+		return CatalogSource
+	}
+	return catalogName + " and " + lustreService + "/skus (Managed Lustre list prices in USD), read by go run . preflight"
+}
+
+// toPrice is what the catalog is asked to price: the bill's machine lines and its Managed Lustre
+// capacity, each with how the catalog bills it; a line the program knows no rule for is unknown
+// from the start, with the reason.
+type toPrice struct {
+	machines   []billing.Machine
+	capacities []billing.Capacity
+	unknown    []billing.Unknown
+}
+
+func linesToPrice(ctx context.Context, c *Clients, n Needs, bill cost.Bill) toPrice {
 	var machines []billing.Machine
+	var capacities []billing.Capacity
 	var unknown []billing.Unknown
 	for _, l := range bill.Lines {
+		if n.Lustre != nil && l.SKU.Name == cost.LustreSKU(n.Lustre.ThroughputMBpsPerTiB) {
+			capacities = append(capacities, billing.LustreCapacity(l.SKU, n.Lustre.ThroughputMBpsPerTiB))
+			continue
+		}
 		switch l.SKU.Name {
 		case n.GPUSKU:
 			switch {
@@ -55,7 +78,37 @@ func machinesToPrice(ctx context.Context, c *Clients, n Needs, bill cost.Bill) (
 			machines = append(machines, billing.Machine{SKU: l.SKU, Family: family, VCPUs: mt.GuestCpus, MemoryMiB: mt.MemoryMb})
 		}
 	}
-	return machines, unknown
+	return toPrice{machines: machines, capacities: capacities, unknown: unknown}
+}
+
+// priceLustre prices the Managed Lustre capacity from its own service's SKUs, found by name in
+// the catalog's service list. What cannot be read leaves the capacity unknown with the reason;
+// the machines' prices are written all the same. It returns the service it read, and its SKUs'
+// count.
+func priceLustre(ctx context.Context, c *Clients, capacities []billing.Capacity) (prices []cost.FilePrice, unknown []billing.Unknown, service string, read int) {
+	if len(capacities) == 0 {
+		return nil, nil, "", 0
+	}
+	unknownAll := func(reason string) []billing.Unknown {
+		out := make([]billing.Unknown, len(capacities))
+		for i, capacity := range capacities {
+			out[i] = billing.Unknown{SKU: capacity.SKU, Reason: reason}
+		}
+		return out
+	}
+	service, err := billing.FindService(ctx, c.Billing, billing.LustreWord)
+	if err != nil {
+		return nil, unknownAll("Managed Lustre's service cannot be found in the catalog: " + apiMessage(err)), "", 0
+	}
+	skus, err := billing.List(ctx, c.Billing, service)
+	if err != nil {
+		return nil, unknownAll("Managed Lustre's SKUs (" + service + ") cannot be read: " + apiMessage(err)), "", 0
+	}
+	prices, unknown = billing.PriceCapacity(skus, capacities)
+	if len(prices) == 0 {
+		service = ""
+	}
+	return prices, unknown, service, len(skus)
 }
 
 // checkPrices reads the catalog, prices the stack's machines and writes them to path as a
@@ -65,15 +118,19 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 	f := cmd.Finding{Name: CheckPrices}
 	ctx, cancel := context.WithTimeout(ctx, pricesTimeout)
 	defer cancel()
-	skus, err := billing.List(ctx, c.Billing)
+	skus, err := billing.List(ctx, c.Billing, billing.ComputeEngine)
 	if err != nil {
 		f.Status, f.Detail = cmd.Failed, "the Cloud Billing Catalog cannot be read: "+apiMessage(err)
 		f.Fix = fmt.Sprintf("the catalog is read through the Cloud Billing API of the project: `gcloud services enable cloudbilling.googleapis.com --project %s`, then run preflight again", n.Project)
 		return f
 	}
-	machines, unknown := machinesToPrice(ctx, c, n, bill)
-	prices, notFound := billing.Price(skus, machines)
-	file := cost.File{Source: cost.Source{Date: today, Name: CatalogSource}, Prices: prices}
+	asked := linesToPrice(ctx, c, n, bill)
+	prices, notFound := billing.Price(skus, asked.machines)
+	lustrePrices, lustreNotFound, lustreService, lustreSKUs := priceLustre(ctx, c, asked.capacities)
+	prices = append(prices, lustrePrices...)
+	notFound = append(notFound, lustreNotFound...)
+	read := len(skus) + lustreSKUs
+	file := cost.File{Source: cost.Source{Date: today, Name: catalogSource(lustreService)}, Prices: prices}
 	table, err := file.Table()
 	if err != nil {
 		f.Status, f.Detail = cmd.Failed, "internal error (please report it): the prices read make no price file: "+err.Error()
@@ -83,24 +140,31 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 	// What plan will show with the file: its lines priced as plan prices them, and the reason of
 	// each line the catalog did not price.
 	reasons := map[cost.SKU]string{}
-	for _, u := range append(unknown, notFound...) {
+	for _, u := range append(asked.unknown, notFound...) {
 		reasons[u.SKU] = u.Reason
 	}
 	var still []string
-	for _, l := range bill.Price(cost.Catalog.With(table)).Lines {
-		reason, asked := reasons[l.SKU]
+	units := map[cost.SKU]cost.Unit{}
+	priced := cost.Catalog.With(table)
+	for _, l := range bill.Price(priced).Lines {
+		units[l.SKU] = l.Unit
+		reason, wasAsked := reasons[l.SKU]
+		_, own := priced.Lookup(l.SKU)
 		switch {
-		case l.Price == nil && asked:
+		case l.Price == nil && wasAsked:
 			still = append(still, fmt.Sprintf("%s (%s)", l.SKU, reason))
 		case l.Price == nil:
-			still = append(still, fmt.Sprintf("%s (%s: neither the catalog's Compute Engine SKUs nor the shipped table)", l.SKU, l.Item))
-		case asked:
+			still = append(still, fmt.Sprintf("%s (%s: neither the catalog's SKUs nor the shipped table)", l.SKU, l.Item))
+		case wasAsked && !own:
+			// Priced at another region's price of the shipped table (Managed Lustre's Iowa).
+			still = append(still, fmt.Sprintf("%s (%s; plan keeps the shipped table's price of %s in %s)", l.SKU, reason, l.Price.Source.Date, l.StandIn.Region))
+		case wasAsked:
 			// Priced from the shipped table: say so, lest the reason read as unknown.
 			still = append(still, fmt.Sprintf("%s (%s; plan keeps the shipped table's price of %s)", l.SKU, reason, l.Price.Source.Date))
 		}
 	}
 	if len(prices) == 0 {
-		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("no line of the bill could be priced from %d SKUs, %s not written: %s", len(skus), path, strings.Join(still, "; "))
+		f.Status, f.Detail = cmd.Failed, fmt.Sprintf("no line of the bill could be priced from %d SKUs, %s not written: %s", read, path, strings.Join(still, "; "))
 		return f
 	}
 	data, err := json.MarshalIndent(file, "", "  ")
@@ -113,10 +177,10 @@ func checkPrices(ctx context.Context, c *Clients, n Needs, bill cost.Bill, path,
 	}
 	parts := make([]string, len(prices))
 	for i, p := range prices {
-		parts[i] = fmt.Sprintf("%s %s/%s", p.SKU, cost.Dollars(p.USD), cost.PerHour)
+		parts[i] = fmt.Sprintf("%s %s/%s", p.SKU, cost.Dollars(p.USD), units[p.SKU])
 	}
 	f.Status = cmd.OK
-	f.Detail = fmt.Sprintf("wrote %s with the list prices of %s, from %d SKUs", path, strings.Join(parts, ", "), len(skus))
+	f.Detail = fmt.Sprintf("wrote %s with the list prices of %s, from %d SKUs", path, strings.Join(parts, ", "), read)
 	if len(still) > 0 {
 		f.Detail += "; without a price: " + strings.Join(still, "; ")
 	}

@@ -140,9 +140,100 @@ func TestPricesOutReasons(t *testing.T) {
 	// The recorded not-found body (compute-error-404-machinetype.json) names its own resource.
 	assert.Regexp(t, `n2-standard-16 in us-central1 \(its vCPUs and memory cannot be read: The resource '[^']+' was not found \(HTTP 404\); plan keeps the shipped table's price of 2026-07-30\)`, finding(t, out, CheckPrices))
 
+	// b200-spot's Managed Lustre instance in Iowa: priced from the catalog (the next test).
 	lustre := withLustre("googleapis/lustre-instances-list-empty.json")
 	code, out, _ = preflight(t, lustre, append(append(b200Spot, inIowa...), "--prices-out", file)...)
 	assert.Equal(t, cmd.ExitOK, code, out)
-	// Managed Lustre's Iowa prices are in the shipped table (cost.LustreSource): nothing lacks.
-	assert.NotContains(t, finding(t, out, CheckPrices), "lustre-500")
+	assert.NotContains(t, finding(t, out, CheckPrices), "without a price")
+}
+
+// The seam for Managed Lustre: preflight finds its service in the catalog, prices b200-spot's
+// 500 MB/s-per-TiB capacity from its SKUs, and plan prices the Lustre line with the file, at the
+// region's own price (no Iowa stand-in note).
+func TestPricesOutReadsManagedLustre(t *testing.T) {
+	date := plantest.PlanTime.Format(time.DateOnly)
+	file := filepath.Join(t.TempDir(), "prices.json")
+	args := append(append([]string{}, b200Spot...), inIowa...)
+	code, out, calls := preflight(t, withLustre("googleapis/lustre-instances-list-empty.json"), append(args, "--prices-out", file)...)
+	require.Equal(t, cmd.ExitOK, code, out)
+	// 22 Compute Engine SKUs and 5 of Managed Lustre.
+	assert.Contains(t, finding(t, out, CheckPrices), "wrote "+file+" with the list prices of a4-highgpu-8g/spot in us-central1 $39.63/hour, n2-standard-16 in us-central1 $0.78/hour, lustre-500 in us-central1 $0.34/GiB-month, from 27 SKUs")
+	var billing []string
+	for _, c := range calls {
+		if c.Host == "cloudbilling.googleapis.com" {
+			billing = append(billing, c.Method+" "+c.Path)
+		}
+	}
+	assert.Equal(t, []string{
+		"GET /v1/services/6F81-5844-456A/skus", "GET /v1/services/6F81-5844-456A/skus", "GET /v1/services/6F81-5844-456A/skus",
+		"GET /v1/services", "GET /v1/services/0000-0000-1057/skus",
+	}, billing, "the service list is read to find Managed Lustre, then its SKUs")
+
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var f cost.File
+	require.NoError(t, json.Unmarshal(data, &f))
+	const source = "Cloud Billing Catalog API, services/6F81-5844-456A/skus (Compute Engine list prices in USD) and services/0000-0000-1057/skus (Managed Lustre list prices in USD), read by go run . preflight"
+	assert.Equal(t, source, f.Name)
+	require.Len(t, f.Prices, 3)
+	assert.Equal(t, cost.FilePrice{SKU: cost.SKU{Name: "lustre-500", Region: "us-central1"}, USD: 0.34, Basis: `"Managed Lustre Capacity 500-Perf Iowa" at $0.34/GiBy.mo`}, f.Prices[2])
+
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, plan.Main(append(args, "--prices", file), plantest.Env(plantest.RepoRoot(), &stdout, &stderr)), stderr.String())
+	assert.Contains(t, stdout.String(), "prices of "+date+": "+source)
+	lustreLine := lineWith(t, stdout.String(), "Lustre instance")
+	// 18000 GiB × $0.34 = $6,120.00 a month.
+	assert.Contains(t, lustreLine, "idle $6,120.00/month; $0.34 per GiB-month ("+date+")")
+	assert.NotContains(t, lustreLine, "priced at", "the file prices the region itself")
+}
+
+// Where Managed Lustre cannot be priced from the catalog, the machines still are, and the reason
+// says what plan does instead: outside Iowa it keeps the shipped table's Iowa price.
+func TestPricesOutSaysWhyLustreIsNotPriced(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prices.json")
+	shipped := withLustre("googleapis/lustre-instances-list-empty.json")
+	shipped.machineTypes = ready.machineTypes
+
+	// us-east1, as shipped: the recorded SKUs are Iowa's.
+	_, out, _ := preflight(t, shipped, append(append([]string{}, b200Spot...), "--prices-out", file)...)
+	assert.Contains(t, finding(t, out, CheckPrices), `lustre-500 in us-east1 (the catalog has no SKU "Managed Lustre Capacity 500-Perf …" for us-east1; plan keeps the shipped table's price of 2026-06-05 in us-central1)`)
+
+	inIowaArgs := append(append(append([]string{}, b200Spot...), inIowa...), "--prices-out", file)
+	for _, tc := range []struct {
+		name     string
+		services string
+		reason   string
+	}{
+		// An empty list, as the REST reference answers one: `{}`.
+		{"no such service", "googleapis/lustre-instances-list-empty.json",
+			"lustre-500 in us-central1 (Managed Lustre's service cannot be found in the catalog: the catalog lists no service named with \"Lustre\"; plan keeps the shipped table's price of 2026-06-05)"},
+		{"the list refused", "googleapis/preflight/cloudbilling-error-403-disabled.json",
+			"lustre-500 in us-central1 (Managed Lustre's service cannot be found in the catalog: Cloud Billing API has not been used in project 123456789012 before or it is disabled."},
+	} {
+		p := shipped
+		p.catalogServices = tc.services
+		code, out, _ := preflight(t, p, inIowaArgs...)
+		assert.Equal(t, cmd.ExitOK, code, "%s: the machines are priced all the same\n%s", tc.name, out)
+		line := finding(t, out, CheckPrices)
+		assert.Contains(t, line, "with the list prices of a4-highgpu-8g/spot in us-central1 $39.63/hour, n2-standard-16 in us-central1 $0.78/hour, from 22 SKUs", tc.name)
+		assert.Contains(t, line, tc.reason, tc.name)
+	}
+
+	// The service found, its SKUs refused.
+	p := shipped
+	p.lustreSKUs = "googleapis/preflight/cloudbilling-error-403-disabled.json"
+	_, out, _ = preflight(t, p, inIowaArgs...)
+	assert.Contains(t, finding(t, out, CheckPrices), "lustre-500 in us-central1 (Managed Lustre's SKUs (services/0000-0000-1057) cannot be read: Cloud Billing API has not been used")
+}
+
+// lineWith is the one line of out that holds s.
+func lineWith(t *testing.T, out, s string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	t.Fatalf("no line with %q in:\n%s", s, out)
+	return ""
 }

@@ -1,5 +1,7 @@
 package cost
 
+import "fmt"
+
 // CatalogSource is the price list shipped with the program: Google's list prices in USD, as the
 // Cloud Billing Catalog API (https://cloud.google.com/billing/v1/how-tos/catalog-api) served
 // them on 2026-07-30 and github.com/Cyclenerd/google-cloud-pricing-cost-calculator compiled
@@ -58,7 +60,11 @@ var GPUStandInRegions = map[string]string{"a3-ultragpu-8g": "us-central1"}
 // Lustre line is priced at its price, and says so (Line.StandIn).
 const LustreRecordedRegion = "us-central1"
 
-// lustrePrices are LustreSource's, by the program's SKU name: lustre-<MB/s per TiB>.
+// LustreSKU is the program's name of a Managed Lustre instance's capacity in a throughput tier
+// (MB/s per TiB): lustre-<tier>.
+func LustreSKU(mbpsPerTiB int) string { return fmt.Sprintf("lustre-%d", mbpsPerTiB) }
+
+// lustrePrices are LustreSource's, by LustreSKU.
 var lustrePrices = map[string]map[string]float64{
 	"lustre-125":  {LustreRecordedRegion: 0.145},
 	"lustre-250":  {LustreRecordedRegion: 0.21},

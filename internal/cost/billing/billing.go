@@ -1,6 +1,7 @@
-// Package billing prices a stack's machines from Google's Cloud Billing Catalog API: Compute
-// Engine's list prices, matched to the bill's machine lines by the descriptions Google bills
-// them under. Price is pure; List reads the catalog.
+// Package billing prices a stack's machines and its Managed Lustre instance from Google's Cloud
+// Billing Catalog API: Compute Engine's and Managed Lustre's list prices, matched to the bill's
+// lines by the descriptions Google bills them under. Price and PriceCapacity are pure; List and
+// FindService read the catalog.
 package billing
 
 import (
@@ -19,10 +20,11 @@ import (
 // (the service every catalog reader lists: OpenCost's pkg/cloud/gcp, sc-crawler, SkyPilot).
 const ComputeEngine = "services/6F81-5844-456A"
 
-// List reads every Compute Engine SKU with its list price in USD, page by page.
-func List(ctx context.Context, svc *cloudbilling.APIService) ([]*cloudbilling.Sku, error) {
+// List reads every SKU of a catalog service ("services/<id>") with its list price in USD, page
+// by page.
+func List(ctx context.Context, svc *cloudbilling.APIService, service string) ([]*cloudbilling.Sku, error) {
 	var skus []*cloudbilling.Sku
-	err := svc.Services.Skus.List(ComputeEngine).CurrencyCode("USD").Pages(ctx, func(page *cloudbilling.ListSkusResponse) error {
+	err := svc.Services.Skus.List(service).CurrencyCode("USD").Pages(ctx, func(page *cloudbilling.ListSkusResponse) error {
 		skus = append(skus, page.Skus...)
 		return nil
 	})
@@ -121,46 +123,62 @@ func (m Machine) rate(skus []*cloudbilling.Sku, stems []string, units ...string)
 	if m.Spot {
 		prefix = "Spot Preemptible "
 	}
+	want := fmt.Sprintf("%q", prefix+stems[0]+" running in …")
+	s, err := one(skus, m.SKU.Region, want, func(description string) bool {
+		// Matched by description alone: the spot A4 slice is categorized OnDemand (sc-crawler's
+		// test of the live SKU), so the category cannot tell spot apart.
+		return slices.ContainsFunc(stems, func(stem string) bool {
+			return strings.HasPrefix(description, prefix+stem+" running in ")
+		})
+	})
+	if err != nil {
+		return rate{}, err
+	}
+	r := rate{description: s.Description, id: s.SkuId}
+	expr, money, err := usd(s)
+	if err != nil {
+		return rate{}, err
+	}
+	if !slices.Contains(units, expr.UsageUnit) {
+		return rate{}, fmt.Errorf("%q is priced per %q, and pricing %s takes %s", s.Description, expr.UsageUnit, m.SKU.Name, strings.Join(units, " or "))
+	}
+	r.unit = expr.UsageUnit
+	r.usd = float64(money.Units) + float64(money.Nanos)/1e9
+	return r, nil
+}
+
+// one finds the one SKU of region whose description matches; want names it in the errors.
+func one(skus []*cloudbilling.Sku, region, want string, matches func(description string) bool) (*cloudbilling.Sku, error) {
 	var found []*cloudbilling.Sku
 	for _, s := range skus {
-		if !slices.Contains(s.ServiceRegions, m.SKU.Region) {
-			continue
-		}
-		for _, stem := range stems {
-			// Matched by description alone: the spot A4 slice is categorized OnDemand
-			// (sc-crawler's test of the live SKU), so the category cannot tell spot apart.
-			if strings.HasPrefix(s.Description, prefix+stem+" running in ") {
-				found = append(found, s)
-			}
+		if slices.Contains(s.ServiceRegions, region) && matches(s.Description) {
+			found = append(found, s)
 		}
 	}
-	want := fmt.Sprintf("%q", prefix+stems[0]+" running in …")
 	switch len(found) {
 	case 0:
-		return rate{}, fmt.Errorf("the catalog has no SKU %s for %s", want, m.SKU.Region)
+		return nil, fmt.Errorf("the catalog has no SKU %s for %s", want, region)
 	case 1:
+		return found[0], nil
 	default:
 		names := make([]string, len(found))
 		for i, s := range found {
 			names[i] = strconv.Quote(s.Description)
 		}
-		return rate{}, fmt.Errorf("%d SKUs could be %s in %s (%s): not guessing which", len(found), want, m.SKU.Region, strings.Join(names, ", "))
+		return nil, fmt.Errorf("%d SKUs could be %s in %s (%s): not guessing which", len(found), want, region, strings.Join(names, ", "))
 	}
-	s := found[0]
-	r := rate{description: s.Description, id: s.SkuId}
+}
+
+// usd is a SKU's current price, refused unless it is in USD.
+func usd(s *cloudbilling.Sku) (*cloudbilling.PricingExpression, *cloudbilling.Money, error) {
 	expr, money, err := current(s)
 	if err != nil {
-		return rate{}, fmt.Errorf("%q: %w", s.Description, err)
-	}
-	if !slices.Contains(units, expr.UsageUnit) {
-		return rate{}, fmt.Errorf("%q is priced per %q, and pricing %s takes %s", s.Description, expr.UsageUnit, m.SKU.Name, strings.Join(units, " or "))
+		return nil, nil, fmt.Errorf("%q: %w", s.Description, err)
 	}
 	if money.CurrencyCode != "USD" {
-		return rate{}, fmt.Errorf("%q is priced in %s, not USD", s.Description, money.CurrencyCode)
+		return nil, nil, fmt.Errorf("%q is priced in %s, not USD", s.Description, money.CurrencyCode)
 	}
-	r.unit = expr.UsageUnit
-	r.usd = float64(money.Units) + float64(money.Nanos)/1e9
-	return r, nil
+	return expr, money, nil
 }
 
 // current is a SKU's price now: the last of its pricing infos ("A timeline of pricing info for
