@@ -220,12 +220,21 @@ func TestALongSequencesPeakNamesTheLengthKeyTheStackSet(t *testing.T) {
 	assert.Contains(t, update.Message, "at most 10695 tokens of prompt and response together fit beside the state")
 	assert.NotContains(t, update.Message, "leaves too little room")
 
-	// The response alone: the recipe's prompt and a response that fits one sequence a micro batch.
+	// The response alone: the recipe's prompt (4,096) and a response that fits one sequence a
+	// micro batch: 10,695 − 4,096 = 6,599 tokens. The recipe's micro batch is already one
+	// sequence, so the remedy is the response alone.
 	r = sized(72)
 	r.Tuning.MaxResponseLength = &long
 	update = problemWith(t, workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes), "update phase")
 	assert.Equal(t, "job.maxResponseLength", update.Origin)
-	assert.Contains(t, update.Message, "job.maxResponseLength to at most")
+	assert.True(t, strings.HasSuffix(update.Message, "1 sequence of up to 69632 tokens (policy.train_micro_batch_size) over 4 sequence parallel ranks × 57.7 MB a token of activations, without gradient checkpointing; 9 % added, the most the estimate fell under a peak measured on an H200), above a B200's 191.5 GB less 3 GB for CUDA and NCCL (188 GB); set job.maxResponseLength to at most 6599"), update.Message)
+
+	// Two sequences a micro batch: the micro batch goes to one, and the response shortens.
+	two := 2
+	r.Tuning.MicroBatchSize = &two
+	update = problemWith(t, workloads.CheckFit(kinds.NeMoRL, r, a4, "job.model", "B200", allNodes), "update phase")
+	assert.Contains(t, update.Message, "2 sequences of up to 69632 tokens")
+	assert.True(t, strings.HasSuffix(update.Message, "; one sequence a micro batch does not fit either: set job.microBatchSize to 1 and job.maxResponseLength to at most 6599"), update.Message)
 }
 
 // Without Megatron's distributed optimizer, Adam's state is split over the tensor and pipeline

@@ -85,6 +85,10 @@ func (t batchTokens) remedy(residentGB, perToken, limitGB float64, prompt int) (
 	}
 	longest := int(room * float64(t.split) / perToken)
 	if response := longest - prompt; response >= minResponseTokens {
+		if t.micro == 1 {
+			// Already one sequence a micro batch: only the response can shorten.
+			return fmt.Sprintf("set job.maxResponseLength to at most %d", response), true
+		}
 		return fmt.Sprintf("one sequence a micro batch does not fit either: set %s to 1 and job.maxResponseLength to at most %d", t.microSetting, response), true
 	}
 	// The state leaves room, but not for one sequence with a response worth training on: no
