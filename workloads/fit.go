@@ -332,15 +332,16 @@ func (fit Fit) Problems(f kinds.Framework, r Run, m NodeMemory, modelKey, gpuNam
 		if p.GB <= fit.PhaseLimitGB {
 			continue
 		}
-		remedy := p.Remedy
-		// A stateOnly phase with a remedy leaves room, though not for one sequence: its length
-		// is what to change. Without one, the model's state alone does not fit.
-		sequenceTooLong := p.stateOnly && p.Remedy != ""
-		if p.stateOnly {
+		remedy, origin := p.Remedy, firstOf(p.Origin, modelKey)
+		switch p.shortfall {
+		case stateTooLarge:
 			remedy = fmt.Sprintf("the state on each GPU leaves too little room, and no gpu.nodes up to %d shards it thin enough; take a larger GPU, or a smaller model", maxNodes)
-			if sequenceTooLong {
-				remedy = fmt.Sprintf("%s, and no gpu.nodes up to %d shards the state thin enough for it", p.Remedy, maxNodes)
-			}
+			origin = modelKey // the model's state, not a batch, is what does not fit
+		case sequenceTooLong:
+			// The room is there, though not for one sequence: its length is what to change.
+			remedy = fmt.Sprintf("%s, and no gpu.nodes up to %d shards the state thin enough for it", p.Remedy, maxNodes)
+		}
+		if p.shortfall.needsMoreGPUs() {
 			for n := r.Nodes + 1; n <= maxNodes; n++ {
 				more := r
 				more.Nodes = n
@@ -349,10 +350,6 @@ func (fit Fit) Problems(f kinds.Framework, r Run, m NodeMemory, modelKey, gpuNam
 					break
 				}
 			}
-		}
-		origin := firstOf(p.Origin, modelKey)
-		if p.stateOnly && !sequenceTooLong {
-			origin = modelKey // the model's state, not a batch, is what does not fit
 		}
 		out = append(out, Problem{Origin: origin, Message: fmt.Sprintf(
 			"%s does not fit the %s phase: ≈ %.0f GB per GPU (%s), above a %s's %.1f GB less %d GB for CUDA and NCCL (%.0f GB); %s",

@@ -18,11 +18,28 @@ type Phase struct {
 	// Remedy is the smallest change that makes it fit, and Origin the stack key that set the
 	// value it changes ("" when the framework's or the model's default did).
 	Remedy, Origin string
-	// stateOnly marks a phase that no micro batch change fits: its state alone, before any
-	// activation, is above the limit (Remedy empty), or the room it leaves is too small for one
-	// sequence (Remedy says how long one may be). More GPUs (or a larger one) may hold it.
-	stateOnly bool
+	// shortfall is why a phase over its limit does not fit: it decides which key a refusal
+	// names and whether more GPUs are searched for.
+	shortfall shortfall
 }
+
+// shortfall is why a phase does not fit its GPU.
+type shortfall int
+
+const (
+	// batchTooLarge: a smaller batch, a shorter response or a smaller rollout share fits; Remedy
+	// says which.
+	batchTooLarge shortfall = iota
+	// stateTooLarge: the phase's state alone, before any activation, is above the limit; no
+	// batch change fits, more GPUs (or a larger one) may.
+	stateTooLarge
+	// sequenceTooLong: the state leaves room, but not for one sequence; Remedy says how long one
+	// may be, and more GPUs may shard the state thin enough for it.
+	sequenceTooLong
+)
+
+// needsMoreGPUs is whether no batch change makes the phase fit.
+func (s shortfall) needsMoreGPUs() bool { return s != batchTooLarge }
 
 // phaseLimitGB is what a phase may take of one GPU.
 func phaseLimitGB(m NodeMemory) float64 { return m.GPUGB - GPUReserveGB }
@@ -71,30 +88,31 @@ func (t batchTokens) String() string {
 const minResponseTokens = 256
 
 // remedy is the smallest change to the micro batch that brings a phase of residentGB plus
-// perToken bytes a token within limitGB, given the prompt's part of each sequence.
-func (t batchTokens) remedy(residentGB, perToken, limitGB float64, prompt int) (string, bool) {
+// perToken bytes a token within limitGB, given the prompt's part of each sequence, and why the
+// phase falls short.
+func (t batchTokens) remedy(residentGB, perToken, limitGB float64, prompt int) (string, shortfall) {
 	room := (limitGB - residentGB) * 1e9
 	if room <= 0 {
-		return "", false
+		return "", stateTooLarge
 	}
 	if t.dynamic {
-		return fmt.Sprintf("lower %s to at most %.0f tokens (job.args)", t.budgetKey, math.Floor(room/perToken)), true
+		return fmt.Sprintf("lower %s to at most %.0f tokens (job.args)", t.budgetKey, math.Floor(room/perToken)), batchTooLarge
 	}
 	if micro := int(room * float64(t.split) / (float64(t.seq) * perToken)); micro >= 1 {
-		return fmt.Sprintf("set %s to at most %d", t.microSetting, micro), true
+		return fmt.Sprintf("set %s to at most %d", t.microSetting, micro), batchTooLarge
 	}
 	longest := int(room * float64(t.split) / perToken)
 	if response := longest - prompt; response >= minResponseTokens {
 		if t.micro == 1 {
 			// Already one sequence a micro batch: only the response can shorten.
-			return fmt.Sprintf("set job.maxResponseLength to at most %d", response), true
+			return fmt.Sprintf("set job.maxResponseLength to at most %d", response), batchTooLarge
 		}
-		return fmt.Sprintf("one sequence a micro batch does not fit either: set %s to 1 and job.maxResponseLength to at most %d", t.microSetting, response), true
+		return fmt.Sprintf("one sequence a micro batch does not fit either: set %s to 1 and job.maxResponseLength to at most %d", t.microSetting, response), batchTooLarge
 	}
 	// The state leaves room, but not for one sequence with a response worth training on: no
 	// micro batch change fits, more GPUs may (the caller's), else the sequence must be shorter.
 	// (A prompt as long as the room is no remedy: say how long a sequence fits.)
-	return fmt.Sprintf("even one sequence a micro batch does not fit: at most %d tokens of prompt and response together fit beside the state (job.maxPromptLength and job.maxResponseLength; now up to %d)", longest, t.seq), false
+	return fmt.Sprintf("even one sequence a micro batch does not fit: at most %d tokens of prompt and response together fit beside the state (job.maxPromptLength and job.maxResponseLength; now up to %d)", longest, t.seq), sequenceTooLong
 }
 
 // verlPhases estimate verl v0.6.0's hybrid engine, per GPU. The actor is trained with FSDP from
@@ -143,7 +161,7 @@ func verlPhases(e *frameworkconfig.Effective, params float64, shape Shape, m Nod
 		if most := math.Floor((limit-gb(perGPU*resident))/m.GPUGB*100) / 100; most >= 0.1 {
 			rollout.Remedy = fmt.Sprintf("set job.rolloutGpuMemory to at most %.2f", most)
 		} else {
-			rollout.stateOnly = true
+			rollout.shortfall = stateTooLarge
 		}
 	}
 
@@ -219,7 +237,7 @@ func nemoRLPhases(e *frameworkconfig.Effective, fit Fit, shape Shape, m NodeMemo
 		Basis:  fmt.Sprintf("the training state (%s GB), and %s × %.1f MB a token (bf16 logits, their fp32 copy and log_softmax over %d vocabulary entries)", gbText(fit.TrainGB), lp, lpPerToken/1e6, shape.Vocab),
 		Origin: firstOf(lengthOrigin, stackOrigin(e, lp.microKey))}
 	if logProb.GB > phaseLimitGB(m) {
-		logProb.Remedy, logProb.stateOnly = notOK(lp.remedy(fit.TrainGB, lpPerToken, limit, prompt))
+		logProb.Remedy, logProb.shortfall = lp.remedy(fit.TrainGB, lpPerToken, limit, prompt)
 	}
 	up := tokensOf(e, packed+".enabled", packed+".train_mb_tokens", "policy.train_micro_batch_size", "job.microBatchSize", seq, split)
 	upPerToken := updateCalibrated(UpdateActivationBytesPerToken(shape, checkpointing))
@@ -229,7 +247,7 @@ func nemoRLPhases(e *frameworkconfig.Effective, fit Fit, shape Shape, m NodeMemo
 			gbText(fit.TrainGB), up, upPerToken/1e6, checkpointingText(checkpointing), updateCalibrationText),
 		Origin: firstOf(lengthOrigin, stackOrigin(e, up.microKey))}
 	if update.GB > limit {
-		update.Remedy, update.stateOnly = notOK(up.remedy(state, upPerToken, limit, prompt))
+		update.Remedy, update.shortfall = up.remedy(state, upPerToken, limit, prompt)
 	}
 	return []Phase{rollout, logProb, update}
 }
@@ -255,9 +273,6 @@ func checkpointingText(on bool) string {
 	return ", without gradient checkpointing"
 }
 
-// notOK turns a remedy's (text, found) into (text, stateOnly).
-func notOK(remedy string, found bool) (string, bool) { return remedy, !found }
-
 // settleVerl completes a verl training phase whose tokens t take perToken bytes each: vLLM's
 // memory stays beside it unless the rollout frees its cache engine (asleep), and a phase over
 // the limit gets the smallest change that fits, its resident part being all but the tokens.
@@ -267,7 +282,7 @@ func (p *Phase) settleVerl(asleep bool, vllm, limit float64, t batchTokens, perT
 		p.Basis += ", beside vLLM (rollout.free_cache_engine is off)"
 	}
 	if p.GB > limit {
-		p.Remedy, p.stateOnly = notOK(t.remedy(p.GB-t.perGPU*perToken/1e9, perToken, limit, prompt))
+		p.Remedy, p.shortfall = t.remedy(p.GB-t.perGPU*perToken/1e9, perToken, limit, prompt)
 	}
 }
 
