@@ -20,6 +20,59 @@ func TestCompareWithTheSamePlanFindsNothing(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--compare", before)
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "\n  none: `pulumi up` with this version proposes no change to the stack's inputs\n")
+	assert.NotContains(t, out, "Experiment ", "no change, nothing to say of the experiment")
+}
+
+// editResources edits each resource of an earlier plan by its name.
+func editResources(edit func(name string, r map[string]any)) func(doc map[string]any) {
+	return func(doc map[string]any) {
+		for _, res := range doc["resources"].([]any) {
+			r := res.(map[string]any)
+			edit(r["name"].(string), r)
+		}
+	}
+}
+
+// digests are an earlier plan's digests of a Kubernetes object's fields.
+func digests(r map[string]any) map[string]any {
+	return r["inputs"].(map[string]any)["manifest"].(map[string]any)["digests"].(map[string]any)
+}
+
+// A RayCluster deleted or renamed stops the run on it; a ConfigMap deleted or renamed does not
+// (h200-reserved's long-lived cluster and its run script).
+func TestCompareSaysWhichDeletionsAndRenamesStopTheRun(t *testing.T) {
+	gone := plantest.PlanFile(t, "h200-reserved", editResources(func(name string, r map[string]any) {
+		if name == "run-script" || name == "ray-raycluster" {
+			r["urn"] = r["urn"].(string) + "-old" // not in today's plan: deleted
+		}
+	}))
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--compare", gone)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n  -  kubernetes:ray.io/v1:RayCluster ray-raycluster\n       the running attempt stops\n")
+	assert.Contains(t, out, "\n  -  kubernetes:core/v1:ConfigMap run-script\nExperiment ")
+
+	renamed := plantest.PlanFile(t, "h200-reserved", editResources(func(name string, r map[string]any) {
+		if name == "run-script" || name == "ray-raycluster" {
+			digests(r)["metadata.name"] = "0"
+		}
+	}))
+	code, out, errOut = plantest.Main(t, "--stack", "h200-reserved", "--compare", renamed)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n  +- kubernetes:ray.io/v1:RayCluster ray-raycluster: metadata.name\n       the running attempt stops; the new one starts where the checkpoint directory says\n")
+	assert.Contains(t, out, "\n  +- kubernetes:core/v1:ConfigMap run-script: metadata.name\nExperiment ")
+}
+
+// A field the earlier plan had and today's has not is a change too.
+func TestCompareSeesAFieldThatIsGone(t *testing.T) {
+	before := plantest.PlanFile(t, "h200-reserved", editResources(func(name string, r map[string]any) {
+		if name == "run-script" {
+			digests(r)["data.gone"] = "0"
+		}
+	}))
+	code, out, errOut := plantest.Main(t, "--stack", "h200-reserved", "--compare", before)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n  ~  kubernetes:core/v1:ConfigMap run-script: data.gone\n")
+	assert.True(t, strings.HasSuffix(out, "A running run keeps running.\n"), out)
 }
 
 // A new run length changes the RayJob's entrypoint: KubeRay would not act on it in place, so

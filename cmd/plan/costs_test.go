@@ -157,6 +157,25 @@ func TestCLIPricesFileAddsPrices(t *testing.T) {
 }
 
 // The README's costs sample is what the plan prints for smoke.
+// A price file that prices every line is the plan's one source: its lines do not repeat its
+// date, which the heading gives once. 10 + 0.5 + 300 GiB × 0.1 / 730 + 15 GiB × 0.02 / 730 + 0.1
+// = $10.64 an hour.
+func TestOnePriceListNamesItsDateOnce(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prices.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"date": "2026-11-30", "source": "my billing console", "prices": [
+		{"sku": "a4-highgpu-8g/spot", "region": "us-east1", "usd": 10},
+		{"sku": "n2-standard-16", "region": "us-east1", "usd": 0.5},
+		{"sku": "pd-balanced", "region": "us-east1", "usd": 0.1},
+		{"sku": "gcs-standard", "region": "us-east1", "usd": 0.02},
+		{"sku": "gke-cluster", "region": "us-east1", "usd": 0.1}]}`), 0o600))
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--prices", file)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "(prices of 2026-11-30: my billing console; current prices: ")
+	assert.Regexp(t, `\n  per hour while training  \$10\.64\n`, out)
+	assert.Regexp(t, `\n    GPU nodes +1 × a4-highgpu-8g, spot, us-east1-b +training \$10\.00/h, idle \$0\.00/month; \$10 per hour; spot prices`, out)
+	assert.NotContains(t, out, "(2026-11-30)")
+}
+
 func TestREADMECostsSampleIsTheSmokePlans(t *testing.T) {
 	r := plantest.Plan(t, "smoke")
 	readme, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "README.md"))
