@@ -171,6 +171,23 @@ func TestCLIDestroy(t *testing.T) {
 	assert.Contains(t, out, `"protected": [`)
 }
 
+// Unprotected, b200-spot's peering cleanup is deleted with the rest and runs its delete script;
+// the CRDs' command has none and is only deleted.
+func TestDestroySaysWhichCommandRunsItsDeleteScript(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--destroy", "--config", "storage.protect=false")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n    delete command:local:Command storage-psa-cleanup  (runs its delete script)\n")
+	assert.Contains(t, out, "\n    delete command:local:Command cluster-crds\n")
+}
+
+// A plan without Kubernetes objects says nothing of them.
+func TestDestroyWithoutClusterObjectsSaysNothingOfThem(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, plan.WriteDestroy(&out, &plan.DestroyPlan{Stack: "empty"}))
+	assert.NotContains(t, out.String(), "with the cluster")
+	assert.Contains(t, out.String(), "Nothing stays.")
+}
+
 func TestGoldenDestroyPlans(t *testing.T) {
 	for _, stack := range plantest.Stacks {
 		t.Run(stack, func(t *testing.T) {
