@@ -323,6 +323,15 @@ func TestCompareWarnsWhenVerlCannotLoadItsShards(t *testing.T) {
 	assert.True(t, strings.HasSuffix(out, "A running run stops, and its retries fail: verl cannot load the experiment's checkpoints on the new GPU count.\n"), out)
 	_, out, _ = plantest.Main(t, "--stack", "h200-reserved", "--compare", plantest.PlanFile(t, "h200-reserved", nil), "--config", "gpu.nodes=4")
 	assert.Contains(t, out, ": a new one (", "the default follows verl's GPU count")
+
+	// An earlier plan that does not say its GPUs (written before plans carried gpuNodes) cannot
+	// tell a change of count: no warning is made up.
+	unsaid := plantest.PlanFile(t, "h200-reserved", func(doc map[string]any) {
+		delete(doc["outputs"].(map[string]any), "gpuNodes")
+	}, "job.name=sweep")
+	_, out, _ = plantest.Main(t, "--stack", "h200-reserved", "--compare", unsaid, "--config", "job.name=sweep", "--config", "gpu.nodes=4")
+	assert.Contains(t, out, "\nExperiment sweep: the same one; a replaced RayJob resumes from its newest checkpoint")
+	assert.NotContains(t, out, "cannot load")
 }
 
 // The --compare text docs/operations.md shows (Experiments) is what the command prints.
