@@ -478,6 +478,23 @@ func TestCompareSaysWhoTakesTheGPUsOfAChangedExperiment(t *testing.T) {
 	b, _, _ = strings.Cut(b, "\n")
 	// b (priority 5) runs; c (2) and a (0) wait, c first.
 	assert.Contains(t, b, "it gives its GPUs away: the queue admits the first waiting experiment that fits them (c, priority 2, first in order), which runs to its end (the queue never preempts), and b waits behind it.")
+	// a and c do not change: replacing nothing, they give nothing away.
+	for _, unchanged := range []string{"a", "c"} {
+		_, line, _ := strings.Cut(out, "Experiment "+unchanged+" (queue)")
+		line, _, _ = strings.Cut(line, "\n")
+		assert.NotContains(t, line, "gives its GPUs away", unchanged)
+	}
+
+	// Among four waiting, the highest priority goes first, whatever the names' order: d (3)
+	// before e (2), a (1) and c (0).
+	four := []string{"gpu.maxNodes=1", "jobs.b.maxSteps=4", "jobs.b.priority=9", "jobs.a.maxSteps=4", "jobs.a.priority=1", "jobs.c.maxSteps=4", "jobs.d.maxSteps=4", "jobs.d.priority=3", "jobs.e.maxSteps=4", "jobs.e.priority=2"}
+	args = []string{"--stack", "smoke", "--compare", plantest.PlanFile(t, "smoke", nil, four...), "--config", "jobs.b.learningRate=5e-6"}
+	for _, q := range four {
+		args = append(args, "--config", q)
+	}
+	code, out, errOut = plantest.Main(t, args...)
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "the queue admits the first waiting experiment that fits them (d, priority 3, first in order), which runs to its end (the queue never preempts), and b waits behind it.")
 
 	// A priority change is named, with the same effect.
 	args = []string{"--stack", "smoke", "--compare", before, "--config", "jobs.b.priority=6"}
