@@ -410,6 +410,26 @@ func TestThePlanShowsTheRunsSettings(t *testing.T) {
 	assert.Contains(t, out, "Settings of the run (the framework's key = value, from the config key that sets it):\n  experiment (qwen2-5-0-5b-instruct-gsm8k-9f3889, verl v0.6.0):\n")
 	assert.Regexp(t, `\n    actor_rollout_ref\.actor\.optim\.lr = 5e-06 +job\.learningRate\n`, out)
 	assert.Regexp(t, `\n    data\.max_prompt_length = 512 +default of job\.maxPromptLength\n`, out)
+
+	// One column for the keys that set the values, two spaces after the longest "key = value"
+	// (the model's path).
+	_, table, _ := strings.Cut(out, "verl v0.6.0):\n")
+	table, _, _ = strings.Cut(table, "\n\n")
+	longest, column := 0, -1
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "    ") {
+			break
+		}
+		setting, _, found := strings.Cut(strings.TrimPrefix(line, "    "), "  ")
+		require.True(t, found, line)
+		longest = max(longest, len(setting))
+		from := len(line) - len(strings.TrimLeft(line[4+len(setting):], " "))
+		if column < 0 {
+			column = from
+		}
+		assert.Equal(t, column, from, "the keys that set the values align: %q", line)
+	}
+	assert.Equal(t, 4+longest+2, column, "two spaces after the longest setting")
 	_, out, _ = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4")
 	assert.NotContains(t, out, "Settings of the run", "with jobs, the experiments' table says it")
 	assert.Contains(t, out, "Settings of the experiments")
