@@ -119,6 +119,37 @@ func TestCLITreeEndsWithCountAndSummary(t *testing.T) {
 	}
 }
 
+// The tree nests each component's resources under it: "├─" before all but the last of a level,
+// "└─" before the last, and "│  " down the side of a component that has more after it.
+func TestCLITreeNestsResourcesUnderTheirComponents(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "smoke")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	assert.Contains(t, out, "\n├─ gke-rl:cluster:Cluster cluster\n│  ├─ command:local:Command cluster-crds\n")
+	assert.Contains(t, out, "\n│  └─ pulumi:providers:kubernetes cluster-gke\n├─ gke-rl:infra:Monitoring monitoring\n│  ├─ ")
+	assert.Contains(t, out, "\n│  └─ gcp:monitoring/dashboard:Dashboard monitoring-dashboard\n")
+	_, tree, _ := strings.Cut(out, "(offline; placeholders stand for values the cloud computes)\n")
+	tree, _, _ = strings.Cut(tree, "\nOutputs (")
+	lines := strings.Split(tree, "\n")
+	assert.True(t, strings.HasPrefix(lines[len(lines)-1], "└─ "), "the last root closes the tree: %q", lines[len(lines)-1])
+	for _, l := range lines[:len(lines)-1] {
+		assert.False(t, strings.HasPrefix(l, "└─ "), "only the last root is closed: %q", l)
+	}
+}
+
+// A stopped run (job.enabled=false) trains with nothing: --json carries no settings of it, so a
+// later --compare does not read every setting as removed.
+func TestAStoppedRunHasNoSettings(t *testing.T) {
+	code, out, errOut := plantest.Main(t, "--stack", "smoke", "--json", "--config", "job.enabled=false")
+	require.Equal(t, cmd.ExitOK, code, errOut)
+	var doc struct {
+		Settings map[string]map[string]any `json:"settings"`
+		Outputs  map[string]any            `json:"outputs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.NotEmpty(t, doc.Outputs["experiment"], "the experiment is still named")
+	assert.Empty(t, doc.Settings)
+}
+
 // --json carries the placeholders and warnings the text plan prints before its tree.
 func TestJSONCarriesPlaceholdersAndWarnings(t *testing.T) {
 	code, out, errOut := plantest.Main(t, "--stack", "b200-spot", "--json", "--config", "storage.checkpointBudgetSeconds=60")
