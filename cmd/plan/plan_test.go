@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,16 @@ func TestCLITreeNestsResourcesUnderTheirComponents(t *testing.T) {
 	for _, l := range lines[:len(lines)-1] {
 		assert.False(t, strings.HasPrefix(l, "└─ "), "only the last root is closed: %q", l)
 	}
+
+	// The count: each line of the tree is a resource, a component when its type is the
+	// program's own (gke-rl:...).
+	components := 0
+	for _, l := range lines {
+		if strings.Contains(l, "─ gke-rl:") {
+			components++
+		}
+	}
+	assert.Contains(t, out, fmt.Sprintf("\n%d resources to create (%d cloud and Kubernetes resources, %d components)\n", len(lines), len(lines)-components, components))
 }
 
 // A stopped run (job.enabled=false) trains with nothing: --json carries no settings of it, so a
