@@ -605,3 +605,13 @@ func TestCompareSaysTheGPUDriverMovesWithTheRelease(t *testing.T) {
 	_, out, _ = plantest.Main(t, "--stack", "b200-spot", "--config", "job.frameworkRelease=v0.5.0")
 	assert.Contains(t, out, "machineType=a4-highgpu-8g gpuDriverVersion=DEFAULT ")
 }
+
+// The volume holds what it needs up to its capacity exactly: this plan's peak, 100 GB, and the
+// 20 GB a removed experiment left, on 120 GB; one GB less overflows.
+func TestTheVolumeOverflowsOnlyPastItsCapacity(t *testing.T) {
+	v := plan.VolumeShift{PeakGB: 100, Left: map[string]float64{"/data/checkpoints/gone": 20}, CapacityGB: 120}
+	assert.InDelta(t, 120, v.NeedGB(), 1e-9)
+	assert.False(t, v.Overflows())
+	v.CapacityGB = 119
+	assert.True(t, v.Overflows())
+}

@@ -128,6 +128,9 @@ func TestCLITreeNestsResourcesUnderTheirComponents(t *testing.T) {
 	assert.Contains(t, out, "\n├─ gke-rl:cluster:Cluster cluster\n│  ├─ command:local:Command cluster-crds\n")
 	assert.Contains(t, out, "\n│  └─ pulumi:providers:kubernetes cluster-gke\n├─ gke-rl:infra:Monitoring monitoring\n│  ├─ ")
 	assert.Contains(t, out, "\n│  └─ gcp:monitoring/dashboard:Dashboard monitoring-dashboard\n")
+	// The timeouts the program sets, by operation: all three, or the two a Job has.
+	assert.Contains(t, out, "\n│  ├─ gcp:container/cluster:Cluster cluster-gke  name=gke-rl-smoke location=us-east1 [timeouts create 60m, update 90m, delete 60m]\n")
+	assert.Regexp(t, `─ kubernetes:batch/v1:Job [^\n]* \[timeouts create 2h, update 2h\]\n`, out)
 	_, tree, _ := strings.Cut(out, "(offline; placeholders stand for values the cloud computes)\n")
 	tree, _, _ = strings.Cut(tree, "\nOutputs (")
 	lines := strings.Split(tree, "\n")
