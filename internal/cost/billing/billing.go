@@ -57,18 +57,31 @@ type Unknown struct {
 // under is found exactly once for its region, in USD and in the unit the rule expects; anything
 // else leaves it unknown with the reason, never guessed.
 func Price(skus []*cloudbilling.Sku, machines []Machine) ([]cost.FilePrice, []Unknown) {
+	return priceEach(skus, machines)
+}
+
+// priced is a line the catalog prices: a machine or a capacity.
+type priced interface {
+	sku() cost.SKU
+	price(skus []*cloudbilling.Sku) (usd float64, basis string, err error)
+}
+
+// priceEach prices each line from the SKUs, or leaves it unknown with the reason.
+func priceEach[L priced](skus []*cloudbilling.Sku, lines []L) ([]cost.FilePrice, []Unknown) {
 	var prices []cost.FilePrice
 	var unknown []Unknown
-	for _, m := range machines {
-		usd, basis, err := m.price(skus)
+	for _, l := range lines {
+		usd, basis, err := l.price(skus)
 		if err != nil {
-			unknown = append(unknown, Unknown{SKU: m.SKU, Reason: err.Error()})
+			unknown = append(unknown, Unknown{SKU: l.sku(), Reason: err.Error()})
 			continue
 		}
-		prices = append(prices, cost.FilePrice{SKU: m.SKU, USD: usd, Basis: basis})
+		prices = append(prices, cost.FilePrice{SKU: l.sku(), USD: usd, Basis: basis})
 	}
 	return prices, unknown
 }
+
+func (m Machine) sku() cost.SKU { return m.SKU }
 
 func (m Machine) price(skus []*cloudbilling.Sku) (float64, string, error) {
 	if m.Slice != "" {

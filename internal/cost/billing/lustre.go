@@ -70,18 +70,10 @@ var capacityUnits = map[string]float64{"GiBy.mo": 1, "GiBy.h": cost.HoursPerMont
 // same rule as Price: one SKU of the line's region, in USD, in a unit it knows, or unknown with
 // the reason.
 func PriceCapacity(skus []*cloudbilling.Sku, lines []Capacity) ([]cost.FilePrice, []Unknown) {
-	var prices []cost.FilePrice
-	var unknown []Unknown
-	for _, c := range lines {
-		usd, basis, err := c.price(skus)
-		if err != nil {
-			unknown = append(unknown, Unknown{SKU: c.SKU, Reason: err.Error()})
-			continue
-		}
-		prices = append(prices, cost.FilePrice{SKU: c.SKU, USD: usd, Basis: basis})
-	}
-	return prices, unknown
+	return priceEach(skus, lines)
 }
+
+func (c Capacity) sku() cost.SKU { return c.SKU }
 
 func (c Capacity) price(skus []*cloudbilling.Sku) (float64, string, error) {
 	s, err := one(skus, c.SKU.Region, fmt.Sprintf("%q", c.Stem+" …"), func(description string) bool {
