@@ -219,8 +219,21 @@ func TestPricesOutSaysWhyLustreIsNotPriced(t *testing.T) {
 		assert.Contains(t, line, tc.reason, tc.name)
 	}
 
-	// The service found, its SKUs refused.
+	// The service found, none of its SKUs the tier's (a page of Compute Engine SKUs in its
+	// place): the file holds the machines alone, and its source names Compute Engine alone.
 	p := shipped
+	p.lustreSKUs = catalog["page3"] // its last page: no next page token
+	_, out, _ = preflight(t, p, inIowaArgs...)
+	assert.Contains(t, finding(t, out, CheckPrices), `lustre-500 in us-central1 (the catalog has no SKU "Managed Lustre Capacity 500-Perf …" for us-central1; plan keeps the shipped table's price of 2026-06-05)`)
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var f cost.File
+	require.NoError(t, json.Unmarshal(data, &f))
+	assert.Equal(t, CatalogSource, f.Name, "no price came from Managed Lustre's service")
+	assert.Len(t, f.Prices, 2)
+
+	// The service found, its SKUs refused.
+	p = shipped
 	p.lustreSKUs = "googleapis/preflight/cloudbilling-error-403-disabled.json"
 	_, out, _ = preflight(t, p, inIowaArgs...)
 	assert.Contains(t, finding(t, out, CheckPrices), "lustre-500 in us-central1 (Managed Lustre's SKUs (services/0000-0000-1057) cannot be read: Cloud Billing API has not been used")
