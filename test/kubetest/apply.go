@@ -144,7 +144,7 @@ func (cp *ControlPlane) InstallCRDs(t testing.TB, files ...string) {
 	}
 	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	for _, name := range names {
-		Eventually(t, 30*time.Second, "CRD "+name+" established", func() (bool, string) {
+		Eventually(t, SettleTimeout, "CRD "+name+" established", func() (bool, string) {
 			u, err := admin.dynamic.Resource(crds).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()

@@ -190,6 +190,14 @@ func (cp *ControlPlane) Kubeconfig(t testing.TB, user string) string {
 // the bound leaves room for a loaded machine without hiding a server that never starts.
 const apiserverStartTimeout = 180 * time.Second
 
+// SettleTimeout bounds a wait for a component's first reaction to something the test did: the
+// PV controller's first bind, an admission policy the API server loads asynchronously, a CRD
+// established. Each takes well under a second on an idle machine; its first one after a start
+// also waits for the component's informers to sync, which beside test/engine's control planes
+// on 2 cores took more than 30 s once (the first claim's bind). The wait ends as soon as the
+// event is seen, so the bound only decides how long a real failure takes to report.
+const SettleTimeout = 180 * time.Second
+
 // waitReady waits until the API server answers /readyz.
 func (cp *ControlPlane) waitReady(t testing.TB) {
 	t.Helper()

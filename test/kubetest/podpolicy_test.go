@@ -47,7 +47,7 @@ func TestWorkloadPodPolicy(t *testing.T) {
 	privileged.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(bool)}
 	*privileged.Containers[0].SecurityContext.Privileged = true
 	// The API server loads a new policy asynchronously: wait until it refuses.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(kubetest.SettleTimeout)
 	for create(privileged) == nil {
 		require.True(t, time.Now().Before(deadline), "the policy never refused a privileged pod")
 		time.Sleep(200 * time.Millisecond)

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,7 +43,7 @@ func TestPreviewIdentityOnlyDryRuns(t *testing.T) {
 	}
 	// The policy takes effect once the API server's policy informer has it.
 	probe := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "preview-probe"}}
-	kubetest.Eventually(t, 30*time.Second, "the policy refuses the preview identity's writes", func() (bool, string) {
+	kubetest.Eventually(t, kubetest.SettleTimeout, "the policy refuses the preview identity's writes", func() (bool, string) {
 		_, err := preview.Apply(ctx, probe, false)
 		return err != nil && strings.Contains(err.Error(), "may only dry-run"), errText(err)
 	})

@@ -62,7 +62,7 @@ func TestAVolumeMovedToAnotherClaimBindsOnceItsUIDIsRemoved(t *testing.T) {
 		}
 		return got.Status.Phase
 	}
-	require.Eventually(t, func() bool { return phase("old") == corev1.ClaimBound }, 30*time.Second, 100*time.Millisecond, "the first claim binds")
+	require.Eventually(t, func() bool { return phase("old") == corev1.ClaimBound }, kubetest.SettleTimeout, 100*time.Millisecond, "the first claim binds")
 
 	// The move as the earlier version did it: the volume names the new claim, the new claim is
 	// created, the old one deleted.
@@ -78,7 +78,7 @@ func TestAVolumeMovedToAnotherClaimBindsOnceItsUIDIsRemoved(t *testing.T) {
 	remedy := `{"spec":{"claimRef":{"namespace":"new","uid":null,"resourceVersion":null}}}`
 	_, err = c.CoreV1().PersistentVolumes().Patch(ctx, "smoke-gcsfuse", types.MergePatchType, []byte(remedy), metav1.PatchOptions{})
 	require.NoError(t, err)
-	ok := assert.Eventually(t, func() bool { return phase("new") == corev1.ClaimBound }, 30*time.Second, 100*time.Millisecond, "the remedy binds the new claim")
+	ok := assert.Eventually(t, func() bool { return phase("new") == corev1.ClaimBound }, kubetest.SettleTimeout, 100*time.Millisecond, "the remedy binds the new claim")
 	if !ok {
 		pv, _ := c.CoreV1().PersistentVolumes().Get(ctx, "smoke-gcsfuse", metav1.GetOptions{})
 		t.Logf("pv: %+v %+v", pv.Spec.ClaimRef, pv.Status)
