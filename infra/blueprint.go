@@ -118,9 +118,11 @@ type ExperimentPlan struct {
 	// Release is the framework's release it trains with (job.frameworkRelease), its image and
 	// Ray as the stack sets them.
 	Release workloads.Release
-	// RayJob is queued (queue.Queued); Prep is its data preparation.
+	// RayJob is queued (queue.Queued); Prep is its data preparation; Launch puts the RayJob in
+	// the queue unless the experiment already trained its budget (workloads.LaunchJob).
 	RayJob *rayv1.RayJob
 	Prep   *batchv1.Job
+	Launch *batchv1.Job
 	// MemoryEstimate, Hub and Deadline are the experiment's, as RunPlan's and Blueprint's are
 	// a single run's.
 	MemoryEstimate string

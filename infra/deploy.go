@@ -288,7 +288,7 @@ func deployExperiments(ctx *pulumi.Context, run RunPlan, kubeconfig pulumi.Strin
 		for _, w := range earlierWriters(writer, shares) {
 			own = own.WaitingFor(w)
 		}
-		grpo, err := workloads.NewGRPO(ctx, "grpo-"+x.Name, &workloads.GRPOArgs{Job: x.RayJob, Prep: x.Prep, Placement: placement, PrepPlacement: own, Queued: true})
+		grpo, err := workloads.NewGRPO(ctx, "grpo-"+x.Name, &workloads.GRPOArgs{Job: x.RayJob, Prep: x.Prep, Launch: x.Launch, Placement: placement, PrepPlacement: own, Queued: true})
 		if err != nil {
 			return nil, fmt.Errorf("experiment %s: %w", x.Name, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"gke-rl/ray"
 	"gke-rl/storage"
 	"gke-rl/workloads"
+	"gke-rl/workloads/queue"
 )
 
 // namespacePrefix starts every workload namespace that is not a cluster name itself.
@@ -106,6 +107,10 @@ func Resolve(c *Config, now time.Time) (*Blueprint, error) {
 		}
 		if reader := bp.Tokens.ForPrep().ServiceAccount; reader != "" {
 			b.SupportReaders = []string{reader}
+		}
+		if c.Queued() {
+			// The experiments' launches read a finished run's record among the checkpoints.
+			b.Viewers = []string{queue.LauncherServiceAccount}
 		}
 		b.CheckpointsPrefix = workloads.Layout{Root: c.Storage.MountPath}.CheckpointsPrefix()
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 
+	batchv1 "k8s.io/api/batch/v1"
+
 	"gke-rl/internal/kinds"
 	"gke-rl/workloads"
 	"gke-rl/workloads/queue"
@@ -71,6 +73,10 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		if n := queue.PodSets(x.RayJob); n > queue.MaxPodSets {
 			errs.Add(KeyJobs+"."+j.Name, "the RayJob has %d pod sets, more than Kueue's %d (its head, worker groups and submitter each count); allowed: at most %d worker groups", n, queue.MaxPodSets, queue.MaxPodSets-2)
 		}
+		x.Launch, err = launchJob(e, bp, x)
+		if err != nil {
+			return RunPlan{}, err
+		}
 		x.Prep, x.MemoryEstimate, x.Hub, x.Deadline = run.Prep, run.MemoryEstimate, run.Hub, ebp.Deadline
 		x.Settings = experimentSettings(j, e, run.Settings)
 		x.Release = run.Release
@@ -86,8 +92,27 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 		return RunPlan{}, err
 	}
 	order(plan.Experiments, args.GPUs)
-	plan.Queue = &QueuePlan{Name: args.Name, Objects: queue.Objects(args), GPUs: args.GPUs, InstallEnv: queue.InstallEnv(bp.Namespace)}
+	plan.Queue = &QueuePlan{Name: args.Name, Objects: append(queue.Objects(args), queue.Launcher(args)...), GPUs: args.GPUs, InstallEnv: queue.InstallEnv(bp.Namespace)}
 	return plan, nil
+}
+
+// launchJob is an experiment's launch (workloads.LaunchJob): on the Ray head's node and image,
+// running as the launches' account, which reads the experiment's record on the shared volume.
+func launchJob(e *Config, bp *Blueprint, x ExperimentPlan) (*batchv1.Job, error) {
+	head := x.RayJob.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec
+	volume := bp.Storage.Volume
+	volume.ServiceAccountName = queue.LauncherServiceAccount
+	job, err := workloads.LaunchJob(workloads.LaunchJobArgs{
+		RayJob: x.RayJob, Experiment: x.Layout.Run, CheckpointDir: x.Layout.Checkpoints(),
+		MaxSteps: e.Job.MaxSteps, Epochs: e.Job.Epochs,
+		QueueLabel: queue.QueueLabel, Queue: queue.LocalQueueName,
+		Image: head.Containers[0].Image, NodeSelector: head.NodeSelector,
+		Storage: volume,
+	})
+	if err != nil {
+		return nil, internalError("launch Job", err)
+	}
+	return job, nil
 }
 
 // order says which experiments run as soon as the stack is applied and which wait, as Kueue

@@ -29,6 +29,9 @@ const (
 	BucketSupportServiceAccount = "rl-support"
 	// BucketRole lets the service account read, write and delete objects, on this bucket only.
 	BucketRole = "roles/storage.objectUser"
+	// ViewerRole lets a service account list and read objects, on this bucket only: what a
+	// read-only GCS FUSE mount takes.
+	ViewerRole = "roles/storage.objectViewer"
 	// bucketCapacity is nominal: the FUSE driver ignores it, but a PV and its claim need one.
 	bucketCapacity = "1Ti"
 )
@@ -85,6 +88,10 @@ type BucketSpec struct {
 	// token's reader, the data preparation's): each is granted the access of
 	// BucketSupportServiceAccount. Their owner creates them.
 	Readers, SupportReaders []string
+	// Viewers are Kubernetes service accounts of the namespace whose pods read the bucket and
+	// write nothing (the experiments' launches, which read a finished run's record among the
+	// checkpoints): each is granted ViewerRole on the bucket.
+	Viewers []string
 	// CheckpointsPrefix is the object prefix under which the runs' checkpoint directories are
 	// ("checkpoints/"): the support accounts' access stops there.
 	CheckpointsPrefix string
@@ -126,7 +133,7 @@ type Bucket struct {
 	// and its grant, which stops at the checkpoints.
 	SupportServiceAccount *corev1.ServiceAccount
 	SupportBinding        *storage.BucketIAMMember
-	// ReaderBindings grant BucketSpec.Readers and SupportReaders the bucket.
+	// ReaderBindings grant BucketSpec.Readers, SupportReaders and Viewers the bucket.
 	ReaderBindings []*storage.BucketIAMMember
 	PV             *corev1.PersistentVolume
 	Claim          *corev1.PersistentVolumeClaim
@@ -196,13 +203,16 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 		Description: pulumi.String("pods that do not train never write a checkpoint, which the next resume loads as code"),
 		Expression:  pulumi.String(OutsideCheckpoints(args.Name, args.CheckpointsPrefix)),
 	}
-	grant := func(name, urnName, account string, condition *storage.BucketIAMMemberConditionArgs) (*storage.BucketIAMMember, error) {
+	grantRole := func(role, name, urnName, account string, condition *storage.BucketIAMMemberConditionArgs) (*storage.BucketIAMMember, error) {
 		bindingName, bindingOpts := kids.Of(name, urnName)
-		ba := &storage.BucketIAMMemberArgs{Bucket: b.Bucket.Name, Role: pulumi.String(BucketRole), Member: principal(account)}
+		ba := &storage.BucketIAMMemberArgs{Bucket: b.Bucket.Name, Role: pulumi.String(role), Member: principal(account)}
 		if condition != nil {
 			ba.Condition = condition
 		}
 		return storage.NewBucketIAMMember(ctx, bindingName, ba, bindingOpts...)
+	}
+	grant := func(name, urnName, account string, condition *storage.BucketIAMMemberConditionArgs) (*storage.BucketIAMMember, error) {
+		return grantRole(BucketRole, name, urnName, account, condition)
 	}
 	member := principal(BucketServiceAccount)
 	// With a training reader the Ray pods run as it, and BucketServiceAccount trains no more:
@@ -239,6 +249,14 @@ func NewBucket(ctx *pulumi.Context, name string, args *BucketArgs, opts ...pulum
 		binding, err := grant("object-user-"+reader, "", reader, outside)
 		if err != nil {
 			return nil, fmt.Errorf("bucket binding of %s: %w", reader, err)
+		}
+		b.ReaderBindings = append(b.ReaderBindings, binding)
+	}
+
+	for _, viewer := range args.Viewers {
+		binding, err := grantRole(ViewerRole, "object-viewer-"+viewer, "", viewer, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bucket binding of %s: %w", viewer, err)
 		}
 		b.ReaderBindings = append(b.ReaderBindings, binding)
 	}

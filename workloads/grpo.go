@@ -25,6 +25,9 @@ type GRPOArgs struct {
 	// the tokens). It runs on CPU nodes, so it starts while the gate checks the GPU nodes and
 	// the Ray cluster comes up; the RayJob waits for both.
 	PrepPlacement kube.Placement
+	// Launch is a queued RayJob's launch (LaunchJob), or nil: it runs once the RayJob exists,
+	// as long as the RayJob's placement has waited for (the queue, the launches' Role).
+	Launch *batchv1.Job
 	// Queued is a RayJob of the queue (workloads/queue), whose labels name its queue and its
 	// priority class: a change of them replaces it too. In place, the program's object would
 	// send spec.suspend=true again to a RayJob that Kueue has started, and Kueue reads the class
@@ -39,6 +42,7 @@ type GRPO struct {
 
 	RayJob *apiextensions.CustomResource
 	Prep   *apiextensions.CustomResource
+	Launch *apiextensions.CustomResource
 }
 
 // NewGRPO registers the data preparation (if any) and the RayJob.
@@ -77,6 +81,15 @@ func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.Re
 	g.RayJob, err = kube.NewObject(ctx, jobName, args.Job, placement.Namespaced(jobOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("rayjob: %w", err)
+	}
+	if args.Launch != nil {
+		launchName, launchOpts := kids.Of("launch", "", lifecycle.Options(lifecycle.JobType)...)
+		// The provider waits for the Job to succeed: an `up` ends with each experiment queued or
+		// known to be finished.
+		g.Launch, err = kube.NewObject(ctx, launchName, args.Launch, args.Placement.WaitingFor(g.RayJob).Namespaced(launchOpts...)...)
+		if err != nil {
+			return nil, fmt.Errorf("launch: %w", err)
+		}
 	}
 	if err := ctx.RegisterResourceOutputs(g, pulumi.Map{"rayJob": pulumi.String(args.Job.Name)}); err != nil {
 		return nil, err

@@ -418,25 +418,9 @@ time_left() {
 # Exit status of a run stopped by its deadline, as timeout(1) reports one.
 deadline_status=124
 
-# trained is where a run that succeeded records its BUDGET. Only the training pods write
-# CHECKPOINT_DIR.
-trained=$CHECKPOINT_DIR/.gke-rl-trained
-
-# not_more reports whether a budget's part asks for no more than the recorded one: the same, or
-# a set value at most the recorded one (0 is the framework's own, which only 0 matches).
-not_more() { (($1 == $2 || ($1 > 0 && $1 <= $2))); }
-
-# already_trained reports whether the experiment finished before with a budget at least BUDGET.
-already_trained() {
-  [[ -f $trained ]] || return 1
-  local old_steps old_epochs new_steps new_epochs n
-  read -r old_steps old_epochs <"$trained" || return 1
-  read -r new_steps new_epochs <<<"$BUDGET"
-  for n in "$old_steps" "$old_epochs" "$new_steps" "$new_epochs"; do
-    [[ $n =~ ^[0-9]+$ ]] || return 1
-  done
-  not_more "$new_steps" "$old_steps" && not_more "$new_epochs" "$old_epochs"
-}
+# trained (trained.sh) is where a run that succeeded records its BUDGET. Only the training pods
+# write CHECKPOINT_DIR.
+trained=$(trained_record)
 
 # Before anything reads or writes the checkpoints.
 own_path "$CHECKPOINT_DIR"

@@ -14,7 +14,16 @@ import (
 )
 
 //go:embed run.sh
-var runScript string
+var runSteps string
+
+// trainedLibrary is trained.sh: the finished run's record, which run.sh writes and reads and
+// launch.sh reads.
+//
+//go:embed trained.sh
+var trainedLibrary string
+
+// runScript is run.sh with trained.sh's functions.
+var runScript = withLibrary(runSteps, trainedLibrary)
 
 //go:embed reward.py
 var rewardModule string

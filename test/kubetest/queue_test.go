@@ -32,17 +32,18 @@ func (c testCluster) experiments(ns string) kubetest.Experiments {
 	return kubetest.Experiments{CP: c.cp, Dash: c.dash, Namespace: ns}
 }
 
-// onlyNew is the later plan's resources that the earlier one lacks: what `pulumi up` creates
-// when an experiment is added (the others are unchanged, so not applied again).
-func onlyNew(before, after *offline.Result) *offline.Result {
-	had := map[string]bool{}
+// changed is the later plan's resources that the earlier one lacks or has with other inputs:
+// what `pulumi up` creates or updates when an experiment is added (the others are unchanged, so
+// not applied again).
+func changed(before, after *offline.Result) *offline.Result {
+	had := map[string]*offline.Resource{}
 	for _, r := range before.Resources {
-		had[r.URN] = true
+		had[r.URN] = r
 	}
 	rec := *after.Recording
 	rec.Resources = nil
 	for _, r := range after.Resources {
-		if !had[r.URN] {
+		if old, ok := had[r.URN]; !ok || !old.Inputs.DeepEquals(r.Inputs) {
 			rec.Resources = append(rec.Resources, r)
 		}
 	}
@@ -69,11 +70,13 @@ func TestQueueRunsExperimentsInTurnByPriority(t *testing.T) {
 	assert.Empty(t, c.cp.RefreshReplacements(t, res), "one experiment admitted, one waiting")
 
 	withUrgent := plantest.Queued(t, "jobs.first.maxSteps=4", "jobs.second.maxSteps=4", "jobs.urgent.maxSteps=4", "jobs.urgent.priority=10")
-	added := onlyNew(res, withUrgent)
+	added := changed(res, withUrgent)
 	require.NotEmpty(t, added.Resources)
 	for _, r := range added.Resources {
-		assert.True(t, strings.Contains(r.Name, "urgent") || strings.HasSuffix(r.Name, "-priority-10"),
-			"adding an experiment creates its objects and its priority's class only, not %s", r.Name)
+		// The launches' Role names the new RayJob too; the ClusterQueue covers what it requests.
+		updated := r.Name == "queue-role-gke-rl-launcher" || r.Name == "queue-clusterqueue-"+ns
+		assert.True(t, strings.Contains(r.Name, "urgent") || strings.HasSuffix(r.Name, "-priority-10") || updated,
+			"adding an experiment creates its objects and its priority's class only, and updates the launches' Role and the ClusterQueue, not %s", r.Name)
 	}
 	c.up(t, added)
 	x.Waits(t, plantest.RayJobOf(t, withUrgent, "urgent"), 3*time.Second)

@@ -33,6 +33,11 @@ type Walk struct {
 	// JobSucceeds says whether the script of a Job (by name) succeeds: the walk completes the
 	// pods of a Job it awaits when it does. Nil: every Job succeeds.
 	JobSucceeds func(name string) bool
+	// Volume is a directory standing for the shared volume, where the experiments' launches
+	// read a finished run's record (RunLaunches); empty, a new empty one.
+	Volume string
+	// LaunchLog is what the launches' scripts printed.
+	LaunchLog strings.Builder
 
 	mu sync.Mutex
 	// Done is when each resource (by URN) was done.
@@ -44,6 +49,9 @@ type Walk struct {
 func (w *Walk) Run(t testing.TB) error {
 	t.Helper()
 	w.Done = map[string]time.Time{}
+	if w.Volume == "" {
+		w.Volume = t.TempDir()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	admin := w.CP.As(t, Admin)
@@ -184,10 +192,22 @@ func (w *Walk) awaitJob(ctx context.Context, ns, name string) error {
 			case batchv1.JobComplete:
 				return true, nil
 			case batchv1.JobFailed:
+				if IsLaunch(job.Spec.Template.Spec) {
+					w.mu.Lock()
+					defer w.mu.Unlock()
+					return false, fmt.Errorf("job %s failed: %s; the launches printed:\n%s", name, c.Message, w.LaunchLog.String())
+				}
 				return false, fmt.Errorf("job %s failed: %s", name, c.Message)
 			}
 		}
-		if succeeds {
+		switch {
+		case IsLaunch(job.Spec.Template.Spec):
+			out, err := w.CP.RunLaunches(ctx, ns, name, w.Volume)
+			w.mu.Lock()
+			w.LaunchLog.WriteString(out)
+			w.mu.Unlock()
+			return false, err
+		case succeeds:
 			return false, w.CP.CompleteRunningPods(ctx, ns, "batch.kubernetes.io/job-name="+name)
 		}
 		return false, nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -64,6 +66,14 @@ func New(ctx *pulumi.Context, name string, args *ComponentArgs, opts ...pulumi.R
 	}
 	q.Install = install
 	p = p.WaitingFor(install)
+	accountName, accountOpts := kids.Of("launcher-service-account", "")
+	account, err := corev1.NewServiceAccount(ctx, accountName, &corev1.ServiceAccountArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(LauncherServiceAccount), Namespace: pulumi.String(p.Namespace)},
+	}, p.Namespaced(accountOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("launcher service account: %w", err)
+	}
+	q.Objects = append(q.Objects, account)
 	for _, obj := range args.Objects {
 		objName, objOpts := kids.Of(strings.ToLower(obj.GetKind())+"-"+obj.GetName(), "")
 		var r pulumi.Resource

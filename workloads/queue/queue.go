@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,6 +131,47 @@ type Args struct {
 	Priorities map[string]int
 }
 
+// LauncherServiceAccount is the Kubernetes service account the experiments' launches run as
+// (workloads.LaunchJob): the one account that may put the stack's RayJobs in the queue.
+const LauncherServiceAccount = "rl-launcher"
+
+// launcherRole is the Role and RoleBinding that let LauncherServiceAccount patch the stack's
+// queued RayJobs.
+const launcherRole = "gke-rl-launcher"
+
+// Launcher is the launches' Role and its binding to LauncherServiceAccount (which the
+// component creates): the Role names each RayJob of a.Jobs and the patch verb alone. A rule
+// that names no RayJob would cover every RayJob of the namespace, so with no RayJob (every
+// experiment stopped) there is none.
+func Launcher(a Args) []*unstructured.Unstructured {
+	names := make([]any, 0, len(a.Jobs))
+	for _, j := range a.Jobs {
+		names = append(names, j.Name)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.SortFunc(names, func(x, y any) int { return strings.Compare(x.(string), y.(string)) })
+	role := rbacObject("Role", launcherRole, a.Namespace)
+	role.Object["rules"] = []any{map[string]any{
+		"apiGroups": []any{rayv1.GroupVersion.Group}, "resources": []any{"rayjobs"},
+		"resourceNames": names, "verbs": []any{"patch"},
+	}}
+	binding := rbacObject("RoleBinding", launcherRole, a.Namespace)
+	binding.Object["roleRef"] = map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": launcherRole}
+	binding.Object["subjects"] = []any{map[string]any{"kind": "ServiceAccount", "name": LauncherServiceAccount, "namespace": a.Namespace}}
+	return []*unstructured.Unstructured{role, binding}
+}
+
+func rbacObject(kind, name, namespace string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion("rbac.authorization.k8s.io/v1")
+	u.SetKind(kind)
+	u.SetName(name)
+	u.SetNamespace(namespace)
+	return u
+}
+
 // Objects are the queue's Kueue objects, in the order they are applied.
 func Objects(a Args) []*unstructured.Unstructured {
 	objs := []*unstructured.Unstructured{
@@ -179,16 +221,19 @@ func PriorityClassName(name string, priority int) string {
 	return name + "-priority-" + strconv.Itoa(priority)
 }
 
-// Queued is the RayJob as the queue takes it: labelled with the LocalQueue and its priority
-// class, and created suspended, so that Kueue, not its creation, starts it. Kueue's admission
-// webhook would suspend it too; a cluster whose webhook is down would otherwise start it at
-// once, outside the quota.
+// Queued is the RayJob as the queue takes it: labelled with its priority class and created
+// suspended, outside the queue. Its launch (workloads.LaunchJob) adds the LocalQueue's label
+// unless the experiment already trained its budget: Kueue then makes its workload and admits it
+// when its GPUs fit, while a finished experiment's RayJob stays suspended, with no Ray cluster
+// and so no GPU node. Kueue leaves a job without the label alone (its configuration's
+// manageJobsWithoutQueueName is false) and lets the label be added while the job is suspended
+// (v0.17.0 pkg/controller/jobframework/validation.go, validateUpdateForQueueName). Created
+// suspended, it waits for its launch even where Kueue's webhook is down.
 func Queued(job *rayv1.RayJob, name string, priority int) *rayv1.RayJob {
 	q := job.DeepCopy()
 	if q.Labels == nil {
 		q.Labels = map[string]string{}
 	}
-	q.Labels[QueueLabel] = LocalQueueName
 	q.Labels[PriorityLabel] = PriorityClassName(name, priority)
 	q.Spec.Suspend = true
 	// Kueue frees the quota when the job finishes; the finished cluster would keep its GPU

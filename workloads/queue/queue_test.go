@@ -62,14 +62,35 @@ func TestTheQuotaIsTheGPUs(t *testing.T) {
 	assert.Equal(t, "Never", never, "a running experiment is never stopped for another")
 }
 
-// A queued RayJob carries the queue's labels and is created suspended; the original is untouched.
+// A queued RayJob carries its priority class and is created suspended, outside the queue: the
+// queue's label is its launch's to add (a finished experiment's RayJob never gets it). The
+// original is untouched.
 func TestQueuedLabelsAndSuspends(t *testing.T) {
 	j := job(1)
 	j.Spec.TTLSecondsAfterFinished = 300
 	q := queue.Queued(j, "ns", 5)
 	assert.True(t, q.Spec.Suspend)
 	assert.Zero(t, q.Spec.TTLSecondsAfterFinished)
-	assert.Equal(t, map[string]string{queue.QueueLabel: queue.LocalQueueName, queue.PriorityLabel: "ns-priority-5"}, q.Labels)
+	assert.Equal(t, map[string]string{"kueue.x-k8s.io/priority-class": "ns-priority-5"}, q.Labels)
 	assert.False(t, j.Spec.Suspend)
 	assert.Nil(t, j.Labels)
+}
+
+// The launches' Role names each queued RayJob and the patch verb alone, bound to their account;
+// with no RayJob there is no Role, since a rule naming no RayJob would cover them all.
+func TestLauncherMayPatchTheQueuedRayJobsAlone(t *testing.T) {
+	b, a := job(1), job(1)
+	b.Name, a.Name = "b-1", "a-1"
+	objs := queue.Launcher(queue.Args{Name: "ns", Namespace: "ns", Jobs: []*rayv1.RayJob{b, a}})
+	require.Len(t, objs, 2)
+	assert.Equal(t, []any{map[string]any{
+		"apiGroups": []any{"ray.io"}, "resources": []any{"rayjobs"},
+		"resourceNames": []any{"a-1", "b-1"}, "verbs": []any{"patch"},
+	}}, objs[0].Object["rules"])
+	assert.Equal(t, "Role", objs[0].GetKind())
+	assert.Equal(t, "ns", objs[0].GetNamespace())
+	assert.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": "rl-launcher", "namespace": "ns"}}, objs[1].Object["subjects"])
+	assert.Equal(t, map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": objs[0].GetName()}, objs[1].Object["roleRef"])
+
+	assert.Empty(t, queue.Launcher(queue.Args{Name: "ns", Namespace: "ns"}), "every experiment stopped")
 }
