@@ -362,8 +362,9 @@ func TestCompareSaysWhatAnUpdateDoesToEachQueuedExperiment(t *testing.T) {
 	code, out, errOut = plantest.Main(t, "--stack", "smoke", "--config", "gpu.maxNodes=2", "--config", "jobs.a.maxSteps=4", "--compare", queued)
 	require.Equal(t, cmd.ExitOK, code, errOut)
 	assert.Contains(t, out, "Experiment a (queue): the same one;")
-	// A finished experiment's replaced RayJob still brings up its GPU nodes before it exits.
-	assert.Contains(t, out, "(a finished one trains nothing more unless its steps grew, but still brings up its Ray cluster and GPU nodes for the minutes until run.sh finds it done: stop it first with jobs.a.enabled=false)")
+	// A finished experiment's replaced RayJob stays out of the queue (test/kubetest,
+	// TestAFinishedExperimentBringsUpNoGPUNode, shows it).
+	assert.Contains(t, out, "(a finished one stays out of the queue, suspended with no Ray cluster and no GPU node, unless its maxSteps or epochs grew: its launch Job reads what the finished run recorded)")
 	assert.Regexp(t, `Experiment b: leaves the queue; its RayJob is deleted \(a running one stops\), its checkpoints stay in /data/checkpoints/b-[0-9a-f]{6}\.`, out)
 	assert.NotContains(t, out, "new one")
 }

@@ -214,10 +214,9 @@ func CompareQueue(before *EarlierPlan, after *offline.Result) *QueueShift {
 			if prev.priority != x.priority {
 				changes = append(changes, fmt.Sprintf("priority %d → %d (jobs.%s.priority)", prev.priority, x.priority, name))
 			}
-			// A finished experiment's replaced RayJob is admitted and KubeRay brings its whole
-			// Ray cluster up before the submitter runs run.sh, which then finds the run done
-			// (KubeRay v1.5.0 rayjob_controller.go: the submitter waits for the cluster).
-			line := fmt.Sprintf("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one trains nothing more unless its steps grew, but still brings up its Ray cluster and GPU nodes for the minutes until run.sh finds it done: stop it first with jobs.%s.enabled=false).%s", name, x.dir, name, changesText(changes))
+			// A finished experiment's replaced RayJob stays suspended and out of the queue: its
+			// launch (workloads.LaunchJob) reads the finished run's record.
+			line := fmt.Sprintf("Experiment %s (queue): the same one; a replaced RayJob goes back in the queue and resumes from its newest checkpoint in %s (a finished one stays out of the queue, suspended with no Ray cluster and no GPU node, unless its maxSteps or epochs grew: its launch Job reads what the finished run recorded).%s", name, x.dir, changesText(changes))
 			if len(changes) > 0 {
 				line += givesWay(name, is)
 			}

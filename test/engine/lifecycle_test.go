@@ -34,6 +34,8 @@ type cluster struct {
 
 	mu      sync.Mutex
 	failing map[string]bool // Job name prefixes whose pods fail
+	// volume stands for the shared volume, where the launches read a finished run's record.
+	volume string
 }
 
 func newCluster(t *testing.T, plan *offline.Result) *cluster {
@@ -54,7 +56,7 @@ func newCluster(t *testing.T, plan *offline.Result) *cluster {
 		require.NoError(t, nodes.CreatePool(ctx, p))
 	}
 	ns := plan.Blueprint.Namespace
-	c := &cluster{Experiments: kubetest.Experiments{CP: cp, Dash: dash, Namespace: ns}, failing: map[string]bool{}}
+	c := &cluster{Experiments: kubetest.Experiments{CP: cp, Dash: dash, Namespace: ns}, failing: map[string]bool{}, volume: t.TempDir()}
 	loop, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	go c.playJobs(loop)
@@ -80,7 +82,8 @@ func (c *cluster) fails(job string) bool {
 }
 
 // playJobs ends the running pods of the Jobs the program made (not KubeRay's submitters), as
-// their scripts would: completed, or failed with exit code 1.
+// their scripts would: completed, or failed with exit code 1. An experiment's launch runs its
+// script for real (kubetest.RunLaunches): it is what puts the RayJob in Kueue's queue.
 func (c *cluster) playJobs(ctx context.Context) {
 	for ctx.Err() == nil {
 		time.Sleep(300 * time.Millisecond)
@@ -94,6 +97,10 @@ func (c *cluster) playJobs(ctx context.Context) {
 				continue // a submitter: it runs as long as its Ray job
 			}
 			selector := "batch.kubernetes.io/job-name=" + j.Name
+			if kubetest.IsLaunch(j.Spec.Template.Spec) {
+				_, _ = c.CP.RunLaunches(ctx, j.Namespace, j.Name, c.volume)
+				continue
+			}
 			if !c.fails(j.Name) {
 				_ = c.CP.CompleteRunningPods(ctx, j.Namespace, selector)
 				continue
@@ -103,16 +110,9 @@ func (c *cluster) playJobs(ctx context.Context) {
 				continue
 			}
 			for _, p := range pods.Items {
-				if p.Status.Phase != corev1.PodRunning {
-					continue
+				if p.Status.Phase == corev1.PodRunning {
+					_ = c.CP.FailPod(ctx, &p)
 				}
-				p.Status.Phase = corev1.PodFailed
-				for i := range p.Status.ContainerStatuses {
-					s := &p.Status.ContainerStatuses[i]
-					s.Ready = false
-					s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: p.CreationTimestamp, FinishedAt: metav1.Now()}}
-				}
-				_, _ = c.CP.Client.CoreV1().Pods(j.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{})
 			}
 		}
 	}
