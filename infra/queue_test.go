@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"gke-rl/infra"
 	"gke-rl/infra/offline"
@@ -38,6 +39,7 @@ func TestEachExperimentTakesWhatItDoesNotSetFromJob(t *testing.T) {
 	assert.Contains(t, base.RayJob.Spec.Entrypoint, "actor_rollout_ref.actor.optim.lr=2e-06", "job's value")
 	assert.Contains(t, low.RayJob.Spec.Entrypoint, "actor_rollout_ref.actor.optim.lr=5e-07", "the entry's own")
 	assert.Contains(t, base.RayJob.Spec.Entrypoint, "trainer.total_training_steps=6")
+	assert.Contains(t, base.Launch.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "BUDGET", Value: "6 0"}, "the entry's own steps")
 	assert.Equal(t, map[string]string{
 		"openai/gsm8k":               "0123456789abcdef0123456789abcdef01234567",
 		"Qwen/Qwen2.5-0.5B-Instruct": "1111111111111111111111111111111111111111",
@@ -47,7 +49,16 @@ func TestEachExperimentTakesWhatItDoesNotSetFromJob(t *testing.T) {
 		assert.Equal(t, "/data/checkpoints/"+x.RayJob.Name, x.Layout.Checkpoints())
 		assert.Equal(t, x.RayJob.Name+"-data-prep", x.Prep.Name)
 		assert.True(t, x.RayJob.Spec.Suspend, "created suspended: Kueue starts it")
-		assert.Equal(t, queue.LocalQueueName, x.RayJob.Labels[queue.QueueLabel])
+		assert.NotContains(t, x.RayJob.Labels, "kueue.x-k8s.io/queue-name", "its launch queues it")
+		// The launch: on the head's CPU node, as the launches' account, for this RayJob and budget.
+		assert.Equal(t, x.RayJob.Name+"-launch", x.Launch.Name)
+		launch := x.Launch.Spec.Template.Spec
+		head := x.RayJob.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec
+		assert.Equal(t, "rl-launcher", launch.ServiceAccountName)
+		assert.Equal(t, head.NodeSelector, launch.NodeSelector)
+		assert.Equal(t, head.Containers[0].Image, launch.Containers[0].Image)
+		assert.Contains(t, launch.Containers[0].Env, corev1.EnvVar{Name: "RAYJOB", Value: x.RayJob.Name})
+		assert.Contains(t, launch.Containers[0].Env, corev1.EnvVar{Name: "CHECKPOINT_DIR", Value: "/data/checkpoints/" + x.RayJob.Name})
 		assert.NotNil(t, x.RayJob.Spec.RayClusterSpec, "a cluster of its own, which Kueue manages")
 		assert.True(t, x.RayJob.Spec.ShutdownAfterJobFinishes)
 		assert.Zero(t, x.RayJob.Spec.TTLSecondsAfterFinished, "the finished cluster does not keep the next experiment's nodes")

@@ -18,15 +18,15 @@ log() { echo "gke-rl launch $EXPERIMENT: $*"; }
 
 if already_trained; then
   decision="finished before (maxSteps and epochs $(<"$(trained_record)"), now $BUDGET): not queued, it holds no GPU"
-  queue=
+  label_value=
 else
   decision="queued in $QUEUE (budget $BUDGET)"
-  queue=$QUEUE
+  label_value=$QUEUE
 fi
 
 # One merge patch of the RayJob's metadata: the label only when it is queued. The pod's account
 # may patch only the stack's queued RayJobs (queue.LauncherRole).
-DECISION=$decision LABEL_VALUE=$queue python3 - <<'PY'
+DECISION=$decision LABEL_VALUE=$label_value python3 - <<'PY'
 import json, os, ssl, sys, urllib.error, urllib.request
 
 sa = os.environ.get("SERVICE_ACCOUNT_DIR") or "/var/run/secrets/kubernetes.io/serviceaccount"
