@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -99,7 +100,8 @@ func (cp *ControlPlane) runLaunch(ctx context.Context, p *corev1.Pod, volume str
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		if _, exited := err.(*exec.ExitError); !exited {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
 			return string(out), false, err
 		}
 		return string(out), false, nil
