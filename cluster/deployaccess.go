@@ -26,7 +26,10 @@ var clusterScoped = map[string]bool{
 // deploy identity's own roles and bindings): the deploy identity reads them and writes none.
 // RBAC lets no one grant what they do not hold, and the deploy identity holds its namespaced
 // rights in its namespaces only, so a role of cluster-wide rules is an administrator's to
-// apply; writing its own roles would be granting itself more.
+// apply; writing its own roles would be granting itself more. The one exception is named: the
+// experiments' launches' Role and binding in the stack's namespace, which grant a patch of the
+// stack's RayJobs, a right the deploy identity holds itself (RBAC's escalation check refuses
+// any role or binding that grants more than its author holds).
 var accessKinds = map[string]bool{"clusterroles": true, "clusterrolebindings": true, "rolebindings": true}
 
 // systemNamespace is where the RDMA installer's DaemonSet runs, the stack's only object there.
@@ -42,8 +45,9 @@ const systemNamespace = "kube-system"
 //   - gke-rl-deploy-system, bound in kube-system: the RDMA installer's DaemonSets only.
 //
 // It reads no Secret, and has no exec, attach, port-forward or proxy (subresources the rules do
-// not name), no write in another namespace, and no write of any role or binding. The access
-// objects are applied by an administrator's `up` (the first, and any that changes them).
+// not name), no write in another namespace, and no write of any role or binding but the
+// launches' (accessKinds). The access objects are applied by an administrator's `up` (the
+// first, and any that changes them).
 func DeployAccess(user string, namespaces []string) []kube.Object {
 	read := slices.Clone(readVerbs)
 	clusterRules := []rbacv1.PolicyRule{}
@@ -52,7 +56,7 @@ func DeployAccess(user string, namespaces []string) []kube.Object {
 		for _, res := range r.Resources {
 			rule := rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: []string{res}, ResourceNames: r.ResourceNames, Verbs: slices.Clone(deployVerbs)}
 			switch {
-			case accessKinds[res]:
+			case accessKinds[res] && len(r.ResourceNames) == 0:
 				rule.Verbs = read
 			case res == "daemonsets":
 				continue // kube-system's, below

@@ -10,7 +10,9 @@ import (
 )
 
 // The deploy identity's roles name no Secret, no wildcard and no subresource but pods' logs;
-// they write no role or binding; every kind the program manages is written by one of them (the
+// they update no role or binding but the launches' (by name), and create no cluster role or
+// binding (RBAC names no object on create; its escalation check refuses a namespaced role or
+// binding that grants more than the author holds: test/kubetest); every kind the program manages is written by one of them (the
 // access kinds read); and kube-system takes DaemonSets only.
 func TestDeployAccessIsWhatUpDoes(t *testing.T) {
 	objs := DeployAccess("gke-rl-deploy@acme-rl.iam.gserviceaccount.com", []string{"gke-rl-smoke"})
@@ -26,8 +28,11 @@ func TestDeployAccessIsWhatUpDoes(t *testing.T) {
 					if strings.Contains(res, "/") {
 						assert.Equal(t, "pods/log", res, "%s: the only subresource", o.Name)
 					}
+					if slices.Contains(r.Verbs, "update") {
+						// The launches' Role and binding by name, and no other.
+						assert.False(t, accessKinds[res] && !slices.Equal(r.ResourceNames, []string{"gke-rl-launcher"}), "%s writes %s", o.Name, res)
+					}
 					if slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "update") {
-						assert.False(t, accessKinds[res], "%s writes %s", o.Name, res)
 						written[res] = true
 					}
 				}
@@ -52,5 +57,7 @@ func TestDeployAccessIsWhatUpDoes(t *testing.T) {
 			assert.True(t, written[res] || accessKinds[res], "%s is written by no deploy role", res)
 		}
 	}
+	assert.True(t, written["roles"] && written["rolebindings"], "the launches' Role and binding")
+	assert.False(t, written["clusterroles"] || written["clusterrolebindings"])
 	assert.ElementsMatch(t, []string{"kube-system/gke-rl-deploy-system", "gke-rl-smoke/gke-rl-deploy-namespaced"}, bindings)
 }

@@ -10,6 +10,7 @@ import (
 
 	"gke-rl/internal/kube"
 	"gke-rl/workloads"
+	"gke-rl/workloads/queue"
 )
 
 // PreviewAccessName names the objects that give the preview identity its access.
@@ -30,6 +31,9 @@ var ManagedKinds = []rbacv1.PolicyRule{
 	// The queue of a stack with jobs (workloads/queue).
 	{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"clusterqueues", "resourceflavors", "workloadpriorityclasses", "localqueues"}},
 	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings", "rolebindings"}},
+	// The experiments' launches' Role and binding (workloads/queue), by their name: they change
+	// with the experiments, so every `up` writes them.
+	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, ResourceNames: []string{queue.LauncherRole}},
 	// The run's script (workloads.RunScriptObject) by its name only: other ConfigMaps of the
 	// cluster may hold what a preview has no business reading.
 	{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{workloads.RunScriptConfigMap}},

@@ -38,22 +38,24 @@ func TestPreviewAccessReadsAndDryRunsOnly(t *testing.T) {
 			assert.Equal(t, []string{"get", "list", "watch"}, rule.Verbs, "its own limit is read-only to it")
 		}
 	}
-	// A kind of which the program names the objects (the run script's ConfigMap) is read and
-	// dry-run by name, and created by kind: RBAC names no object for list, watch or create.
-	// Every other kind is read whole (list and watch, which the provider's diff needs).
-	named := 0
+	// A kind of which the program names the objects (the run script's ConfigMap, the launches'
+	// Role and binding) is read and dry-run by name, and created by kind: RBAC names no object
+	// for list, watch or create. Every other kind is read whole (list and watch, which the
+	// provider's diff needs).
+	var named, created [][]string
 	for _, rule := range role.Rules {
 		switch {
 		case len(rule.ResourceNames) > 0:
-			named++
+			named = append(named, append(slices.Clone(rule.Resources), rule.ResourceNames...))
 			assert.Equal(t, []string{"get", "update", "patch"}, rule.Verbs, "%v %v", rule.Resources, rule.ResourceNames)
 		case slices.Equal(rule.Verbs, []string{"create"}):
-			assert.Equal(t, []string{"configmaps"}, rule.Resources, "the named kind's create")
+			created = append(created, rule.Resources)
 		default:
 			assert.Subset(t, rule.Verbs, []string{"get", "list", "watch"}, "%v", rule.Resources)
 		}
 	}
-	assert.Equal(t, 1, named, "the run script's ConfigMap")
+	assert.ElementsMatch(t, [][]string{{"configmaps", "gke-rl-run-script"}, {"roles", "rolebindings", "gke-rl-launcher"}}, named)
+	assert.ElementsMatch(t, [][]string{{"configmaps"}, {"roles", "rolebindings"}}, created, "the named kinds' create")
 	assert.Equal(t, []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}, binding.Subjects)
 	assert.Equal(t, role.Name, binding.RoleRef.Name)
 

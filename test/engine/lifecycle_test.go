@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -204,8 +206,10 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 	requireOK(t, s, err)
 	assert.Equal(t, map[string]string{
 		rayJobType + " grpo-first-rayjob": "+-",
+		// The launch of the new RayJob, which queues it.
+		"kubernetes:batch/v1:Job grpo-first-launch": "+-",
 		"kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass queue-workloadpriorityclass-gke-rl-smoke-priority-10": "+",
-	}, engineChanges(steps), "the engine replaces the running experiment's RayJob and creates its priority's class; the waiting one is not touched")
+	}, engineChanges(steps), "the engine replaces the running experiment's RayJob and its launch, and creates its priority's class; the waiting one is not touched")
 	assert.Equal(t, saidChanges(said), engineChanges(steps), "`plan --compare` said what the engine did")
 	// The replacement is created suspended, for Kueue to admit, though the refresh read the
 	// running one's spec.suspend (false) into the state.
@@ -229,14 +233,39 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 	s.Use(plantest.Queued(t, lr...))
 	steps, err = s.Up(true)
 	requireOK(t, s, err)
-	assert.Equal(t, map[string]string{rayJobType + " grpo-first-rayjob": "+-"}, engineChanges(steps), "only the changed experiment's RayJob is replaced")
+	assert.Equal(t, map[string]string{rayJobType + " grpo-first-rayjob": "+-", "kubernetes:batch/v1:Job grpo-first-launch": "+-"},
+		engineChanges(steps), "only the changed experiment's RayJob is replaced, with its launch")
 	assert.Equal(t, saidChanges(said), engineChanges(steps), "`plan --compare` said what the engine did")
 	assert.Contains(t, c.RayJob(t, first).Spec.Entrypoint, "actor_rollout_ref.actor.optim.lr=5e-06", "the new RayJob trains with the new rate")
 	assert.NotEqual(t, firstRun.UID, c.RayJob(t, first).UID, "a new RayJob, under the same name and checkpoint directory")
 
+	// A change common to every experiment, with one of them finished: both RayJobs are
+	// replaced; the running one goes back in the queue, and the finished one's launch reads the
+	// record its run left and keeps it out: no workload, no Ray cluster, no GPU node.
+	c.recordFinished(t, plantest.Queued(t, lr...), "second", "4 0")
+	common := append(append([]string{}, lr...), "job.klCoef=0.002")
+	said = compare(t, lr, common)
+	s.Use(plantest.Queued(t, common...))
+	steps, err = s.Up(true)
+	requireOK(t, s, err)
+	assert.Equal(t, map[string]string{
+		rayJobType + " grpo-first-rayjob": "+-", "kubernetes:batch/v1:Job grpo-first-launch": "+-",
+		rayJobType + " grpo-second-rayjob": "+-", "kubernetes:batch/v1:Job grpo-second-launch": "+-",
+	}, engineChanges(steps), "both experiments' RayJobs are replaced, each with its launch")
+	assert.Equal(t, saidChanges(said), engineChanges(steps), "`plan --compare` said what the engine did")
+	assert.Contains(t, said, "a finished one stays out of the queue, suspended with no Ray cluster and no GPU node")
+	c.Running(t, first)
+	c.Waits(t, second, 3*time.Second)
+	finished := c.RayJob(t, second)
+	assert.NotContains(t, finished.Labels, "kueue.x-k8s.io/queue-name", "the finished experiment is not in the queue")
+	assert.Contains(t, finished.Annotations["gke-rl/launch"], "finished before (maxSteps and epochs 4 0, now 4 0): not queued")
+	steps, err = s.Preview(true)
+	requireOK(t, s, err)
+	assert.Empty(t, steps.Changing().String(), "`pulumi up --refresh` with one experiment queued by its launch and one left out")
+
 	// A preparation that fails: the update fails on it, and the other experiments are not
 	// held back; fixed, the next `up` replaces the failed Job and goes on.
-	third := append(append([]string{}, lr...), "jobs.third.maxSteps=4", "jobs.third.dataset=math")
+	third := append(append([]string{}, common...), "jobs.third.maxSteps=4", "jobs.third.dataset=math")
 	withThird := plantest.Queued(t, third...)
 	prep := ""
 	for _, r := range withThird.Resources {
@@ -297,6 +326,22 @@ func TestLifecycleUnderTheRealEngine(t *testing.T) {
 			"metadata": map[string]any{"name": name, "namespace": c.Namespace}})
 		assert.True(t, apierrors.IsNotFound(err), "destroy deletes RayJob %s: %v", name, err)
 	}
+}
+
+// recordFinished writes what run.sh writes when an experiment's run succeeds: its budget, in a
+// record among its checkpoints, on the directory standing for the shared volume.
+func (c *cluster) recordFinished(t *testing.T, plan *offline.Result, key, budget string) {
+	t.Helper()
+	for _, x := range plan.Blueprint.Run.Experiments {
+		if x.Name != key {
+			continue
+		}
+		dir := filepath.Join(c.volume, strings.TrimPrefix(x.Layout.Checkpoints(), plan.Blueprint.Run.Layout.Root))
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".gke-rl-trained"), []byte(budget+"\n"), 0o644))
+		return
+	}
+	t.Fatalf("no experiment %s in the plan", key)
 }
 
 // suspendIn is the spec.suspend the stack's state holds for a RayJob.

@@ -18,6 +18,7 @@ import (
 	"gke-rl/cluster"
 	"gke-rl/test/kubetest"
 	"gke-rl/workloads"
+	"gke-rl/workloads/queue"
 )
 
 const deployUser = "gke-rl-deploy@your-project-id.iam.gserviceaccount.com"
@@ -136,6 +137,21 @@ func TestDeployIdentityDoesWhatUpDoesAndNoMore(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: deployUser}},
 	}, metav1.CreateOptions{})
 	forbidden("binding itself cluster-admin", err)
+	// In its namespace it may write roles and bindings (the launches'), but none that grants
+	// what it does not hold.
+	_, err = client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "escalate"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: deployUser}},
+	}, metav1.CreateOptions{})
+	forbidden("binding itself cluster-admin in its namespace", err)
+	_, err = client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "secrets"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{})
+	forbidden("a role that reads Secrets", err)
+	_, err = client.RbacV1().Roles(ns).Update(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}, metav1.UpdateOptions{})
+	forbidden("updating a role that is not the launches'", err)
 	role, err := client.RbacV1().ClusterRoles().Get(ctx, cluster.DeployAccessName, metav1.GetOptions{})
 	require.NoError(t, err)
 	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
@@ -160,9 +176,11 @@ func forbiddenErr(t *testing.T, what string, err error) {
 	assert.True(t, apierrors.IsForbidden(err), "%s must be forbidden: %v", what, err)
 }
 
-// isAccess is whether obj grants access (a role or a binding): an administrator's to apply.
+// isAccess is whether obj grants access (a role or a binding): an administrator's to apply,
+// but for the experiments' launches' Role and binding, which grant what the deploy identity
+// holds and change with the experiments.
 func isAccess(obj stackObject) bool {
-	return strings.HasPrefix(obj.object["apiVersion"].(string), "rbac.authorization.k8s.io/")
+	return strings.HasPrefix(obj.object["apiVersion"].(string), "rbac.authorization.k8s.io/") && obj.meta()["name"] != queue.LauncherRole
 }
 
 // deployObjects are the Kubernetes objects of every shipped stack with a preview and a deploy

@@ -58,11 +58,16 @@ func (cp *ControlPlane) RunLaunches(ctx context.Context, ns, name, volume string
 
 // runLaunch runs one launch pod's container command and says whether it succeeded.
 func (cp *ControlPlane) runLaunch(ctx context.Context, p *corev1.Pod, volume string) (string, bool, error) {
-	c := p.Spec.Containers[0]
-	token, err := cp.Client.CoreV1().ServiceAccounts(p.Namespace).CreateToken(ctx, p.Spec.ServiceAccountName,
+	return cp.RunLaunchContainer(ctx, p.Namespace, p.Spec.ServiceAccountName, p.Spec.Containers[0], volume)
+}
+
+// RunLaunchContainer runs a launch container's command here, as the service account account of
+// namespace ns, and says whether it succeeded (RunLaunches).
+func (cp *ControlPlane) RunLaunchContainer(ctx context.Context, ns, account string, c corev1.Container, volume string) (string, bool, error) {
+	token, err := cp.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, account,
 		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(600))}}, metav1.CreateOptions{})
 	if err != nil {
-		return "", false, fmt.Errorf("a token for %s/%s: %w", p.Namespace, p.Spec.ServiceAccountName, err)
+		return "", false, fmt.Errorf("a token for %s/%s: %w", ns, account, err)
 	}
 	dir, err := os.MkdirTemp(cp.Dir, "launch-")
 	if err != nil {

@@ -135,9 +135,9 @@ type Args struct {
 // (workloads.LaunchJob): the one account that may put the stack's RayJobs in the queue.
 const LauncherServiceAccount = "rl-launcher"
 
-// launcherRole is the Role and RoleBinding that let LauncherServiceAccount patch the stack's
+// LauncherRole names the Role and RoleBinding that let LauncherServiceAccount patch the stack's
 // queued RayJobs.
-const launcherRole = "gke-rl-launcher"
+const LauncherRole = "gke-rl-launcher"
 
 // Launcher is the launches' Role and its binding to LauncherServiceAccount (which the
 // component creates): the Role names each RayJob of a.Jobs and the patch verb alone. A rule
@@ -152,13 +152,13 @@ func Launcher(a Args) []*unstructured.Unstructured {
 		return nil
 	}
 	slices.SortFunc(names, func(x, y any) int { return strings.Compare(x.(string), y.(string)) })
-	role := rbacObject("Role", launcherRole, a.Namespace)
+	role := rbacObject("Role", LauncherRole, a.Namespace)
 	role.Object["rules"] = []any{map[string]any{
 		"apiGroups": []any{rayv1.GroupVersion.Group}, "resources": []any{"rayjobs"},
 		"resourceNames": names, "verbs": []any{"patch"},
 	}}
-	binding := rbacObject("RoleBinding", launcherRole, a.Namespace)
-	binding.Object["roleRef"] = map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": launcherRole}
+	binding := rbacObject("RoleBinding", LauncherRole, a.Namespace)
+	binding.Object["roleRef"] = map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LauncherRole}
 	binding.Object["subjects"] = []any{map[string]any{"kind": "ServiceAccount", "name": LauncherServiceAccount, "namespace": a.Namespace}}
 	return []*unstructured.Unstructured{role, binding}
 }
