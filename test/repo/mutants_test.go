@@ -33,6 +33,9 @@ func TestEveryMutantStillApplies(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(string(code), old), "line %d (%s): its text must occur once in %s", i+1, what, file)
 		assert.NotEqual(t, old, replacement, "line %d (%s) changes nothing", i+1, what)
 		for _, p := range strings.Fields(packages) {
+			if strings.HasPrefix(p, "-run=") {
+				continue // go test's flag, which narrows a slow package to the test that catches it
+			}
 			dir := strings.TrimSuffix(strings.TrimPrefix(p, "./"), "/...")
 			assert.DirExists(t, filepath.Join(root, dir), "line %d (%s): package %s", i+1, what, p)
 		}
