@@ -26,10 +26,11 @@ type GRPOArgs struct {
 	// the Ray cluster comes up; the RayJob waits for both.
 	PrepPlacement kube.Placement
 	// Launch is a queued RayJob's launch (LaunchJob), or nil: it runs once the RayJob exists,
-	// as long as the RayJob's placement has waited for (the queue, the launches' Role).
+	// and so after what the RayJob waits for (the queue's objects, the launches' account and
+	// Role).
 	Launch *batchv1.Job
-	// Queued is a RayJob of the queue (workloads/queue), whose labels name its queue and its
-	// priority class: a change of them replaces it too. In place, the program's object would
+	// Queued is a RayJob of the queue (workloads/queue), whose labels name its priority class
+	// (its launch adds the queue's): a change of them replaces it too. In place, the program's object would
 	// send spec.suspend=true again to a RayJob that Kueue has started, and Kueue reads the class
 	// only when it creates the workload; replaced, the experiment goes back in the queue with
 	// its new priority and resumes from its newest checkpoint when admitted.
@@ -45,7 +46,7 @@ type GRPO struct {
 	Launch *apiextensions.CustomResource
 }
 
-// NewGRPO registers the data preparation (if any) and the RayJob.
+// NewGRPO registers the data preparation (if any), the RayJob and its launch (if any).
 func NewGRPO(ctx *pulumi.Context, name string, args *GRPOArgs, opts ...pulumi.ResourceOption) (*GRPO, error) {
 	g := &GRPO{}
 	if err := ctx.RegisterComponentResource("gke-rl:workloads:GRPO", name, g, opts...); err != nil {
