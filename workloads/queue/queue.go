@@ -1,7 +1,8 @@
 // Package queue builds the Kueue objects that queue a stack's experiments on its GPUs: a
 // ResourceFlavor, a ClusterQueue whose GPU quota is the stack's GPU pool, a LocalQueue in the
-// stack's namespace and a WorkloadPriorityClass per experiment priority, and labels each RayJob
-// for them. Kueue admits a RayJob (it clears spec.suspend) when its pods fit the quota, and
+// stack's namespace and a WorkloadPriorityClass per experiment priority; labels each RayJob with
+// its priority class; and the Role with which each experiment's launch (workloads.LaunchJob)
+// labels its RayJob for the LocalQueue, unless the experiment finished. Kueue admits a RayJob (it clears spec.suspend) when its pods fit the quota, and
 // holds the others suspended, with no pod and so no GPU node, until a running one finishes.
 package queue
 
