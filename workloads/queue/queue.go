@@ -2,8 +2,9 @@
 // ResourceFlavor, a ClusterQueue whose GPU quota is the stack's GPU pool, a LocalQueue in the
 // stack's namespace and a WorkloadPriorityClass per experiment priority; labels each RayJob with
 // its priority class; and the Role with which each experiment's launch (workloads.LaunchJob)
-// labels its RayJob for the LocalQueue, unless the experiment finished. Kueue admits a RayJob (it clears spec.suspend) when its pods fit the quota, and
-// holds the others suspended, with no pod and so no GPU node, until a running one finishes.
+// labels its RayJob for the LocalQueue, unless the experiment finished. Kueue admits a RayJob
+// (it clears spec.suspend) when its pods fit the quota, and holds the others suspended, with no
+// pod and so no GPU node, until a running one finishes.
 package queue
 
 import (
