@@ -83,6 +83,7 @@ func DeployAccess(user string, namespaces []string) []kube.Object {
 		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: read},
 	}
 	namespacedRules = append(namespacedRules, podReads...)
+	namespacedRules = append(namespacedRules, launcherBind)
 	systemRules := append([]rbacv1.PolicyRule{
 		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: slices.Clone(deployVerbs)},
 		// Its own binding there, which a refresh reads.

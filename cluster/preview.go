@@ -39,6 +39,14 @@ var ManagedKinds = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{workloads.RunScriptConfigMap}},
 }
 
+// launcherBind lets an identity bind the experiments' launches' Role (workloads/queue), by its
+// name: RBAC lets a binding's author who may not bind its role create it only after checking
+// that the author holds the role's rules, which a dry run (a preview, or the preview step of an
+// `up`) cannot do before the role exists (the API server answers the role's "not found"). Who
+// may update the role holds its rules anyway: RBAC's escalation check bounds what it may hold.
+var launcherBind = rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"roles"},
+	ResourceNames: []string{queue.LauncherRole}, Verbs: []string{"bind"}}
+
 // readVerbs read objects; dryRunVerbs are the writes a server-side dry run makes (the Kubernetes
 // provider's preview applies each object with dryRun=All), which the admission policy lets the
 // preview identity make only as dry runs. No delete, no exec, no port-forward, no proxy: those
@@ -80,6 +88,7 @@ func PreviewAccess(user string) PreviewObjects {
 			Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, Verbs: readVerbs},
 		// CRDs: the provider reads their schemas to type the custom resources.
 		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: readVerbs},
+		launcherBind,
 	)
 	meta := metav1.ObjectMeta{Name: PreviewAccessName, Labels: map[string]string{"app.kubernetes.io/managed-by": "gke-rl"}}
 	role := &rbacv1.ClusterRole{
