@@ -40,6 +40,16 @@ func TestDemandCountsEveryPod(t *testing.T) {
 	cpu := queue.Demand(j)[corev1.ResourceCPU]
 	assert.Equal(t, "409", cpu.String())
 	assert.Equal(t, 3, queue.PodSets(j))
+
+	// A worker group of two hosts per replica: 2 replicas × 2 hosts × 8 GPUs.
+	j.Spec.RayClusterSpec.WorkerGroupSpecs[0].NumOfHosts = 2
+	assert.Equal(t, 32, queue.GPUs(j))
+	// KubeRay's default submission mode is K8sJobMode: the submitter is a pod set; in HTTPMode
+	// the operator submits and there is none.
+	j.Spec.SubmissionMode = ""
+	assert.Equal(t, 3, queue.PodSets(j))
+	j.Spec.SubmissionMode = rayv1.HTTPMode
+	assert.Equal(t, 2, queue.PodSets(j))
 }
 
 // Only GPUs decide what runs: the quota covers every other resource with what the jobs request
@@ -51,6 +61,8 @@ func TestTheQuotaIsTheGPUs(t *testing.T) {
 		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
 	}
 	assert.Equal(t, []string{"ResourceFlavor/ns", "ClusterQueue/ns", "LocalQueue/experiments", "WorkloadPriorityClass/ns-priority-0", "WorkloadPriorityClass/ns-priority-5"}, kinds)
+	assert.Equal(t, "ns", objs[2].GetNamespace(), "the LocalQueue is the stack's namespace's")
+	assert.NotContains(t, objs[1].Object["metadata"], "namespace", "a ClusterQueue belongs to no namespace")
 	groups, _, _ := unstructured.NestedSlice(objs[1].Object, "spec", "resourceGroups")
 	require.Len(t, groups, 1)
 	g := groups[0].(map[string]any)
