@@ -188,6 +188,9 @@ var typeNeeds = map[string]need{
 	"kubernetes:scheduling.k8s.io/v1:PriorityClass":              {"", []string{"container.priorityClasses.create"}},
 	"kubernetes:rbac.authorization.k8s.io/v1:ClusterRole":        {"", []string{"container.clusterRoles.create"}},
 	"kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": {"", []string{"container.clusterRoleBindings.create", "container.clusterRoles.bind"}},
+	// The experiments' launches' Role and its binding (workloads/queue).
+	"kubernetes:rbac.authorization.k8s.io/v1:Role":        {"", []string{"container.roles.create"}},
+	"kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {"", []string{"container.roleBindings.create", "container.roles.bind"}},
 	// The admission policy of the preview identity: the published container.* list predates
 	// ValidatingAdmissionPolicy and names no permission for it, and testIamPermissions refuses
 	// a permission it does not know, so none is asked; roles/container.admin covers it.
