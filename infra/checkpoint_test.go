@@ -38,6 +38,10 @@ func TestCheckpointEstimates(t *testing.T) {
 		// 32e9 × 16 B = 512 GB; 2 nodes × 500 MB/s = 1000 MB/s; 512 s.
 		{"32B through GCS FUSE on 2 nodes is over the default budget", "h200-reserved", []string{"storage.checkpointBudgetSeconds=300"}, 512, 1000, true},
 		{"within the stack's budget of 600, no warning", "h200-reserved", nil, 512, 1000, false},
+		// At the budget's limit: 512 GB at 1000 MB/s is exactly 512 s; a budget of 512 holds it,
+		// 511 does not.
+		{"a checkpoint of exactly the budget fits it", "h200-reserved", []string{"storage.checkpointBudgetSeconds=512"}, 512, 1000, false},
+		{"a budget a second short warns", "h200-reserved", []string{"storage.checkpointBudgetSeconds=511"}, 512, 1000, true},
 		// 36000 GiB at 1000 MB/s per TiB = 35156 MB/s; 1152 GB / 35156 MB/s = 32.8 s.
 		{"a faster tier shortens the write", "b200-spot", []string{"storage.throughput=1000", "storage.capacityGib=36000"}, 33, 35156, false},
 		{"a tight budget warns on Lustre too", "b200-spot", []string{"storage.checkpointBudgetSeconds=60"}, 132, 8789, true},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 
 	"gke-rl/internal/kinds"
@@ -70,9 +71,7 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 			return RunPlan{}, err
 		}
 		x.RayJob = queue.Queued(run.RayJob, bp.Namespace, j.Priority)
-		if n := queue.PodSets(x.RayJob); n > queue.MaxPodSets {
-			errs.Add(KeyJobs+"."+j.Name, "the RayJob has %d pod sets, more than Kueue's %d (its head, worker groups and submitter each count); allowed: at most %d worker groups", n, queue.MaxPodSets, queue.MaxPodSets-2)
-		}
+		checkPodSets(j.Name, x.RayJob, &errs)
 		x.Launch, err = launchJob(e, bp, x)
 		if err != nil {
 			return RunPlan{}, err
@@ -94,6 +93,16 @@ func resolveQueuedRun(c *Config, bp *Blueprint) (RunPlan, error) {
 	order(plan.Experiments, args.GPUs)
 	plan.Queue = &QueuePlan{Name: args.Name, Objects: append(queue.Objects(args), queue.Launcher(args)...), GPUs: args.GPUs, InstallEnv: queue.InstallEnv(bp.Namespace)}
 	return plan, nil
+}
+
+// checkPodSets refuses a RayJob that Kueue could not admit: a workload has at most
+// queue.MaxPodSets pod sets. Every RayJob the program builds today has three (ray/spec.go
+// makes one worker group); the check keeps a second worker group from reaching Kueue's
+// webhook as an unexplained refusal at `up`.
+func checkPodSets(name string, job *rayv1.RayJob, errs *Errors) {
+	if n := queue.PodSets(job); n > queue.MaxPodSets {
+		errs.Add(KeyJobs+"."+name, "the RayJob has %d pod sets, more than Kueue's %d (its head, worker groups and submitter each count); allowed: at most %d worker groups", n, queue.MaxPodSets, queue.MaxPodSets-2)
+	}
 }
 
 // launchJob is an experiment's launch (workloads.LaunchJob): on the Ray head's node and image,

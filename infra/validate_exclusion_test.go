@@ -37,6 +37,15 @@ func TestExclusionWarnsBeforeItLapses(t *testing.T) {
 	assert.Contains(t, warnings(plantest.PlanTime, "cluster.noUpgradesFrom=2020-01-01T00:00:00Z", "cluster.noUpgradesUntil=2020-06-01T00:00:00Z"),
 		"cluster.noUpgradesUntil: the exclusion of minor and node upgrades ended on 2020-06-01")
 	assert.NotContains(t, warnings(plantest.PlanTime, "cluster.noUpgradesUntil=none"), "cluster.noUpgradesUntil")
+
+	// At its limits: h200-reserved's exclusion ends at 2027-04-10T00:00:00Z. 30 days before is
+	// 2027-03-11T00:00:00Z: exactly 30 days left is no warning, a second less is "30 days"
+	// (rounded up); the end itself has ended, a second before it is "1 day".
+	end := time.Date(2027, 4, 10, 0, 0, 0, 0, time.UTC)
+	assert.NotContains(t, warnings(end.Add(-30*24*time.Hour)), "cluster.noUpgradesUntil", "30 days left: not yet within 30 days")
+	assert.Contains(t, warnings(end.Add(-30*24*time.Hour+time.Second)), "cluster.noUpgradesUntil: the exclusion of minor and node upgrades ends in 30 days (2027-04-10)")
+	assert.Contains(t, warnings(end.Add(-time.Second)), "cluster.noUpgradesUntil: the exclusion of minor and node upgrades ends in 1 day (2027-04-10)")
+	assert.Contains(t, warnings(end), "cluster.noUpgradesUntil: the exclusion of minor and node upgrades ended on 2027-04-10")
 }
 
 // A key set where it does nothing (another cluster mode, another storage type) is a warning of

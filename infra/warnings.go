@@ -10,6 +10,7 @@ import (
 
 	"gke-rl/cluster"
 	"gke-rl/internal/kinds"
+	"gke-rl/internal/words"
 	"gke-rl/workloads"
 )
 
@@ -178,8 +179,8 @@ func warnExclusion(c *Config, now time.Time, warns *Errors) {
 		warns.Add("cluster.noUpgradesUntil", "the exclusion of minor and node upgrades ended on %s: GKE upgrades nodes again, one at a time, draining GPU nodes mid-run; "+
 			"move it forward (up to %s) or set none", until.Format(time.DateOnly), cluster.LatestSupportEnd().Ends.Format(time.RFC3339))
 	case left < exclusionWarningDays*24*time.Hour:
-		warns.Add("cluster.noUpgradesUntil", "the exclusion of minor and node upgrades ends in %d days (%s): GKE then upgrades nodes again, one at a time, draining GPU nodes mid-run; "+
-			"plan the upgrade between runs, or move it forward within the cluster's minor version's support", int(math.Ceil(left.Hours()/24)), until.Format(time.DateOnly))
+		warns.Add("cluster.noUpgradesUntil", "the exclusion of minor and node upgrades ends in %s (%s): GKE then upgrades nodes again, one at a time, draining GPU nodes mid-run; "+
+			"plan the upgrade between runs, or move it forward within the cluster's minor version's support", words.Count(int(math.Ceil(left.Hours()/24)), "day"), until.Format(time.DateOnly))
 	}
 }
 
