@@ -39,8 +39,14 @@ func TestSpotGPUNodesBillWhileTrainingOnlyAtTheirSpotPrice(t *testing.T) {
 
 	cpu := lineOf(t, bill, "CPU nodes")
 	assert.Equal(t, cost.SKU{Name: "n2-standard-16", Region: "us-east1"}, cpu.SKU)
+	assert.Equal(t, 1.0, cpu.Training)
 	assert.Equal(t, 1.0, cpu.Idle)
+	// The pool's 1 to 3 nodes: 2 more while CPU Jobs run, which the bill cannot count.
+	assert.Equal(t, "the autoscaler may add up to 2 while CPU Jobs run", cpu.Note)
+	// 1 node × its 300 GiB boot disk, training or idle.
 	disks := lineOf(t, bill, "CPU boot disks")
+	assert.Equal(t, "1 × 300 GiB pd-balanced", disks.Detail)
+	assert.Equal(t, 300.0, disks.Training)
 	assert.Equal(t, 300.0, disks.Idle)
 }
 

@@ -78,6 +78,16 @@ func TestFUSEWarningSaysWritesGoAtFUSESpeed(t *testing.T) {
 	assert.Contains(t, bp.Checkpoint.Summary(), "FUSE speed")
 }
 
+// The estimate's line, written out: b200-spot's 72B model is 72e9 × 16 B = 1152 GB; its 18000 GiB
+// of Lustre are 18000 / 1024 = 17.58 TiB, × 500 MB/s per TiB = 8789 MB/s; 1152 GB / 8789 MB/s =
+// 131.1 s, said rounded up. h200-reserved's 32B through GCS FUSE on 2 nodes: 512 GB at 1000 MB/s.
+func TestTheCheckpointEstimateSaysItsArithmetic(t *testing.T) {
+	assert.Equal(t, "one checkpoint ≈ 1152 GB (72B parameters × 16 bytes) at 8789 MB/s (Managed Lustre: 17.6 TiB × 500 MB/s per TiB) ≈ 132 s",
+		plantest.Resolve(t, "b200-spot").Checkpoint.Summary())
+	assert.Equal(t, "one checkpoint ≈ 512 GB (32B parameters × 16 bytes) at 1000 MB/s (GCS FUSE: writes go at FUSE speed, about 500 MB/s per node × 2 nodes) ≈ 512 s",
+		plantest.Resolve(t, "h200-reserved").Checkpoint.Summary())
+}
+
 func TestUnknownModelSizeWarnsInsteadOfGuessing(t *testing.T) {
 	bp := plantest.Resolve(t, "b200-spot", append(plantest.Shape(4096, 32, 152064), "job.model=acme/custom-model")...)
 	assert.Equal(t, []string{"job.modelSize"}, warningKeysButPins(bp))

@@ -137,6 +137,10 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"a NeMo RL key in verl's job.args is refused", "h200-reserved", []string{"job.args[0]=grpo.max_num_steps=5"}, "job.args[0]", "it is a nemo-rl key"},
 		{"GPU nodes the recipe's parallelism cannot use are refused", "b200-spot", []string{"gpu.nodes=3"}, "gpu.nodes", "PP × CP × TP (16) must divide the 24 GPUs"},
 		{"negative prompts per step are refused", "b200-spot", []string{"job.promptsPerStep=-1"}, "job.promptsPerStep", "greater than 0"},
+		// At the limit, on GSM8K, whose steps an epoch the plan divides by job.promptsPerStep
+		// (the deadline; with job.maxSteps, the epochs' warning): a refusal, not a division by 0.
+		{"no prompts a step are refused", "h200-reserved", []string{"job.promptsPerStep=0"}, "job.promptsPerStep", "0 is not allowed; allowed: a whole number greater than 0"},
+		{"so with job.maxSteps beside the epochs", "h200-reserved", []string{"job.promptsPerStep=0", "job.maxSteps=10"}, "job.promptsPerStep", "0 is not allowed; allowed: a whole number greater than 0"},
 		{"zero generations per prompt are refused", "b200-spot", []string{"job.generationsPerPrompt=0"}, "job.generationsPerPrompt", "greater than 0"},
 		{"a zero checkpoint period is refused", "b200-spot", []string{"job.checkpointPeriod=0"}, "job.checkpointPeriod", "greater than 0"},
 		{"keeping no checkpoints is refused", "b200-spot", []string{"job.keepCheckpoints=0"}, "job.keepCheckpoints", "greater than 0"},

@@ -3,6 +3,7 @@ package infra_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,4 +94,32 @@ func TestCheckpointFitOnlyAgainstAValidCapacity(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "storage.capacityGib: 100 does not fit")
 	assert.NotContains(t, err.Error(), "job.keepCheckpoints")
+}
+
+// A step's work that comes to exactly its size class's allowance leaves the allowance as the
+// basis; a minute more and the work is the step. Qwen2.5-7B on smoke's 8 B200s, 128 prompts × 8
+// generations = 1024 rollouts of 512 + 4096 = 4608 tokens: 4 × 12 × 7e9 × 1024 × 4608 /
+// (8 × 2250e12 × 10 %) = 880.8 s, 15 min rounded up, the 8B class's 15. With 4352 response
+// tokens, 4864 a rollout: 929.7 s, 16 min.
+func TestAStepsWorkEqualToItsAllowanceKeepsTheAllowance(t *testing.T) {
+	step := func(response string) *infra.RunDeadline {
+		bp := plantest.Resolve(t, "smoke", "job.model=Qwen/Qwen2.5-7B-Instruct", "job.maxResponseLength="+response, "job.promptsPerStep=128", "job.generationsPerPrompt=8")
+		require.NotNil(t, bp.Deadline)
+		return bp.Deadline
+	}
+	equal := step("4096")
+	assert.Equal(t, 15*time.Minute, equal.Step)
+	assert.Equal(t, "the allowance of models up to 8B", equal.StepBasis)
+	over := step("4352")
+	assert.Equal(t, 16*time.Minute, over.Step)
+	assert.Equal(t, "4 × the step's work: 1024 rollouts × 4864 tokens × 7B parameters × 12 operations at 10% of 8 B200 GPUs' dense bf16 peak", over.StepBasis)
+}
+
+// The longest a run can take: a deadline per attempt times its attempts (b200-spot: 11 of 22 h,
+// 242 h), a deadline for the run itself (h200-reserved: 82.8 h, 298,080 s).
+func TestTheLongestARunCanTake(t *testing.T) {
+	assert.Equal(t, 242*time.Hour, plantest.Resolve(t, "b200-spot").Deadline.Longest())
+	assert.Equal(t, 298080*time.Second, plantest.Resolve(t, "h200-reserved").Deadline.Longest())
+	// No attempt counted is still one.
+	assert.Equal(t, time.Hour, infra.RunDeadline{Seconds: 3600, Scope: infra.PerAttempt}.Longest())
 }

@@ -61,6 +61,8 @@ func TestARecipeForASmallerModelIsWarnedAbout(t *testing.T) {
 	assert.Contains(t, w, "the recipe for this size is examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml")
 	assert.Empty(t, recipeWarning(plantest.Resolve(t, "b200-spot")), "the shipped 70B recipe for a 72B model")
 	assert.Empty(t, recipeWarning(plantest.Resolve(t, "b200-spot", "job.model=Qwen/Qwen2.5-7B-Instruct")), "a larger recipe")
+	// 7B and the 8B recipe's Llama-3.1-8B are both of the class up to 10B.
+	assert.Empty(t, recipeWarning(plantest.Resolve(t, "b200-spot", "job.model=Qwen/Qwen2.5-7B-Instruct", "job.recipe=examples/configs/grpo_math_8B.yaml", "job.args=[]")), "a recipe of the model's own class")
 }
 
 func recipeWarning(bp *infra.Blueprint) string {

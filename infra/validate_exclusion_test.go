@@ -1,14 +1,18 @@
 package infra_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"gke-rl/infra"
+	"gke-rl/infra/offline"
 	"gke-rl/test/plantest"
 )
 
@@ -87,4 +91,27 @@ func TestKeysThatDoNothingAreWarnedAbout(t *testing.T) {
 	assert.Contains(t, warns("b200-spot", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0"), `ray.image: "us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0" is pinned by tag only`)
 	assert.NotContains(t, warns("b200-spot", "ray.image=us-docker.pkg.dev/acme/rl/nemo-rl:v0.5.0@sha256:"+strings.Repeat("a", 64)), "ray.image")
 	assert.Contains(t, warns("b200-spot", "storage.adopt=true"), "storage.adopt: is on: the next `pulumi up` imports the kept storage; once it has, turn it off")
+}
+
+// A stopped run whose stack sets none of the run's keys has nothing to warn about: b200-spot's
+// file with `gke-rl:job` reduced to `enabled: false`.
+func TestAStoppedRunWithNoRunKeysIsNotWarnedAbout(t *testing.T) {
+	dir := t.TempDir()
+	project, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "Pulumi.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), project, 0o600))
+	stack, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "Pulumi.b200-spot.yaml"))
+	require.NoError(t, err)
+	var doc map[string]map[string]any
+	require.NoError(t, yaml.Unmarshal(stack, &doc))
+	doc["config"]["gke-rl:job"] = map[string]any{"enabled": false}
+	stack, err = yaml.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi.b200-spot.yaml"), stack, 0o600))
+
+	sc, err := offline.LoadStackConfig(dir, "b200-spot", nil)
+	require.NoError(t, err)
+	res, err := offline.Run(sc, "b200-spot", plantest.PlanTime)
+	require.NoError(t, err)
+	assert.NotContains(t, infra.Errors(res.Warnings).Error(), "job.enabled")
 }

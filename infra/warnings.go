@@ -222,8 +222,9 @@ func warnCappedEpochs(c *Config, warns *Errors) {
 	if !j.Enabled || !c.explicit["job.epochs"] || j.MaxSteps <= 0 || !known || j.PromptsPerStep <= 0 {
 		return
 	}
+	// A batch larger than the dataset makes perEpoch 0, and any job.maxSteps covers 0 steps.
 	perEpoch := rows / j.PromptsPerStep
-	if perEpoch <= 0 || j.MaxSteps >= j.Epochs*perEpoch {
+	if j.MaxSteps >= j.Epochs*perEpoch {
 		return
 	}
 	warns.Add("job.epochs", "%d epochs are %d steps (%d %s rows / job.promptsPerStep %d = %d per epoch), but job.maxSteps %d stops the run first, in epoch %d; to train the epochs, remove job.maxSteps (`pulumi config rm --path job.maxSteps`), or set job.epochs to what the steps cover",
