@@ -96,10 +96,7 @@ func TestKeysThatDoNothingAreWarnedAbout(t *testing.T) {
 // A stopped run whose stack sets none of the run's keys has nothing to warn about: b200-spot's
 // file with `gke-rl:job` reduced to `enabled: false`.
 func TestAStoppedRunWithNoRunKeysIsNotWarnedAbout(t *testing.T) {
-	dir := t.TempDir()
-	project, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "Pulumi.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), project, 0o600))
+	dir := plantest.ProjectDir(t)
 	stack, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "Pulumi.b200-spot.yaml"))
 	require.NoError(t, err)
 	var doc map[string]map[string]any

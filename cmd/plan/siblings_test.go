@@ -24,10 +24,7 @@ import (
 // version) plan clean, each in a namespace of its own. Stacks of other projects, and the shipped
 // placeholder project, are not compared.
 func TestPlanRefusesAClusterNameAnotherStackOfTheProjectHas(t *testing.T) {
-	dir := t.TempDir()
-	project, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "Pulumi.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), project, 0o644))
+	dir := plantest.ProjectDir(t)
 	smoke, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "Pulumi.smoke.yaml"))
 	require.NoError(t, err)
 	require.Contains(t, string(smoke), "name: gke-rl-smoke")

@@ -228,3 +228,14 @@ func RayJobOf(t testing.TB, res *offline.Result, key string) string {
 	t.Fatalf("no experiment %s with a RayJob in the plan", key)
 	return ""
 }
+
+// ProjectDir is a directory of the test's holding the project's Pulumi.yaml and no stack file,
+// for stack files a test writes (a second stack of the project, a stack that sets fewer keys).
+func ProjectDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	project, err := os.ReadFile(filepath.Join(RepoRoot(), "Pulumi.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), project, 0o644))
+	return dir
+}
