@@ -2,6 +2,7 @@ package infra_test
 
 import (
 	"path"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -64,10 +65,15 @@ func TestExperimentKeysAreChecked(t *testing.T) {
 		{"an experiment name with capitals", "h200-reserved", []string{"job.name=KL-Sweep"}, "job.name", "not a DNS label; allowed: lower-case letters, digits and '-'"},
 		{"an experiment name longer than a RayJob's", "h200-reserved", []string{"job.name=a-very-long-experiment-name-that-kuberay-would-refuse"}, "job.name", "at most 47 characters"},
 		{"an experiment name with a slash", "h200-reserved", []string{"job.name=../other"}, "job.name", "not a DNS label"},
+		// At the limit: KubeRay v1.5.0's RayJob names, 53 - 6 = 47 characters
+		// (controllers/ray/utils/constant.go, MaxRayJobNameLength); 47 is taken below.
+		{"an experiment name of 48 characters", "h200-reserved", []string{"job.name=a" + strings.Repeat("b", 47)}, "job.name", "is 48 characters long; allowed: lower-case letters, digits and '-', starting with a letter, at most 47 characters"},
 		{"resuming from a name that cannot be one", "h200-reserved", []string{"job.resumeFrom=Base_line"}, "job.resumeFrom", "not a DNS label"},
 		{"resuming from itself", "h200-reserved", []string{"job.name=base", "job.resumeFrom=base"}, "job.resumeFrom", "is this experiment"},
 		{"resuming from another experiment with NeMo RL", "b200-spot", []string{"job.resumeFrom=base"}, "job.resumeFrom", "NeMo RL (v0.5.0, v0.7.0) resumes only from its own checkpointing.checkpoint_dir"},
 	})
+	longest := "a" + strings.Repeat("b", 46)
+	assert.Contains(t, plantest.Resolve(t, "h200-reserved", "job.name="+longest).Run.RayJob.Spec.Entrypoint, " EXPERIMENT="+longest+" ", "47 characters: KubeRay's limit itself")
 	bp := plantest.Resolve(t, "b200-spot", append(verl, "job.name=kl-0-01", "job.resumeFrom=base")...)
 	assert.Contains(t, bp.Run.RayJob.Spec.Entrypoint, " RESUME_FROM=/lustre/checkpoints/base ", "run.sh is told where the other experiment's checkpoints are")
 	assert.Contains(t, bp.Run.RayJob.Spec.Entrypoint, " EXPERIMENT=kl-0-01 ")
