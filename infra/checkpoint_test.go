@@ -45,6 +45,7 @@ func TestCheckpointEstimates(t *testing.T) {
 		// 36000 GiB at 1000 MB/s per TiB = 35156 MB/s; 1152 GB / 35156 MB/s = 32.8 s.
 		{"a faster tier shortens the write", "b200-spot", []string{"storage.throughput=1000", "storage.capacityGib=36000"}, 33, 35156, false},
 		{"a tight budget warns on Lustre too", "b200-spot", []string{"storage.checkpointBudgetSeconds=60"}, 132, 8789, true},
+		{"the least budget allowed, 1 s, is taken (0 is refused)", "b200-spot", []string{"storage.checkpointBudgetSeconds=1"}, 132, 8789, true},
 		{"the model size can be given when the name lacks it", "b200-spot", append(plantest.Shape(4096, 32, 152064), "job.model=acme/custom-model", "job.modelSize=8B"), 15, 8789, false},
 	}
 	for _, tc := range cases {

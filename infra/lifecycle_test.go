@@ -161,17 +161,23 @@ func TestPreemptibleCapacityScalesFromZero(t *testing.T) {
 		// The long-lived Ray cluster of the single run holds reserved and on-demand nodes.
 		{"on-demand", false, 8, 8, 8},
 		{"reservation", false, 8, 8, 8},
+		// With a lower minimum the pool still starts at its full size, which the Ray cluster waits for.
+		{"on-demand, gpu.minNodes=2", false, 2, 8, 8},
 		// A queue's experiments bring Ray clusters of their own: no node is held between them.
 		{"on-demand", true, 0, 8, 0},
 		{"reservation", true, 0, 8, 0},
 		{"spot", true, 0, 8, 0},
 	} {
 		t.Run(fmt.Sprintf("%s, queue %v", tc.prov, tc.queue), func(t *testing.T) {
-			o := []string{"gpu.provisioning=" + tc.prov}
+			prov, minNodes, lower := strings.Cut(tc.prov, ", ")
+			o := []string{"gpu.provisioning=" + prov}
+			if lower {
+				o = append(o, minNodes)
+			}
 			if tc.queue {
 				o = append(o, "jobs.a.maxSteps=20")
 			}
-			switch tc.prov {
+			switch prov {
 			case "reservation":
 				o = append(o, "gpu.reservation=res-1")
 			case "on-demand": // not offered for A4
