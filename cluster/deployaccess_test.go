@@ -39,7 +39,8 @@ func TestDeployAccessIsWhatUpDoes(t *testing.T) {
 				assert.NotContains(t, r.Verbs, "*", "%s", o.Name)
 				assert.NotContains(t, r.Verbs, "escalate", "%s", o.Name)
 				if slices.Contains(r.Verbs, "bind") {
-					assert.Equal(t, launcherBind, r, "%s binds the launches' Role alone", o.Name)
+					assert.Equal(t, rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"},
+						ResourceNames: []string{"gke-rl-launcher"}, Verbs: []string{"bind"}}, r, "%s binds the launches' Role alone", o.Name)
 				}
 				assert.NotContains(t, r.Verbs, "impersonate", "%s", o.Name)
 			}

@@ -30,10 +30,10 @@ type GRPOArgs struct {
 	// Role).
 	Launch *batchv1.Job
 	// Queued is a RayJob of the queue (workloads/queue), whose labels name its priority class
-	// (its launch adds the queue's): a change of them replaces it too. In place, the program's object would
-	// send spec.suspend=true again to a RayJob that Kueue has started, and Kueue reads the class
-	// only when it creates the workload; replaced, the experiment goes back in the queue with
-	// its new priority and resumes from its newest checkpoint when admitted.
+	// (its launch adds the queue's): a change of them replaces it too. In place, the program's
+	// object would send spec.suspend=true again to a RayJob that Kueue has started, and Kueue
+	// reads the class only when it creates the workload; replaced, the experiment goes back in
+	// the queue with its new priority and resumes from its newest checkpoint when admitted.
 	Queued bool
 }
 
