@@ -38,6 +38,11 @@ shopt -s nullglob
 
 log() { echo "gke-rl run $EXPERIMENT: $*"; }
 
+# now prints the time in seconds. The deadlines below read date(1), not bash's SECONDS, so that a
+# test can hold the clock and move it at the events it stages, whatever the machine's load.
+now() { date +%s; }
+started=$(now)
+
 # Exit status of a run whose job.resumeFrom holds no checkpoint to start from.
 no_resume_status=25
 # Exit status of a verl run whose tracker names a save that is gone, with no earlier one.
@@ -385,7 +390,7 @@ cluster_gpus() {
 
 # wait_for_gpus returns once the cluster has GPUS GPUs, or fails after GPU_WAIT_SECONDS.
 wait_for_gpus() {
-  local deadline=$((SECONDS + GPU_WAIT_SECONDS)) have
+  local deadline=$(($(now) + GPU_WAIT_SECONDS)) have
   sleep "$PAUSE_SECONDS"
   while :; do
     have=$(cluster_gpus)
@@ -397,7 +402,7 @@ wait_for_gpus() {
       log "the Ray cluster has $have of its $GPUS GPUs and the run's deadline of ${RUN_DEADLINE_SECONDS}s has passed; giving up"
       return 1
     fi
-    if ((SECONDS >= deadline)); then
+    if (($(now) >= deadline)); then
       log "the Ray cluster has $have of its $GPUS GPUs after ${GPU_WAIT_SECONDS}s; giving up"
       return 1
     fi
@@ -409,7 +414,7 @@ wait_for_gpus() {
 # time_left prints the seconds left before the run's deadline (a large number without one).
 time_left() {
   if ((RUN_DEADLINE_SECONDS > 0)); then
-    echo $((RUN_DEADLINE_SECONDS - SECONDS))
+    echo $((RUN_DEADLINE_SECONDS - ($(now) - started)))
   else
     echo 999999999
   fi

@@ -54,7 +54,8 @@ func stageModel(t *testing.T, r workloads.Run) {
 // runEntrypoint runs an entrypoint's words (`env VAR=... bash /etc/gke-rl/run.sh ...`) with some
 // of run.sh's values replaced, as the shell on the Ray head would run it, run.sh's path moved
 // to a file that holds what its ConfigMap holds.
-func runEntrypoint(t *testing.T, entrypoint string, ray clitest.Replay, set map[string]string) (string, int) {
+// Directories in first come before ray's on PATH.
+func runEntrypoint(t *testing.T, entrypoint string, ray clitest.Replay, set map[string]string, first ...string) (string, int) {
 	t.Helper()
 	ws := words(t, onHead(t, entrypoint))
 	for i, w := range ws {
@@ -62,8 +63,46 @@ func runEntrypoint(t *testing.T, entrypoint string, ray clitest.Replay, set map[
 			ws[i] = k + "=" + set[k]
 		}
 	}
-	res := clitest.Run(t, []string{ray.Path()}, ws[0], ws[1:]...)
+	path := ray.Path()
+	for _, dir := range first {
+		path = strings.Replace(path, "PATH=", "PATH="+dir+":", 1)
+	}
+	res := clitest.Run(t, []string{path}, ws[0], ws[1:]...)
 	return res.Stdout + res.Stderr, res.Code
+}
+
+// heldClock is a date(1) first on PATH whose `date +%s` prints the seconds the test holds it at,
+// which run.sh's deadlines read: a deadline passes at the event the test stages (an attempt, a
+// look at Ray's GPUs), never because a loaded machine was slow. Other uses of date are the
+// real one's.
+type heldClock struct{ dir, file string }
+
+func holdClock(t *testing.T, at int) heldClock {
+	t.Helper()
+	c := heldClock{dir: t.TempDir()}
+	c.file = filepath.Join(c.dir, "now")
+	require.NoError(t, os.WriteFile(c.file, []byte(fmt.Sprintln(at)), 0o644))
+	date := fmt.Sprintf("#!%s\nif [[ $* == +%%s ]]; then exec cat %q; fi\nexec %q \"$@\"\n", clitest.Tool(t, "bash"), c.file, clitest.Tool(t, "date"))
+	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "date"), []byte(date), 0o755))
+	return c
+}
+
+// Set is a shell command that moves the clock to at.
+func (c heldClock) Set(at int) string { return fmt.Sprintf("echo %d >%q", at, c.file) }
+
+// Advance is a shell command that moves the clock on by seconds.
+func (c heldClock) Advance(seconds int) string {
+	return fmt.Sprintf("echo $(($(cat %[1]q) + %[2]d)) >%[1]q", c.file, seconds)
+}
+
+// before puts a command named name first on PATH that runs shell, then the next name on PATH:
+// an event staged at each of the run's calls of a tool (the clock moved while it asks Ray).
+func before(t *testing.T, name, shell string, next clitest.Replay) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := fmt.Sprintf("#!%s\n%s\nexec %q \"$@\"\n", clitest.Tool(t, "bash"), shell, filepath.Join(next.Dir(), name))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755))
+	return dir
 }
 
 // On the long-lived cluster a failed attempt is retried on the same cluster once Ray counts the
@@ -141,43 +180,85 @@ func TestRunGivesUp(t *testing.T) {
 
 // The run's deadline ends the run on the long-lived cluster: the attempt running when it passes
 // is stopped, which ends the Ray job's entrypoint, and no attempt starts after it, whatever
-// attempts are left.
+// attempts are left. The clock is held (holdClock): the deadline passes at the staged events.
 func TestRunDeadlineStopsTheRun(t *testing.T) {
 	r := run()
 	r.Nodes, r.GPUsPerNode, r.Attempts = 2, 8, 3
 	r.Layout.Root = t.TempDir()
 	stageModel(t, r)
-	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}})
-	// The model's copy, which comes before the first attempt and takes seconds on a loaded
-	// machine, is made first by a run without a deadline: the deadline's run then starts its
-	// attempt at once, and the deadline is what stops it, however busy the machine.
-	_, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"true"}), ray, nil)
-	require.Zero(t, code)
-	require.NoError(t, os.Remove(filepath.Join(r.Layout.Checkpoints(), ".gke-rl-trained")))
-	r.DeadlineSeconds = 10
+	const start = 1_000_000
+	status := map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}}
+
+	// The attempt starts with the whole deadline left (the clock stood still while the model was
+	// copied) and would train for a minute: timeout(1) stops it after the second that was left,
+	// and the clock, moved to the deadline exactly as the attempt started, says it has passed.
+	clock := holdClock(t, start)
+	r.DeadlineSeconds = 1
 	marks := filepath.Join(t.TempDir(), "attempts")
-	// Each attempt leaves a mark, then trains for longer than the deadline.
-	attempt := []string{"bash", "-c", `echo started >>"$0"; exec sleep 60`, marks}
-	start := time.Now()
-	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, attempt), ray, nil)
+	attempt := []string{"bash", "-c", `echo started >>"$0"; ` + clock.Set(start+1) + `; exec sleep 60`, marks}
+	ray := clitest.NewReplay(t, "ray", status)
+	began := time.Now()
+	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, attempt), ray, nil, clock.dir)
 	assert.Equal(t, 124, code, out)
-	assert.Less(t, time.Since(start), 30*time.Second, "stopped at the deadline, not after the attempt's minute")
-	assert.Contains(t, out, "attempt 1 stopped (exit 124): the run's deadline of 10s has passed")
+	assert.Less(t, time.Since(began), 30*time.Second, "stopped at the deadline, not after the attempt's minute")
+	assert.Contains(t, out, "attempt 1 stopped (exit 124): the run's deadline of 1s has passed")
 	assert.NotContains(t, out, "attempt 2 of 3")
 	got, err := os.ReadFile(marks)
 	require.NoError(t, err)
 	assert.Equal(t, "started\n", string(got), "one attempt started")
 	assert.Empty(t, ray.Calls(), "no wait for GPUs after the deadline")
 
-	// A deadline that passes while a retry waits for its GPUs ends the wait there.
-	r.DeadlineSeconds = 10
-	ray = clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}})
-	r.Nodes = 4
+	// A deadline that passes while a retry waits for its GPUs ends the wait there: at exactly
+	// 10 s of a 10 s deadline, the first look at Ray's 16 of 32 GPUs gives up.
+	r.DeadlineSeconds, r.Nodes = 10, 4
+	clock = holdClock(t, start)
+	ray = clitest.NewReplay(t, "ray", status)
 	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
-		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "1"})
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, before(t, "ray", clock.Set(start+10), ray))
 	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "attempt 1 failed (exit 1); the next starts once the cluster has its GPUs")
 	assert.Contains(t, out, "the Ray cluster has 16 of its 32 GPUs and the run's deadline of 10s has passed; giving up")
 	assert.NotContains(t, out, "attempt 2 of 3")
+	assert.Equal(t, []string{"status"}, ray.Calls(), "one look at the GPUs")
+
+	// A deadline that passes while the GPUs come back: the cluster has its 16 GPUs, and no
+	// attempt starts after the deadline.
+	r.Nodes = 2
+	clock = holdClock(t, start)
+	ray = clitest.NewReplay(t, "ray", status)
+	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, before(t, "ray", clock.Set(start+10), ray))
+	assert.Equal(t, 124, code, out)
+	assert.Contains(t, out, "the Ray cluster has its 16 GPUs")
+	assert.Contains(t, out, "the run's deadline of 10s has passed; no attempt starts")
+	assert.NotContains(t, out, "attempt 2 of 3")
+
+	// One second before the deadline, the next attempt starts with that second.
+	clock = holdClock(t, start)
+	ray = clitest.NewReplay(t, "ray", status)
+	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"bash", "-c", `[[ -e "$0" ]] || { touch "$0"; exit 1; }`, marks + ".failed"}), ray,
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, before(t, "ray", clock.Set(start+9), ray))
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "attempt 2 of 3")
+}
+
+// A retry waits for its GPUs for GPU_WAIT_SECONDS on the clock: Ray is asked again until they
+// have passed, and not after. Here each look at Ray's GPUs takes 150 s of a 300 s wait: the
+// first (150 s in) waits on, the second (at exactly 300 s) gives up.
+func TestARetryWaitsForItsGPUsForTheirWait(t *testing.T) {
+	r := run()
+	r.Nodes, r.GPUsPerNode, r.Attempts = 4, 8, 2
+	r.Layout.Root = t.TempDir()
+	stageModel(t, r)
+	clock := holdClock(t, 1_000_000)
+	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}})
+	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0", "GPU_WAIT_SECONDS": "300"}, clock.dir, before(t, "ray", clock.Advance(150), ray))
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "waiting for the Ray cluster's 32 GPUs (16 now)")
+	assert.Contains(t, out, "the Ray cluster has 16 of its 32 GPUs after 300s; giving up")
+	assert.Equal(t, []string{"status", "status"}, ray.Calls())
+	assert.NotContains(t, out, "attempt 2 of 2")
 }
 
 // job.resumeFrom with verl: while the experiment has no checkpoint of its own, its attempt loads
