@@ -72,7 +72,18 @@ func TestSplitCIDR(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.0/24", "10.0.1.0/24", "10.0.2.0/24"}, prefixes(three), "rounds up to a power of two")
 
+	one, err := infra.SplitCIDR(netip.MustParsePrefix("10.0.0.0/22"), 1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.0.0.0/22"}, prefixes(one), "one subnet is the whole block")
+	_, err = infra.SplitCIDR(netip.MustParsePrefix("10.0.0.0/22"), 0)
+	assert.EqualError(t, err, "cannot split into 0 subnets")
+
+	// GCP's smallest subnet, a /29, at its limit: a /26 holds 8 of them (26 + 3 = 29), a /27
+	// does not (27 + 3 = 30).
+	eight, err := infra.SplitCIDR(netip.MustParsePrefix("10.0.0.0/26"), 8)
+	require.NoError(t, err)
+	assert.Equal(t, "10.0.0.56/29", eight[7].String())
 	_, err = infra.SplitCIDR(netip.MustParsePrefix("10.0.0.0/27"), 8)
-	assert.ErrorContains(t, err, "/29")
+	assert.EqualError(t, err, "is too small for 8 subnets: each would be a /30, and GCP's smallest subnet is a /29")
 	assert.Equal(t, 252, infra.UsableAddresses(netip.MustParsePrefix("192.168.8.0/24")))
 }

@@ -787,6 +787,12 @@ func TestCRDWaitChecksTheFieldsTheRunSets(t *testing.T) {
 	assert.Contains(t, reserved.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.clusterSelector")
 	assert.Contains(t, reserved.Cluster.CRDFields, "rayclusters.ray.io/v1:spec.headGroupSpec")
 	assert.NotContains(t, reserved.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.backoffLimit", "not set on the long-lived cluster's job")
+	// With a queue the run has no RayJob of its own: the fields are the experiments' RayJobs',
+	// read from the first one that has a RayJob (a, stopped, has none).
+	queued := plantest.Resolve(t, "smoke", "jobs.a.enabled=false", "jobs.b.maxSteps=6")
+	require.Nil(t, queued.Run.RayJob)
+	assert.Contains(t, queued.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.suspend", "a queued RayJob is created suspended")
+	assert.Contains(t, queued.Cluster.CRDFields, "rayjobs.ray.io/v1:spec.rayClusterSpec")
 }
 
 // The data preparation runs on CPU nodes and needs only the volume and the tokens: it starts
