@@ -3,12 +3,15 @@ package infra_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"gke-rl/infra"
 	"gke-rl/infra/offline"
@@ -44,6 +47,30 @@ func TestEachExperimentTakesWhatItDoesNotSetFromJob(t *testing.T) {
 		"openai/gsm8k":               "0123456789abcdef0123456789abcdef01234567",
 		"Qwen/Qwen2.5-0.5B-Instruct": "1111111111111111111111111111111111111111",
 	}, low.Hub.Revisions, "revisions are added to job's")
+	// On a stack that pins nothing in job.revisions, an entry's own pins are its revisions, and
+	// the other entry has none.
+	dir := plantest.ProjectDir(t)
+	stack, err := os.ReadFile(filepath.Join(plantest.RepoRoot(), "Pulumi.smoke.yaml"))
+	require.NoError(t, err)
+	var doc map[string]map[string]any
+	require.NoError(t, yaml.Unmarshal(stack, &doc))
+	job, ok := doc["config"]["gke-rl:job"].(map[string]any)
+	require.True(t, ok)
+	require.Contains(t, job, "revisions")
+	delete(job, "revisions")
+	stack, err = yaml.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Pulumi.smoke.yaml"), stack, 0o600))
+	sc, err := offline.LoadStackConfig(dir, "smoke", []string{"jobs.base.maxSteps=6", `jobs.low.revisions["openai/gsm8k"]=2222222222222222222222222222222222222222`})
+	require.NoError(t, err)
+	unpinned, err := offline.Resolve(sc, "smoke", plantest.PlanTime)
+	require.NoError(t, err)
+	own := map[string]infra.ExperimentPlan{}
+	for _, x := range unpinned.Run.Experiments {
+		own[x.Name] = x
+	}
+	assert.Equal(t, map[string]string{"openai/gsm8k": "2222222222222222222222222222222222222222"}, own["low"].Hub.Revisions)
+	assert.Empty(t, own["base"].Hub.Revisions)
 	for name, x := range xs {
 		assert.Regexp(t, "^"+name+"-[0-9a-f]{6}$", x.RayJob.Name, "its key and the hash of what it trains")
 		assert.Equal(t, "/data/checkpoints/"+x.RayJob.Name, x.Layout.Checkpoints())
