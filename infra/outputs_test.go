@@ -30,8 +30,9 @@ func TestTheStackOutputsCarryThePlansEstimates(t *testing.T) {
 	assert.NotContains(t, unknown.Outputs, "checkpointEstimate")
 	assert.NotContains(t, unknown.Outputs, "checkpointSeconds")
 
-	// With a queue, each experiment says its own verdict.
-	queued := plantest.Plan(t, "smoke", "jobs.a.maxSteps=3", "jobs.b.maxSteps=4")
+	// With a queue, each experiment says its own verdict, and its derived deadline: a's from
+	// 3 steps (2h of startup + 3 × 15 min = 2.75h), b's own job.activeDeadlineSeconds none.
+	queued := plantest.Plan(t, "smoke", "jobs.a.maxSteps=3", "jobs.b.maxSteps=4", "jobs.b.activeDeadlineSeconds=7200")
 	experiments, ok := queued.Outputs["experiments"].(map[string]any)
 	require.True(t, ok, "experiments: %v", queued.Outputs["experiments"])
 	for _, name := range []string{"a", "b"} {
@@ -41,4 +42,7 @@ func TestTheStackOutputsCarryThePlansEstimates(t *testing.T) {
 			x["memoryEstimate"], name)
 	}
 	assert.NotContains(t, queued.Outputs, "memoryEstimate", "no run of the stack's own")
+	assert.Equal(t, "2.8h per attempt (job.activeDeadlineSeconds 9900; KubeRay restarts the clock on each of up to 2 attempts, so a run can take up to 5.5h): startup 2h + 3 steps (job.maxSteps 3) × 15 min (the allowance of models up to 8B)",
+		experiments["a"].(map[string]any)["runDeadline"])
+	assert.NotContains(t, experiments["b"], "runDeadline", "set, not derived")
 }
