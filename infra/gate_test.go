@@ -90,6 +90,26 @@ func TestGateFollowsTheStack(t *testing.T) {
 	assert.Equal(t, get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.metadata.annotations"), get(t, nccl, "spec.template.metadata.annotations"), "the NCCL test uses the workers' NICs")
 	assert.Equal(t, get(t, clusterSpecOf(t, res), "workerGroupSpecs.0.template.spec.nodeSelector"), get(t, nccl, "spec.template.spec.nodeSelector"))
 	assert.Equal(t, "16384", env(storage)["MIB"])
+
+	// gate.capacityWaitMinutes is added, in seconds, in front of each gate Job's deadline: a
+	// minute more of it is 60 s more of the storage Job's, and 120 s more of the NCCL Job's, whose
+	// pod at index 0 also waits for a peer whose node may come up to the wait after its own.
+	deadlines := func(wait string) map[string]int64 {
+		out := map[string]int64{}
+		for _, job := range manifestsOf(plantest.Plan(t, "b200-spot", "gate.enabled=true", "gate.capacityWaitMinutes="+wait), "Job") {
+			if name := get(t, job, "metadata.name").(string); strings.Contains(name, "-gate-") {
+				out[name] = get(t, job, "spec.activeDeadlineSeconds").(int64)
+			}
+		}
+		return out
+	}
+	thirty, more := deadlines("30"), deadlines("31")
+	require.Len(t, thirty, 2)
+	assert.Equal(t, thirty["ray-a4-gpu-spot-gate-storage"]+60, more["ray-a4-gpu-spot-gate-storage"])
+	assert.Equal(t, thirty["ray-a4-gpu-spot-gate-nccl"]+120, more["ray-a4-gpu-spot-gate-nccl"])
+	for name, seconds := range thirty {
+		assert.Greater(t, seconds, int64(30*60), "%s: the wait, then the check", name)
+	}
 	assert.Equal(t, "rl-shared", get(t, storage, "spec.template.spec.volumes.0.persistentVolumeClaim.claimName"))
 
 	single := plantest.Plan(t, "h200-reserved", "gpu.nodes=1", "gpu.minNodes=1")
