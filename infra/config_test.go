@@ -435,5 +435,20 @@ func TestTheNetworksAndTheGatesLimits(t *testing.T) {
 		{"a gate file over 1 TiB", "smoke", off("gate.storageGib=1025"), "gate.storageGib", "1025 is out of range; allowed: 1 to 1024 GiB"},
 		{"a wait for capacity over four hours", "smoke", off("gate.capacityWaitMinutes=241"), "gate.capacityWaitMinutes", "241 is out of range; allowed: 1 to 240 minutes"},
 		{"one GB/s over two nodes' bandwidth", "smoke", off("gpu.nodes=2", "gate.minBusBandwidthGBps=801"), "gate.minBusBandwidthGBps", "allowed: 1 to 800"},
+		// At the most nodes, 256: 8 × 50 × 256 / 255 = 401.6, 401 GB/s.
+		{"one GB/s over 256 nodes' bandwidth", "smoke", off("gpu.nodes=256", "gate.minBusBandwidthGBps=402"), "gate.minBusBandwidthGBps", "402 GB/s is above what all_gather can reach across 256 nodes (8 NICs × 400 Gb/s into each node × 256/255 = 401 GB/s); allowed: 1 to 401"},
+	})
+	// Past the most nodes, the node count's error alone: no bound is worked out for 257 nodes.
+	for _, p := range problems(t, "smoke", off("gpu.nodes=257", "gate.minBusBandwidthGBps=402")...).Problems {
+		assert.NotEqual(t, "gate.minBusBandwidthGBps", p.Key, p.Error())
+	}
+}
+
+// A reservation stack without gpu.reservation is told where the reservation must be: the
+// stack's zone, or "the GPU zone" while zone is unset too.
+func TestAMissingReservationNamesTheZone(t *testing.T) {
+	assertRefused(t, []refusal{
+		{"in the stack's zone", "h200-reserved", []string{"gpu.reservation="}, "gpu.reservation", "is required with gpu.provisioning=reservation: the name of a reservation in us-south1-b (or"},
+		{"with no zone", "h200-reserved", []string{"gpu.reservation=", "zone="}, "gpu.reservation", "is required with gpu.provisioning=reservation: the name of a reservation in the GPU zone (or"},
 	})
 }
