@@ -70,4 +70,10 @@ func TestAModelOrTokenizerByHubIDIsRefusedWhereCodeLoads(t *testing.T) {
 		"reward_model.model.path", "a reward model that does not run")
 	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(local, "critic.model.trust_remote_code=True", "critic.enable=True"))),
 		"critic.model.path=~/models/deepseek-llm-7b-chat", "a critic that runs")
+	// Without critic.enable, GAE's advantages run the critic (verl v0.6.0
+	// verl/trainer/ppo/utils.py, need_critic); critic.enable=False keeps it off even then.
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(local, "critic.model.trust_remote_code=True", "algorithm.adv_estimator=gae"))),
+		"critic.model.path=~/models/deepseek-llm-7b-chat", "GAE's critic")
+	assert.NotContains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(local, "critic.model.trust_remote_code=True", "algorithm.adv_estimator=gae", "critic.enable=False"))),
+		"critic.model.path", "a critic turned off")
 }
