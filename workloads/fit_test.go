@@ -190,11 +190,18 @@ func TestTheDefaultRecipeFollowsTheModelsSize(t *testing.T) {
 		0:   workloads.DefaultNeMoRLRecipe, // unknown
 		0.5: "examples/configs/grpo_math_1B.yaml",
 		1.5: "examples/configs/grpo_math_1B.yaml",
-		7:   "examples/configs/grpo_math_8B.yaml",
-		14:  "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml",
-		32:  "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml",
-		72:  "examples/configs/grpo_math_70B_megatron.yaml",
-		405: "examples/configs/grpo_math_70B_megatron.yaml",
+		// Each class up to its bound, inclusive: 2B, 10B, 40B.
+		2:     "examples/configs/grpo_math_1B.yaml",
+		2.01:  "examples/configs/grpo_math_8B.yaml",
+		7:     "examples/configs/grpo_math_8B.yaml",
+		10:    "examples/configs/grpo_math_8B.yaml",
+		10.01: "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml",
+		14:    "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml",
+		32:    "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml",
+		40:    "examples/configs/recipes/llm/grpo-qwen2.5-32b-32n8g-fsdp2tp8-actckpt.v3.yaml",
+		40.01: "examples/configs/grpo_math_70B_megatron.yaml",
+		72:    "examples/configs/grpo_math_70B_megatron.yaml",
+		405:   "examples/configs/grpo_math_70B_megatron.yaml",
 	} {
 		recipe := workloads.NeMoRLRecipeFor(billions)
 		assert.Equal(t, want, recipe, "%gB", billions)

@@ -96,6 +96,17 @@ func TestNeMoRLEntrypoint(t *testing.T) {
 		"policy.megatron_cfg.converter_type": "Qwen2ForCausalLM",
 	}, o)
 	assert.Equal(t, "policy.megatron_cfg.converter_type=Qwen2ForCausalLM", ws[len(ws)-1], "job.args come last")
+
+	// A run bounded by epochs alone (job.maxSteps 0) sets no step limit, and one bounded by
+	// steps alone no epoch limit: the recipe's own stays.
+	r.MaxSteps, r.Epochs = 0, 2
+	o = overrides(framework(t, words(t, workloads.NeMoRLEntrypoint(r))))
+	assert.NotContains(t, o, "grpo.max_num_steps")
+	assert.Equal(t, "2", o["grpo.max_num_epochs"])
+	r.MaxSteps, r.Epochs = 1, 0
+	o = overrides(framework(t, words(t, workloads.NeMoRLEntrypoint(r))))
+	assert.Equal(t, "1", o["grpo.max_num_steps"])
+	assert.NotContains(t, o, "grpo.max_num_epochs")
 }
 
 func TestWandBOnlyWithAKey(t *testing.T) {
