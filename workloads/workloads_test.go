@@ -186,6 +186,20 @@ func TestRayJobRules(t *testing.T) {
 	assert.ErrorContains(t, err, "neither a cluster of its own nor a long-lived one")
 }
 
+// A fingerprint is the first 8 bytes of the SHA-256 of the value's JSON, in hex: `{"a":1}` gives
+// 015abd7f5cc57a2d (`printf '{"a":1}' | sha256sum`); another value another one; a value JSON
+// cannot encode an error.
+func TestAFingerprintIsTheDigestOfTheValuesJSON(t *testing.T) {
+	got, err := workloads.Fingerprint(map[string]int{"a": 1})
+	require.NoError(t, err)
+	assert.Equal(t, "015abd7f5cc57a2d", got)
+	other, err := workloads.Fingerprint(map[string]int{"a": 2})
+	require.NoError(t, err)
+	assert.NotEqual(t, got, other)
+	_, err = workloads.Fingerprint(make(chan int))
+	assert.Error(t, err)
+}
+
 // longLived is a long-lived RayCluster named x.
 func longLived() *rayv1.RayCluster {
 	return &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: rayv1.RayClusterSpec{RayVersion: "2.49.2"}}
