@@ -1,6 +1,7 @@
 package workloads_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
@@ -97,6 +98,22 @@ func TestNeMoRLEntrypoint(t *testing.T) {
 	}, o)
 	assert.Equal(t, "policy.megatron_cfg.converter_type=Qwen2ForCausalLM", ws[len(ws)-1], "job.args come last")
 
+	// More job.args than the program's own overrides: every one, in order, after them.
+	r.Extra = nil
+	for i := range 40 {
+		r.Extra = append(r.Extra, fmt.Sprintf("+extra.k%d=%d", i, i))
+	}
+	ws = framework(t, words(t, workloads.NeMoRLEntrypoint(r)))
+	assert.Equal(t, r.Extra, ws[len(ws)-40:])
+
+	// A value goes in as many digits as it has: 1.5e-06, not 2e-06.
+	lr, temperature := 1.5e-6, 0.75
+	r.Tuning.LearningRate, r.Tuning.Temperature = &lr, &temperature
+	tuned := overrides(framework(t, words(t, workloads.NeMoRLEntrypoint(r))))
+	assert.Equal(t, "1.5e-06", tuned["policy.megatron_cfg.optimizer.lr"])
+	assert.Equal(t, "0.75", tuned["policy.generation.temperature"])
+	r.Tuning.LearningRate, r.Tuning.Temperature = nil, nil
+
 	// A run bounded by epochs alone (job.maxSteps 0) sets no step limit, and one bounded by
 	// steps alone no epoch limit: the recipe's own stays.
 	r.MaxSteps, r.Epochs = 0, 2
@@ -156,6 +173,13 @@ func TestEntrypointsQuoteWhatTheyPass(t *testing.T) {
 func TestManagedKeys(t *testing.T) {
 	assert.Contains(t, workloads.ManagedKeys(kinds.Verl), "trainer.nnodes")
 	assert.Contains(t, workloads.ManagedKeys(kinds.NeMoRL), "cluster.num_nodes")
+	// NeMo RL's learning rate is its backend's optimizer's: both backends' keys are managed,
+	// whichever the recipe uses; verl has neither.
+	for _, k := range []string{"policy.optimizer.kwargs.lr", "policy.megatron_cfg.optimizer.lr"} {
+		require.Contains(t, workloads.ManagedKeys(kinds.NeMoRL), k)
+		assert.Equal(t, "set job.learningRate instead", workloads.SetterOf(workloads.ManagedKeys(kinds.NeMoRL)[k]), k)
+		assert.NotContains(t, workloads.ManagedKeys(kinds.Verl), k)
+	}
 	assert.Equal(t, "trainer.nnodes", workloads.OverrideKey("++trainer.nnodes=4"))
 }
 
@@ -169,6 +193,9 @@ func TestRayJobRules(t *testing.T) {
 	assert.True(t, own.Spec.ShutdownAfterJobFinishes, "ttlSecondsAfterFinished needs it")
 	assert.EqualValues(t, workloads.FinishedClusterTTLSeconds, own.Spec.TTLSecondsAfterFinished)
 	assert.EqualValues(t, 86400, *own.Spec.ActiveDeadlineSeconds)
+	unbounded, err := workloads.RayJob(workloads.JobArgs{Name: "x-grpo", Namespace: "gke-rl", Entrypoint: "true", OwnCluster: spec, BackoffLimit: 10})
+	require.NoError(t, err)
+	assert.Nil(t, unbounded.Spec.ActiveDeadlineSeconds, "0 is no deadline")
 
 	shared, err := workloads.RayJob(workloads.JobArgs{Name: "x-grpo", Namespace: "gke-rl", Entrypoint: "true", Cluster: longLived(), BackoffLimit: 10})
 	require.NoError(t, err)
