@@ -1,0 +1,83 @@
+package workloads_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"gke-rl/internal/kinds"
+	"gke-rl/workloads"
+)
+
+// verlSettings are a verl run's overrides as "value from origin", by key.
+func verlSettings(r workloads.Run) map[string]string {
+	out := map[string]string{}
+	for _, o := range workloads.Overrides(kinds.Verl, r) {
+		out[o.Key] = o.Value + " from " + o.Origin
+	}
+	return out
+}
+
+const (
+	updateMicro  = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
+	logProbMicro = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
+)
+
+// The micro batches sized from the model (a 7B model: 4 sequences an update, 8 a log-prob pass)
+// stay at that size where the sequences fit, and are lowered to what fits one GPU where they do
+// not, naming the length that lowered them: on a B200 (191.5 GB), a 7B model's 32,768-token
+// responses fit 1 sequence an update and 5 a log-prob pass (as the plan of the smoke stack
+// says, infra's TestVerlRunsThatWouldRunOutOfMemoryAreRefused). Without the GPU's memory nothing is
+// lowered.
+func TestVerlLowersTheMicroBatchesSizedFromTheModelToWhatFits(t *testing.T) {
+	r := workloads.Run{Model: "Qwen/Qwen2.5-7B-Instruct", ModelBillions: 7, Dataset: "gsm8k", Nodes: 1, GPUsPerNode: 8,
+		GPUMemoryGB: 191.5, MaxSteps: 1, PromptsPerStep: 8, GenerationsPerPrompt: 8, CheckpointPeriod: 1, KeepCheckpoints: 1,
+		Layout: workloads.Layout{Root: "/data", Run: "x"}}
+	s := verlSettings(r)
+	assert.Equal(t, "4 from job.model", s[updateMicro], "gsm8k's 512 + 1024 tokens fit")
+	assert.Equal(t, "8 from job.model", s[logProbMicro])
+	assert.Equal(t, "512 from job.maxPromptLength", s["data.max_prompt_length"], "gsm8k's prompts")
+
+	long := 32768
+	r.Tuning.MaxResponseLength = &long
+	s = verlSettings(r)
+	assert.Equal(t, "1 from job.maxResponseLength", s[updateMicro])
+	assert.Equal(t, "5 from job.maxResponseLength", s[logProbMicro])
+
+	r.Tuning.MaxResponseLength, r.Tuning.MaxPromptLength = nil, &long
+	s = verlSettings(r)
+	assert.Equal(t, "1 from job.maxPromptLength", s[updateMicro], "the prompt's length lowered it")
+
+	r.GPUMemoryGB = 0
+	assert.Equal(t, "4 from job.model", verlSettings(r)[updateMicro], "no memory to fit to: the model's size")
+
+	// Without the model's size (the largest class: 1 and 2), or with no tokens at all, nothing is
+	// lowered either, however long the sequences: a million tokens would fit no log-prob pair.
+	r.GPUMemoryGB, r.ModelBillions = 191.5, 0
+	million := 1 << 20
+	r.Tuning.MaxPromptLength = &million
+	assert.Equal(t, "2 from job.model", verlSettings(r)[logProbMicro])
+	r.ModelBillions = 7
+	zero := 0
+	r.Tuning.MaxPromptLength, r.Tuning.MaxResponseLength = &zero, &zero
+	assert.Equal(t, "4 from job.model", verlSettings(r)[updateMicro])
+	r.Tuning.MaxResponseLength = nil
+
+	// The prompt length follows the dataset: math's prompts are longer; a dataset the table has
+	// no length for gets gsm8k's.
+	r.GPUMemoryGB, r.Tuning.MaxPromptLength = 191.5, nil
+	r.Dataset = "math"
+	assert.Equal(t, "1024 from job.maxPromptLength", verlSettings(r)["data.max_prompt_length"])
+	r.Dataset = "openai/other"
+	assert.Equal(t, "512 from job.maxPromptLength", verlSettings(r)["data.max_prompt_length"])
+}
+
+// The size classes at their bounds: up to 8B, up to 35B, and above; a mid-size model's vLLM
+// spans at most 4 GPUs, fewer on a smaller node.
+func TestVerlSizeClassesAtTheirBounds(t *testing.T) {
+	for billions, micro := range map[float64]int{0.5: 4, 8: 4, 8.01: 2, 35: 2, 35.01: 1} {
+		assert.Equal(t, micro, workloads.SizeVerl(billions, 8).MicroBatchPerGPU, "%gB", billions)
+	}
+	assert.Equal(t, 4, workloads.SizeVerl(32, 8).RolloutTensorParallel)
+	assert.Equal(t, 2, workloads.SizeVerl(32, 2).RolloutTensorParallel)
+}
