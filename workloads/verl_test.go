@@ -81,3 +81,22 @@ func TestVerlSizeClassesAtTheirBounds(t *testing.T) {
 	assert.Equal(t, 4, workloads.SizeVerl(32, 8).RolloutTensorParallel)
 	assert.Equal(t, 2, workloads.SizeVerl(32, 2).RolloutTensorParallel)
 }
+
+// verl v0.7.0's runs name the asynchronous rollout (v0.7.0 refuses the synchronous one, the
+// default of v0.6.0, which names none); a run bounded by steps alone sets no epochs, and one
+// bounded by epochs alone no steps.
+func TestVerlOverridesByReleaseAndBound(t *testing.T) {
+	r := workloads.Run{Model: "Qwen/Qwen2.5-7B-Instruct", ModelBillions: 7, Dataset: "gsm8k", Nodes: 1, GPUsPerNode: 8,
+		MaxSteps: 5, PromptsPerStep: 8, GenerationsPerPrompt: 8, CheckpointPeriod: 1, KeepCheckpoints: 1,
+		Layout: workloads.Layout{Root: "/data", Run: "x"}}
+	r.Release = "v0.7.0"
+	s := verlSettings(r)
+	assert.Equal(t, "async from framework", s["actor_rollout_ref.rollout.mode"])
+	assert.Equal(t, "5 from job.maxSteps", s["trainer.total_training_steps"])
+	assert.NotContains(t, s, "trainer.total_epochs")
+	r.Release, r.MaxSteps, r.Epochs = "v0.6.0", 0, 3
+	s = verlSettings(r)
+	assert.NotContains(t, s, "actor_rollout_ref.rollout.mode")
+	assert.Equal(t, "3 from job.epochs", s["trainer.total_epochs"])
+	assert.NotContains(t, s, "trainer.total_training_steps")
+}
