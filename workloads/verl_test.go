@@ -100,3 +100,35 @@ func TestVerlOverridesByReleaseAndBound(t *testing.T) {
 	assert.Equal(t, "3 from job.epochs", s["trainer.total_epochs"])
 	assert.NotContains(t, s, "trainer.total_training_steps")
 }
+
+// GRPO's KL term is on only with a coefficient above 0, in the loss or (job.klInLoss=false) in
+// the reward; validation every N steps, or (0) never, not even before training.
+func TestVerlKLAndValidationAtZero(t *testing.T) {
+	r := workloads.Run{Model: "Qwen/Qwen2.5-7B-Instruct", ModelBillions: 7, Dataset: "gsm8k", Nodes: 1, GPUsPerNode: 8,
+		MaxSteps: 5, PromptsPerStep: 8, GenerationsPerPrompt: 8, CheckpointPeriod: 1, KeepCheckpoints: 1,
+		Layout: workloads.Layout{Root: "/data", Run: "x"}}
+	zero, some, no := 0.0, 0.01, false
+	r.Tuning.KLCoef = &zero
+	s := verlSettings(r)
+	assert.Equal(t, "False from job.klInLoss", s["actor_rollout_ref.actor.use_kl_loss"])
+	assert.Equal(t, "0 from job.klCoef", s["actor_rollout_ref.actor.kl_loss_coef"])
+	r.Tuning.KLCoef = &some
+	assert.Equal(t, "True from job.klInLoss", verlSettings(r)["actor_rollout_ref.actor.use_kl_loss"])
+	r.Tuning.KLInLoss = &no
+	s = verlSettings(r)
+	assert.Equal(t, "False from job.klInLoss", s["actor_rollout_ref.actor.use_kl_loss"])
+	assert.Equal(t, "True from job.klInLoss", s["algorithm.use_kl_in_reward"])
+	assert.Equal(t, "0.01 from job.klCoef", s["algorithm.kl_ctrl.kl_coef"])
+	r.Tuning.KLCoef = &zero
+	assert.Equal(t, "False from job.klInLoss", verlSettings(r)["algorithm.use_kl_in_reward"])
+
+	never, every := 0, 5
+	r.Tuning.ValidationPeriod = &never
+	s = verlSettings(r)
+	assert.Equal(t, "-1 from job.validationPeriod", s["trainer.test_freq"])
+	assert.Equal(t, "False from job.validationPeriod", s["trainer.val_before_train"])
+	r.Tuning.ValidationPeriod = &every
+	s = verlSettings(r)
+	assert.Equal(t, "5 from job.validationPeriod", s["trainer.test_freq"])
+	assert.NotContains(t, s, "trainer.val_before_train", "verl's default: validate before training too")
+}
