@@ -44,6 +44,17 @@ func TestVerlLowersTheMicroBatchesSizedFromTheModelToWhatFits(t *testing.T) {
 	assert.Equal(t, "1 from job.maxResponseLength", s[updateMicro])
 	assert.Equal(t, "5 from job.maxResponseLength", s[logProbMicro])
 
+	// Where the state's share decides: 14,000-token responses (14,512 tokens with gsm8k's
+	// prompt) at 2,884,608 bytes a token of activations × 1.09 = 45.63 GB a sequence; the state,
+	// 7B × 16 bytes × 1.09 over the GPUs, leaves 188.5 − 15.26 = 173.24 GB on one node's 8 GPUs
+	// (3.8 sequences: 3) and 188.5 − 1.91 = 186.59 GB over 8 nodes' 64 (4.09: the model's 4).
+	mid := 14000
+	r.Tuning.MaxResponseLength = &mid
+	assert.Equal(t, "3 from job.maxResponseLength", verlSettings(r)[updateMicro])
+	r.Nodes = 8
+	assert.Equal(t, "4 from job.model", verlSettings(r)[updateMicro])
+	r.Nodes = 1
+
 	r.Tuning.MaxResponseLength, r.Tuning.MaxPromptLength = nil, &long
 	s = verlSettings(r)
 	assert.Equal(t, "1 from job.maxPromptLength", s[updateMicro], "the prompt's length lowered it")
