@@ -284,6 +284,42 @@ func TestVerlsActorShardsOverEveryGPUAndItsRolloutOverTensorTimesPipeline(t *tes
 	assert.InDelta(t, 3.5, fit.RolloutGB, 0.01)
 }
 
+// verl's three phases on a GPU, worked out for 7B on two nodes of eight B200s at gsm8k's
+// lengths (512 + 1024 = 1536 tokens a sequence), 7e9 / 16 = 437.5M parameters a GPU:
+//   - rollout: vLLM's 0.6 × 191.5 = 114.9 GB beside the actor's fp32 weights and Adam's two
+//     moments, 12 bytes × 437.5M = 5.25 GB: 120.15 GB;
+//   - log-prob: those 5.25 GB and 8 sequences × 1536 tokens × 3 × 2 bytes × 152,064 vocabulary
+//     entries = 11.21 GB: 16.46 GB;
+//   - update: 16 bytes × 437.5M × 1.09 = 7.63 GB and 4 × 1536 tokens × 2,884,608 bytes × 1.09 =
+//     19.32 GB: 26.95 GB.
+func TestVerlsPhasesWorkedOut(t *testing.T) {
+	r := sized(7)
+	r.Model, r.Nodes, r.Dataset = "Qwen/Qwen2.5-7B-Instruct", 2, "gsm8k"
+	fit := estimated(t, kinds.Verl, r)
+	require.Len(t, fit.Phases, 3)
+	gbs := map[string]float64{}
+	for _, p := range fit.Phases {
+		gbs[p.Name] = p.GB
+	}
+	assert.InDelta(t, 120.15, gbs["rollout"], 0.005)
+	assert.InDelta(t, 16.46, gbs["log-prob"], 0.005)
+	assert.InDelta(t, 26.95, gbs["update"], 0.005)
+	assert.Equal(t, "vLLM's 0.6 of the GPU's 191.5 GB, beside the actor's fp32 weights and Adam's two moments (12 bytes per parameter over 16 GPUs), which stay on the GPU", fit.Phases[0].Basis)
+
+	// The rollout at the GPU's limit: on a 16.5 GB GPU (13.5 GB less the 3 reserved), vLLM's
+	// half, 8.25 GB, beside the 5.25 GB of state is 13.5 GB exactly and fits; 0.51 does not,
+	// and the remedy is the most that fits, (13.5 − 5.25) / 16.5 = 0.5.
+	rollout := func(memory float64) workloads.Phase {
+		r.Tuning.RolloutGPUMemory = &memory
+		fit, ok := workloads.EstimateFit(kinds.Verl, r, workloads.NodeMemory{GPUGB: 16.5, HostGiB: 3600, GPUsPerNode: 8})
+		require.True(t, ok)
+		return fit.Phases[0]
+	}
+	assert.InDelta(t, 13.5, rollout(0.5).GB, 1e-9)
+	assert.Empty(t, rollout(0.5).Remedy)
+	assert.Equal(t, "set job.rolloutGpuMemory to at most 0.50", rollout(0.51).Remedy)
+}
+
 // The training state may take 80 % of a GPU: the shipped run's 31.5 GB a GPU fits one of
 // 39.375 GB exactly (0.8 × 39.375 = 31.5) and not one of 39.37.
 func TestTheTrainingStateFitsUpToItsShareOfTheGPU(t *testing.T) {
