@@ -305,6 +305,9 @@ func TestVerlsPhasesWorkedOut(t *testing.T) {
 	assert.InDelta(t, 16.46, gbs["log-prob"], 0.005)
 	assert.InDelta(t, 26.95, gbs["update"], 0.005)
 	assert.Equal(t, "vLLM's 0.6 of the GPU's 191.5 GB, beside the actor's fp32 weights and Adam's two moments (12 bytes per parameter over 16 GPUs), which stay on the GPU", fit.Phases[0].Basis)
+	// 3 × 2 × 152,064 = 912,384 bytes, 0.9 MB a token; 2,884,608 × 1.09 = 3.14 MB.
+	assert.Equal(t, "the actor's fp32 weights and Adam's moments over 16 GPUs, and 8 sequences of up to 1536 tokens (actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu) × 0.9 MB a token (bf16 logits, softmax and pd × logits for the entropy over 152064 vocabulary entries)", fit.Phases[1].Basis)
+	assert.Equal(t, "16 bytes per parameter over 16 GPUs, and 4 sequences of up to 1536 tokens (actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu) × 3.1 MB a token of activations, with gradient checkpointing; 9 % added, the most the estimate fell under a peak measured on an H200", fit.Phases[2].Basis)
 
 	// The rollout at the GPU's limit: on a 16.5 GB GPU (13.5 GB less the 3 reserved), vLLM's
 	// half, 8.25 GB, beside the 5.25 GB of state is 13.5 GB exactly and fits; 0.51 does not,
@@ -318,6 +321,44 @@ func TestVerlsPhasesWorkedOut(t *testing.T) {
 	assert.InDelta(t, 13.5, rollout(0.5).GB, 1e-9)
 	assert.Empty(t, rollout(0.5).Remedy)
 	assert.Equal(t, "set job.rolloutGpuMemory to at most 0.50", rollout(0.51).Remedy)
+}
+
+// NeMo RL's phases for the shipped run (72B, Megatron TP4, 31.5 GB of training state a GPU,
+// 4,096-token sequences, one a micro batch, split over the 4 tensor parallel ranks):
+//   - rollout: vLLM's 0.6 × 191.5 = 114.9 GB (the state waits in host memory);
+//   - log-prob: 31.5 GB and 4096 / 4 = 1024 tokens × 10 bytes × 152,064 vocabulary entries =
+//     1.557 GB: 33.057 GB;
+//   - update: 31.5 × 1.09 = 34.335 GB and 1024 tokens × (16 × 152,064 + 77 × 8,192 × 80) bytes
+//     × 1.09 = 59.040 GB: 93.375 GB.
+// Context parallel 2 splits the sequence again, 512 tokens a GPU: 32.279 and 63.855 GB.
+func TestNeMoRLsPhasesWorkedOut(t *testing.T) {
+	phases := func(r workloads.Run) map[string]float64 {
+		gbs := map[string]float64{}
+		for _, p := range estimated(t, kinds.NeMoRL, r).Phases {
+			gbs[p.Name] = p.GB
+		}
+		return gbs
+	}
+	shipped := phases(sized(72))
+	assert.InDelta(t, 114.9, shipped["rollout"], 0.0005)
+	assert.InDelta(t, 33.057, shipped["log-prob"], 0.0005)
+	assert.InDelta(t, 93.375, shipped["update"], 0.0005)
+	r := sized(72)
+	r.Extra = []string{"policy.megatron_cfg.context_parallel_size=2"}
+	split := phases(r)
+	assert.InDelta(t, 32.279, split["log-prob"], 0.0005)
+	assert.InDelta(t, 63.855, split["update"], 0.0005)
+	fit := estimated(t, kinds.NeMoRL, sized(72))
+	assert.Equal(t, "the training state (32 GB), and 1 sequence of up to 4096 tokens (policy.logprob_batch_size) over 4 sequence parallel ranks × 1.5 MB a token (bf16 logits, their fp32 copy and log_softmax over 152064 vocabulary entries)", fit.Phases[1].Basis)
+
+	// The 8B recipe trains with DTensor: its tensor and context parallel sizes split the same way.
+	dtensor := sized(8)
+	dtensor.Model, dtensor.Recipe, dtensor.Nodes = "meta-llama/Llama-3.1-8B-Instruct", workloads.DefaultNeMoRLRecipe, 1
+	one := phases(dtensor)
+	dtensor.Extra = []string{"policy.dtensor_cfg.context_parallel_size=2"}
+	two := phases(dtensor)
+	state := estimated(t, kinds.NeMoRL, dtensor).TrainGB
+	assert.InDelta(t, (one["log-prob"]-state)/2, two["log-prob"]-state, 1e-9, "half the tokens a GPU")
 }
 
 // The training state may take 80 % of a GPU: the shipped run's 31.5 GB a GPU fits one of
