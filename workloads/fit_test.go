@@ -318,6 +318,19 @@ func TestVerlsPhasesWorkedOut(t *testing.T) {
 		require.True(t, ok)
 		return fit.Phases[0]
 	}
+	for _, p := range fit.Phases {
+		assert.Empty(t, p.Remedy, "%s fits", p.Name)
+	}
+	// Four 33,280-token sequences (32,768-token responses) a micro batch: the update, 7.63 GB of
+	// state and 4 × 33,280 × 3.14 MB = 418.6 GB, goes down to what the 180.87 GB beside the state
+	// holds: 180.87 / (33,280 × 3.14 MB) = 1.7, one sequence.
+	long, four := 32768, 4
+	r.Tuning.MaxResponseLength, r.Tuning.MicroBatchSize = &long, &four
+	over := estimated(t, kinds.Verl, r)
+	assert.InDelta(t, 7.63+4*33280*2884608*1.09/1e9, over.Phases[2].GB, 0.005)
+	assert.Equal(t, "set job.microBatchSize to at most 1", over.Phases[2].Remedy)
+	r.Tuning.MaxResponseLength, r.Tuning.MicroBatchSize = nil, nil
+
 	assert.InDelta(t, 13.5, rollout(0.5).GB, 1e-9)
 	assert.Empty(t, rollout(0.5).Remedy)
 	assert.Equal(t, "set job.rolloutGpuMemory to at most 0.50", rollout(0.51).Remedy)
