@@ -331,6 +331,13 @@ func TestVerlsPhasesWorkedOut(t *testing.T) {
 	assert.Equal(t, "set job.microBatchSize to at most 1", over.Phases[2].Remedy)
 	r.Tuning.MaxResponseLength, r.Tuning.MicroBatchSize = nil, nil
 
+	// With the actor's parameters offloaded, only Adam's moments stay beside vLLM: 8 bytes.
+	r.Extra = []string{"actor_rollout_ref.actor.fsdp_config.param_offload=True"}
+	offloaded := estimated(t, kinds.Verl, r)
+	assert.Equal(t, "vLLM's 0.6 of the GPU's 191.5 GB, beside Adam's two moments (8 bytes per parameter over 16 GPUs), which stay on the GPU", offloaded.Phases[0].Basis)
+	assert.InDelta(t, 114.9+3.5, offloaded.Phases[0].GB, 0.005, "437.5M × 8 bytes = 3.5 GB")
+	r.Extra = nil
+
 	assert.InDelta(t, 13.5, rollout(0.5).GB, 1e-9)
 	assert.Empty(t, rollout(0.5).Remedy)
 	assert.Equal(t, "set job.rolloutGpuMemory to at most 0.50", rollout(0.51).Remedy)
