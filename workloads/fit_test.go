@@ -350,6 +350,7 @@ func TestVerlsPhasesWorkedOut(t *testing.T) {
 //     1.557 GB: 33.057 GB;
 //   - update: 31.5 × 1.09 = 34.335 GB and 1024 tokens × (16 × 152,064 + 77 × 8,192 × 80) bytes
 //     × 1.09 = 59.040 GB: 93.375 GB.
+//
 // Context parallel 2 splits the sequence again, 512 tokens a GPU: 32.279 and 63.855 GB.
 func TestNeMoRLsPhasesWorkedOut(t *testing.T) {
 	phases := func(r workloads.Run) map[string]float64 {

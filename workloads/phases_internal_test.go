@@ -90,3 +90,15 @@ func TestARemedyAtEachLimit(t *testing.T) {
 	assert.Equal(t, batchTooLarge, why)
 	assert.Equal(t, "lower budget to at most 10000 tokens (job.args)", remedy)
 }
+
+// A check names the first of its keys that a stack key set, past the program's fixed values
+// ("framework"), else job.args; every such key once, in order.
+func TestACheckNamesTheKeysTheStackSet(t *testing.T) {
+	e, _ := (&frameworkconfig.Table{Framework: "test", Tag: "v0", Keys: map[string]any{"a": 1, "b": 2, "c": 3, "d": 4}}).Apply([]frameworkconfig.Override{
+		{Key: "a", Value: "1", Origin: "framework"}, {Key: "b", Value: "2", Origin: "job.maxSteps"}, {Key: "c", Value: "3", Origin: "job.maxSteps"},
+	})
+	assert.Equal(t, "job.maxSteps", origin(e, "a", "b"))
+	assert.Equal(t, "job.args", origin(e, "a", "d"), "fixed or unset: job.args")
+	assert.Equal(t, []string{"job.maxSteps"}, origins(e, "d", "a", "b", "c"))
+	assert.Empty(t, origins(e, "a", "d"))
+}

@@ -1,6 +1,7 @@
 package workloads_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +84,45 @@ func TestVerlStartupChecks(t *testing.T) {
 		})
 	}
 	assert.Empty(t, workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(verlGuideCommand, "+trainer.new_key=1")), "+ adds a new key")
+}
+
+// A batch that does not split over the GPUs names the node counts it splits over, worked out:
+// the guide's 256 prompts × 8 rollouts = 2048 samples split over 8, 16, 32, 64 or 128 GPUs (1,
+// 2, 4, 8, 16 nodes of 8), and the mini batch per GPU, 256 × 8 / GPUs, is then 256, 128, 64, 32,
+// 16: a multiple of the micro batch (64) on 1, 2 and 4 nodes. A micro batch of 512 fits none.
+// Each problem is named by the first key the command set, as its argument's position.
+func TestVerlBatchesThatDoNotSplitNameTheNodeCountsThatFit(t *testing.T) {
+	args := with(without(verlGuideCommand, "trainer.nnodes"), "trainer.nnodes=3")
+	problems := workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", args)
+	require.NotEmpty(t, problems)
+	assert.Equal(t, "data.train_batch_size × rollout.n = 256 × 8 = 2048 must be divisible by the 24 GPUs; node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) 1, 2, 4 (verl v0.6.0 verl/utils/config.py validate_config)", problems[0].Message)
+	position := func(key string) string {
+		return fmt.Sprintf("argument %d", slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, key+"=") })+1)
+	}
+	assert.Equal(t, position("data.train_batch_size"), problems[0].Origin)
+	assert.Equal(t, []string{position("data.train_batch_size"), position("actor_rollout_ref.rollout.n"), position("trainer.nnodes")}, problems[0].Origins)
+
+	// Ulysses sequence parallel over 16 GPUs: a node of 8 is too few, and the mini batch per
+	// GPU, 256 × 8 / (GPUs / 16), is 2048, 1024, 512 and 256 on 2, 4, 8 and 16 nodes, each a
+	// multiple of 64.
+	ulysses := with(args, "actor_rollout_ref.actor.ulysses_sequence_parallel_size=16")
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", ulysses)),
+		"must be divisible by the 24 GPUs; node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) 2, 4, 8, 16 (")
+
+	// Without a micro batch size (refused on its own), only the samples' split counts: 1, 2, 4,
+	// 8 and 16 nodes.
+	unset := without(args, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", unset)),
+		"node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) 1, 2, 4, 8, 16 (")
+	// A mini batch of 1 prompt × 8 rollouts is 8 samples: 1 a GPU on one node, none (0) on more,
+	// and 1 is no multiple of 64.
+	tiny := with(without(without(args, "data.train_batch_size"), "actor_rollout_ref.actor.ppo_mini_batch_size"), "data.train_batch_size=16", "actor_rollout_ref.actor.ppo_mini_batch_size=1")
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", tiny)),
+		"16 × 8 = 128 must be divisible by the 24 GPUs; no node count up to 16 fits these batch sizes")
+
+	none := with(without(args, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"), "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=512")
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", none)),
+		"must be divisible by the 24 GPUs; no node count up to 16 fits these batch sizes")
 }
 
 func TestNeMoRLStartupChecks(t *testing.T) {
