@@ -120,6 +120,11 @@ func TestVerlBatchesThatDoNotSplitNameTheNodeCountsThatFit(t *testing.T) {
 	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", tiny)),
 		"16 × 8 = 128 must be divisible by the 24 GPUs; no node count up to 16 fits these batch sizes")
 
+	// 2048 samples split over 8 nodes' 64 GPUs, 32 each; no GPUs (trainer.nnodes 0) is no split
+	// to check.
+	assert.NotContains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(without(args, "trainer.nnodes"), "trainer.nnodes=8"))), "must be divisible")
+	assert.NotContains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(without(args, "trainer.nnodes"), "trainer.nnodes=0"))), "must be divisible")
+
 	none := with(without(args, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"), "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=512")
 	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", none)),
 		"must be divisible by the 24 GPUs; no node count up to 16 fits these batch sizes")
