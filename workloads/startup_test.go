@@ -99,6 +99,7 @@ func TestVerlBatchesThatDoNotSplitNameTheNodeCountsThatFit(t *testing.T) {
 	position := func(key string) string {
 		return fmt.Sprintf("argument %d", slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, key+"=") })+1)
 	}
+	assert.Contains(t, messages(problems), "the mini batch per GPU, ppo_mini_batch_size × rollout.n / GPUs = 256 × 8 / 24 = 85, must be a positive multiple of ppo_micro_batch_size_per_gpu (64); node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) 1, 2, 4 (")
 	assert.Equal(t, position("data.train_batch_size"), problems[0].Origin)
 	assert.Equal(t, []string{position("data.train_batch_size"), position("actor_rollout_ref.rollout.n"), position("trainer.nnodes")}, problems[0].Origins)
 
@@ -108,6 +109,18 @@ func TestVerlBatchesThatDoNotSplitNameTheNodeCountsThatFit(t *testing.T) {
 	ulysses := with(args, "actor_rollout_ref.actor.ulysses_sequence_parallel_size=16")
 	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", ulysses)),
 		"must be divisible by the 24 GPUs; node counts these batch sizes fit: trainer.nnodes (gpu.nodes, jobs.<name>.nodes) 2, 4, 8, 16 (")
+	assert.NotContains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", ulysses)), "the mini batch per GPU",
+		"24 GPUs / 16 = 1 rank: 2048 a rank, a multiple of 64")
+
+	// The rollout's engines span tensor × data × pipeline parallel GPUs: 8 × 3 = 24 does not
+	// divide 16; 8 × 2 = 16 does.
+	rollout := func(dp string) string {
+		return messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(verlGuideCommand, "actor_rollout_ref.rollout.data_parallel_size="+dp)))
+	}
+	assert.Contains(t, rollout("3"), "the rollout's tensor × data × pipeline parallel size (24) must divide the 16 GPUs")
+	assert.NotContains(t, rollout("2"), "must divide")
+	assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.Verl), "", with(verlGuideCommand, "actor_rollout_ref.rollout.pipeline_model_parallel_size=3"))),
+		"the rollout's tensor × data × pipeline parallel size (24) must divide the 16 GPUs")
 
 	// Without a micro batch size (refused on its own), only the samples' split counts: 1, 2, 4,
 	// 8 and 16 nodes.
