@@ -166,12 +166,16 @@ func TestNeMoRLStartupChecks(t *testing.T) {
 		{"a step that is not a whole number of global batches", with(args, "policy.train_global_batch_size=192"),
 			"must be a multiple of policy.train_global_batch_size (192)"},
 		{"a verl key", with(args, "trainer.nnodes=2"), "it is a verl key: remove it with framework nemo-rl"},
+		{"context parallel multiplies the model's GPUs", with(args, "cluster.num_nodes=3", "policy.megatron_cfg.context_parallel_size=2"),
+			"PP × CP × TP (32) must divide the 24 GPUs"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sentence, func(t *testing.T) {
 			assert.Contains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, tc.args)), tc.mentions)
 		})
 	}
+	// The model's 16 GPUs (TP4 × PP4) on exactly 16: taken.
+	assert.NotContains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, with(args, "cluster.num_nodes=2"))), "must divide")
 }
 
 // verl v0.7.0 refuses the synchronous rollout it removed (verl/workers/config/rollout.py), which
