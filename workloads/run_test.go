@@ -77,11 +77,14 @@ func runEntrypoint(t *testing.T, entrypoint string, ray clitest.Replay, set map[
 // real one's.
 type heldClock struct{ dir, file string }
 
-func holdClock(t *testing.T, at int) heldClock {
+// clockStart is where a held clock starts, in seconds.
+const clockStart = 1_000_000
+
+func holdClock(t *testing.T) heldClock {
 	t.Helper()
 	c := heldClock{dir: t.TempDir()}
 	c.file = filepath.Join(c.dir, "now")
-	require.NoError(t, os.WriteFile(c.file, []byte(fmt.Sprintln(at)), 0o644))
+	require.NoError(t, os.WriteFile(c.file, []byte(fmt.Sprintln(clockStart)), 0o644))
 	date := fmt.Sprintf("#!%s\nif [[ $* == +%%s ]]; then exec cat %q; fi\nexec %q \"$@\"\n", clitest.Tool(t, "bash"), c.file, clitest.Tool(t, "date"))
 	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "date"), []byte(date), 0o755))
 	return c
@@ -95,13 +98,13 @@ func (c heldClock) Advance(seconds int) string {
 	return fmt.Sprintf("echo $(($(cat %[1]q) + %[2]d)) >%[1]q", c.file, seconds)
 }
 
-// before puts a command named name first on PATH that runs shell, then the next name on PATH:
-// an event staged at each of the run's calls of a tool (the clock moved while it asks Ray).
-func before(t *testing.T, name, shell string, next clitest.Replay) string {
+// beforeRay puts a ray first on PATH that runs shell, then the replay's ray: an event staged at
+// each of the run's looks at Ray (the clock moved while it asks for the GPUs).
+func beforeRay(t *testing.T, shell string, replay clitest.Replay) string {
 	t.Helper()
 	dir := t.TempDir()
-	script := fmt.Sprintf("#!%s\n%s\nexec %q \"$@\"\n", clitest.Tool(t, "bash"), shell, filepath.Join(next.Dir(), name))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755))
+	script := fmt.Sprintf("#!%s\n%s\nexec %q \"$@\"\n", clitest.Tool(t, "bash"), shell, filepath.Join(replay.Dir(), "ray"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ray"), []byte(script), 0o755))
 	return dir
 }
 
@@ -186,13 +189,13 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	r.Nodes, r.GPUsPerNode, r.Attempts = 2, 8, 3
 	r.Layout.Root = t.TempDir()
 	stageModel(t, r)
-	const start = 1_000_000
+	const start = clockStart
 	status := map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}}
 
 	// The attempt starts with the whole deadline left (the clock stood still while the model was
 	// copied) and would train for a minute: timeout(1) stops it after the second that was left,
 	// and the clock, moved to the deadline exactly as the attempt started, says it has passed.
-	clock := holdClock(t, start)
+	clock := holdClock(t)
 	r.DeadlineSeconds = 1
 	marks := filepath.Join(t.TempDir(), "attempts")
 	attempt := []string{"bash", "-c", `echo started >>"$0"; ` + clock.Set(start+1) + `; exec sleep 60`, marks}
@@ -211,10 +214,10 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	// A deadline that passes while a retry waits for its GPUs ends the wait there: at exactly
 	// 10 s of a 10 s deadline, the first look at Ray's 16 of 32 GPUs gives up.
 	r.DeadlineSeconds, r.Nodes = 10, 4
-	clock = holdClock(t, start)
+	clock = holdClock(t)
 	ray = clitest.NewReplay(t, "ray", status)
 	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
-		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, before(t, "ray", clock.Set(start+10), ray))
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, beforeRay(t, clock.Set(start+10), ray))
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "attempt 1 failed (exit 1); the next starts once the cluster has its GPUs")
 	assert.Contains(t, out, "the Ray cluster has 16 of its 32 GPUs and the run's deadline of 10s has passed; giving up")
@@ -224,20 +227,20 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	// A deadline that passes while the GPUs come back: the cluster has its 16 GPUs, and no
 	// attempt starts after the deadline.
 	r.Nodes = 2
-	clock = holdClock(t, start)
+	clock = holdClock(t)
 	ray = clitest.NewReplay(t, "ray", status)
 	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
-		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, before(t, "ray", clock.Set(start+10), ray))
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, beforeRay(t, clock.Set(start+10), ray))
 	assert.Equal(t, 124, code, out)
 	assert.Contains(t, out, "the Ray cluster has its 16 GPUs")
 	assert.Contains(t, out, "the run's deadline of 10s has passed; no attempt starts")
 	assert.NotContains(t, out, "attempt 2 of 3")
 
 	// One second before the deadline, the next attempt starts with that second.
-	clock = holdClock(t, start)
+	clock = holdClock(t)
 	ray = clitest.NewReplay(t, "ray", status)
 	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"bash", "-c", `[[ -e "$0" ]] || { touch "$0"; exit 1; }`, marks + ".failed"}), ray,
-		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, before(t, "ray", clock.Set(start+9), ray))
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, beforeRay(t, clock.Set(start+9), ray))
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "attempt 2 of 3")
 }
@@ -250,10 +253,10 @@ func TestARetryWaitsForItsGPUsForTheirWait(t *testing.T) {
 	r.Nodes, r.GPUsPerNode, r.Attempts = 4, 8, 2
 	r.Layout.Root = t.TempDir()
 	stageModel(t, r)
-	clock := holdClock(t, 1_000_000)
+	clock := holdClock(t)
 	ray := clitest.NewReplay(t, "ray", map[string][]clitest.Reply{"status": {{Files: []string{"ray-status-2-nodes-16-gpus.txt"}}}})
 	out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
-		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0", "GPU_WAIT_SECONDS": "300"}, clock.dir, before(t, "ray", clock.Advance(150), ray))
+		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0", "GPU_WAIT_SECONDS": "300"}, clock.dir, beforeRay(t, clock.Advance(150), ray))
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "waiting for the Ray cluster's 32 GPUs (16 now)")
 	assert.Contains(t, out, "the Ray cluster has 16 of its 32 GPUs after 300s; giving up")
