@@ -211,13 +211,20 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	assert.Equal(t, "started\n", string(got), "one attempt started")
 	assert.Empty(t, ray.Calls(), "no wait for GPUs after the deadline")
 
+	// retry runs attempt on a clock held at start, which each look at Ray's GPUs moves to
+	// lookAt: the deadline passes there, or not.
+	retry := func(attempt []string, lookAt int) (string, int, clitest.Replay) {
+		clock := holdClock(t)
+		ray := clitest.NewReplay(t, "ray", status)
+		out, code := runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, attempt), ray,
+			map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, beforeRay(t, clock.Set(lookAt), ray))
+		return out, code, ray
+	}
+
 	// A deadline that passes while a retry waits for its GPUs ends the wait there: at exactly
 	// 10 s of a 10 s deadline, the first look at Ray's 16 of 32 GPUs gives up.
 	r.DeadlineSeconds, r.Nodes = 10, 4
-	clock = holdClock(t)
-	ray = clitest.NewReplay(t, "ray", status)
-	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
-		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, beforeRay(t, clock.Set(start+10), ray))
+	out, code, ray = retry([]string{"false"}, start+10)
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "attempt 1 failed (exit 1); the next starts once the cluster has its GPUs")
 	assert.Contains(t, out, "the Ray cluster has 16 of its 32 GPUs and the run's deadline of 10s has passed; giving up")
@@ -227,20 +234,14 @@ func TestRunDeadlineStopsTheRun(t *testing.T) {
 	// A deadline that passes while the GPUs come back: the cluster has its 16 GPUs, and no
 	// attempt starts after the deadline.
 	r.Nodes = 2
-	clock = holdClock(t)
-	ray = clitest.NewReplay(t, "ray", status)
-	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"false"}), ray,
-		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, beforeRay(t, clock.Set(start+10), ray))
+	out, code, _ = retry([]string{"false"}, start+10)
 	assert.Equal(t, 124, code, out)
 	assert.Contains(t, out, "the Ray cluster has its 16 GPUs")
 	assert.Contains(t, out, "the run's deadline of 10s has passed; no attempt starts")
 	assert.NotContains(t, out, "attempt 2 of 3")
 
 	// One second before the deadline, the next attempt starts with that second.
-	clock = holdClock(t)
-	ray = clitest.NewReplay(t, "ray", status)
-	out, code = runEntrypoint(t, workloads.Command(kinds.Verl, r, r.Layout.Root, []string{"bash", "-c", `[[ -e "$0" ]] || { touch "$0"; exit 1; }`, marks + ".failed"}), ray,
-		map[string]string{"PAUSE_SECONDS": "0", "POLL_SECONDS": "0"}, clock.dir, beforeRay(t, clock.Set(start+9), ray))
+	out, code, _ = retry([]string{"bash", "-c", `[[ -e "$0" ]] || { touch "$0"; exit 1; }`, marks + ".failed"}, start+9)
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "attempt 2 of 3")
 }
