@@ -285,14 +285,42 @@ func nemoRLChecks(e *frameworkconfig.Effective, rel Release) []Problem {
 		fail("nemo_rl/distributed/batched_data_dict.py shard_by_batch_size", []string{"policy.train_global_batch_size", "grpo.num_prompts_per_step"},
 			"the step's samples (prompts × generations = %d) must be a multiple of policy.train_global_batch_size (%d)", total, gbs)
 	}
-	if e.Bool("policy.generation.colocated.enabled") {
-		vllm := max(1, intOf(e, "policy.generation.vllm_cfg.tensor_parallel_size")) * max(1, intOf(e, "policy.generation.vllm_cfg.pipeline_parallel_size"))
-		if world%vllm != 0 {
-			fail("nemo_rl/models/generation/vllm/vllm_generation.py", []string{"policy.generation.vllm_cfg.tensor_parallel_size", "cluster.num_nodes"},
-				"vLLM's TP × PP (%d) must divide the %d GPUs", vllm, world)
-		}
-	}
+	vllmChecks(e, world, fail)
 	return out
+}
+
+// vllmChecks are the checks of NeMo RL's vLLM generation on its parallel sizes, the same at
+// v0.5.0 and v0.7.0 (nemo_rl/models/generation/vllm/vllm_generation.py VllmGeneration.__init__):
+// a colocated vLLM shares the training's GPUs, which its TP × PP must divide; a pipeline over
+// more than one stage needs the asynchronous engine; expert parallelism is data × tensor
+// parallelism inside vLLM, which the asynchronous engine does not run.
+func vllmChecks(e *frameworkconfig.Effective, world int, fail func(rule string, keys []string, format string, args ...any)) {
+	const (
+		rule  = "nemo_rl/models/generation/vllm/vllm_generation.py"
+		tpKey = "policy.generation.vllm_cfg.tensor_parallel_size"
+		ppKey = "policy.generation.vllm_cfg.pipeline_parallel_size"
+		epKey = "policy.generation.vllm_cfg.expert_parallel_size"
+		async = "policy.generation.vllm_cfg.async_engine"
+	)
+	if backend, _ := e.Value("policy.generation.backend").(string); backend != "vllm" {
+		return // Megatron's or SGLang's generation (v0.7.0, nemo_rl/algorithms/grpo.py) builds no vLLM
+	}
+	tp, pp, ep := max(1, intOf(e, tpKey)), max(1, intOf(e, ppKey)), max(1, intOf(e, epKey))
+	if e.Bool("policy.generation.colocated.enabled") && world%(tp*pp) != 0 {
+		fail(rule, []string{tpKey, ppKey, "cluster.num_nodes"},
+			"vLLM's TP × PP (%d × %d = %d) must divide the %d GPUs", tp, pp, tp*pp, world)
+	}
+	if pp > 1 && !e.Bool(async) {
+		fail(rule, []string{ppKey, async},
+			"%s=%d needs %s=true; allowed: set it, or a pipeline_parallel_size of 1", ppKey, pp, async)
+	}
+	if ep > 1 && ep%tp != 0 {
+		fail(rule, []string{epKey, tpKey},
+			"%s (%d) must be a multiple of %s (%d): vLLM's EP is its DP × TP", epKey, ep, tpKey, tp)
+	} else if ep > 1 && ep != tp && e.Bool(async) {
+		fail(rule, []string{epKey, async},
+			"%s (%d) other than %s (%d) runs data parallel inside vLLM, which %s=true does not; allowed: %s=false, or EP equal to TP", epKey, ep, tpKey, tp, async, async)
+	}
 }
 
 // ConvertsToMegatron reports whether a NeMo RL run of recipe and args trains with Megatron

@@ -178,6 +178,66 @@ func TestNeMoRLStartupChecks(t *testing.T) {
 	assert.NotContains(t, messages(workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, with(args, "cluster.num_nodes=2"))), "must divide")
 }
 
+// NeMo RL's vLLM generation checks its parallel sizes when it starts, at both releases
+// (nemo_rl/models/generation/vllm/vllm_generation.py VllmGeneration.__init__ at v0.5.0 and
+// v0.7.0). The 70B recipe's vLLM runs TP 8, PP 1, EP 1, synchronously, colocated with the
+// training on its 16 GPUs (2 nodes; TP4 × PP4 for the training).
+func TestNeMoRLsVLLMParallelSizes(t *testing.T) {
+	const (
+		recipe = "examples/configs/grpo_math_70B_megatron.yaml"
+		pp     = "policy.generation.vllm_cfg.pipeline_parallel_size="
+		ep     = "policy.generation.vllm_cfg.expert_parallel_size="
+		async  = "policy.generation.vllm_cfg.async_engine="
+	)
+	var args []string
+	for _, o := range workloads.NeMoRLOverrides(run()) {
+		args = with(args, o.Key+"="+o.Value)
+	}
+	args = with(args, "cluster.num_nodes=2")
+	// The program's 17 overrides, then cluster.num_nodes as argument 18: a case's own arguments
+	// are 19 and 20, and a refusal names those that set its keys.
+	require.Len(t, args, 18)
+	cases := []struct {
+		sentence string
+		args     []string
+		refused  string // "" when taken
+		origins  []string
+	}{
+		{"the recipe's vLLM", nil, "", nil},
+		// 8 × 2 = 16 divides 16 GPUs; 8 × 4 = 32 does not (8 / 4 = 2 would).
+		{"a pipeline of two stages over the 16 GPUs", []string{pp + "2", async + "true"}, "", nil},
+		{"a pipeline of four stages", []string{pp + "4", async + "true"}, "vLLM's TP × PP (8 × 4 = 32) must divide the 16 GPUs", []string{"argument 19", "argument 18"}},
+		{"a pipeline without the asynchronous engine", []string{pp + "2"},
+			"policy.generation.vllm_cfg.pipeline_parallel_size=2 needs policy.generation.vllm_cfg.async_engine=true", []string{"argument 19"}},
+		{"expert parallel equal to TP, asynchronous", []string{ep + "8", async + "true"}, "", nil},
+		{"expert parallel twice TP, synchronous", []string{ep + "16"}, "", nil},
+		{"expert parallel not a multiple of TP", []string{ep + "12"}, "expert_parallel_size (12) must be a multiple of policy.generation.vllm_cfg.tensor_parallel_size (8)", []string{"argument 19"}},
+		{"expert parallel twice TP, asynchronous", []string{ep + "16", async + "true"}, "runs data parallel inside vLLM, which policy.generation.vllm_cfg.async_engine=true does not", []string{"argument 19", "argument 20"}},
+		// Not colocated, vLLM has GPUs of its own (policy.generation.colocated.resources).
+		{"a pipeline of four stages on vLLM's own GPUs", []string{"policy.generation.colocated.enabled=false", pp + "4", async + "true"}, "", nil},
+		{"Megatron's generation builds no vLLM", []string{"policy.generation.backend=megatron", pp + "4"}, "", nil},
+	}
+	for _, rel := range []workloads.Release{workloads.ReleaseOf(kinds.NeMoRL, "v0.5.0"), workloads.ReleaseOf(kinds.NeMoRL, "v0.7.0")} {
+		for _, tc := range cases {
+			t.Run(rel.Tag+" "+tc.sentence, func(t *testing.T) {
+				var vllm []workloads.Problem
+				for _, p := range workloads.CheckCommand(rel, recipe, with(args, tc.args...)) {
+					if strings.Contains(p.Message, "vllm_generation.py") {
+						vllm = append(vllm, p)
+					}
+				}
+				if tc.refused == "" {
+					assert.Empty(t, messages(vllm))
+					return
+				}
+				require.Len(t, vllm, 1, messages(vllm))
+				assert.Contains(t, vllm[0].Message, tc.refused)
+				assert.Equal(t, tc.origins, vllm[0].Origins)
+			})
+		}
+	}
+}
+
 // verl v0.7.0 refuses the synchronous rollout it removed (verl/workers/config/rollout.py), which
 // v0.6.0 runs by default; both take the asynchronous one.
 func TestVerl070RefusesTheSynchronousRollout(t *testing.T) {
