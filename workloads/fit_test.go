@@ -341,6 +341,16 @@ func TestVerlsPhasesWorkedOut(t *testing.T) {
 	assert.InDelta(t, 13.5, rollout(0.5).GB, 1e-9)
 	assert.Empty(t, rollout(0.5).Remedy)
 	assert.Equal(t, "set job.rolloutGpuMemory to at most 0.50", rollout(0.51).Remedy)
+	// And the refusals say the same: no rollout phase at exactly its limit, one above it (the
+	// log-prob and update phases, 16.46 and 26.95 GB, are refused on this GPU either way).
+	small := workloads.NodeMemory{GPUGB: 16.5, HostGiB: 3600, GPUsPerNode: 8}
+	rolloutRefused := func(memory float64) []workloads.Problem {
+		r.Tuning.RolloutGPUMemory = &memory
+		return problemsWith(workloads.CheckFit(kinds.Verl, r, small, "job.model", "B200", 2), "the rollout phase")
+	}
+	assert.Empty(t, rolloutRefused(0.5))
+	assert.Len(t, rolloutRefused(0.51), 1)
+	r.Tuning.RolloutGPUMemory = nil
 }
 
 // NeMo RL's phases for the shipped run (72B, Megatron TP4, 31.5 GB of training state a GPU,
@@ -399,6 +409,29 @@ func TestTheTrainingStateFitsUpToItsShareOfTheGPU(t *testing.T) {
 	refused := training(39.375)
 	require.Len(t, refused, 1)
 	assert.Contains(t, refused[0].Message, "the smallest gpu.nodes that holds it is 8")
+}
+
+// The training state and the offloaded state are refused each on its own limit: one over its
+// limit does not bring in the other at exactly its own. verl's actor keeps 8 bytes a parameter
+// (fp32 weights and gradients) where param_offload does not move them and 8 (Adam's moments)
+// where optimizer_offload does not; one node of 8 GPUs.
+func TestTheTrainingAndHostLimitsAreEachTheirOwn(t *testing.T) {
+	check := func(billions float64, offload string, m workloads.NodeMemory) []workloads.Problem {
+		r := sized(billions)
+		r.Model, r.Nodes = "example/model-7b", 1
+		r.Extra = []string{"actor_rollout_ref.actor.fsdp_config." + offload + "=true"}
+		return workloads.CheckFit(kinds.Verl, r, m, "job.model", "B200", 1)
+	}
+	// Adam's moments offloaded: 6.7108864e9 × 8 / 8 GPUs = 6.7108864 GB on each GPU, 0.8 of an
+	// 8.388608 GB GPU exactly; 53.69 GB on the host, over 0.8 × 62 GiB = 53.26 GB.
+	atTraining := check(6.7108864, "optimizer_offload", workloads.NodeMemory{GPUGB: 8.388608, HostGiB: 62, GPUsPerNode: 8})
+	assert.Len(t, problemsWith(atTraining, "does not fit in host memory"), 1)
+	assert.Empty(t, problemsWith(atTraining, "does not fit for training"))
+	// The weights offloaded: 13.4217728e9 × 8 / 1 node = 107.3741824 GB on the host, 0.8 × 125
+	// GiB exactly; 13.42 GB on each GPU, over 0.8 × 16 = 12.8 GB.
+	atHost := check(13.4217728, "param_offload", workloads.NodeMemory{GPUGB: 16, HostGiB: 125, GPUsPerNode: 8})
+	assert.Len(t, problemsWith(atHost, "does not fit for training"), 1)
+	assert.Empty(t, problemsWith(atHost, "does not fit in host memory"))
 }
 
 // Sizes read with one decimal below 10 GB and none from 10 on: a 40B model's weights over vLLM's
