@@ -351,6 +351,19 @@ func TestVerlsPhasesWorkedOut(t *testing.T) {
 	assert.Empty(t, rolloutRefused(0.5))
 	assert.Len(t, rolloutRefused(0.51), 1)
 	r.Tuning.RolloutGPUMemory = nil
+
+	// The least fraction the remedy names is 0.10: on a 9.2 GB GPU the room beside the 5.25 GB
+	// of state, 9.2 − 3 − 5.25 = 0.95 GB, is 0.103 of it, which rounds down to 0.10; on a 9.1 GB
+	// GPU 0.85 / 9.1 = 0.093 is too little for vLLM at all: the state is what to shrink.
+	onGPU := func(gpuGB float64) workloads.Phase {
+		fit, ok := workloads.EstimateFit(kinds.Verl, r, workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8})
+		require.True(t, ok)
+		return fit.Phases[0]
+	}
+	assert.Equal(t, "set job.rolloutGpuMemory to at most 0.10", onGPU(9.2).Remedy)
+	assert.Empty(t, onGPU(9.1).Remedy)
+	assert.Contains(t, problemWith(t, workloads.CheckFit(kinds.Verl, r, workloads.NodeMemory{GPUGB: 9.1, HostGiB: 3600, GPUsPerNode: 8}, "job.model", "B200", 2), "the rollout phase").Message,
+		"the state on each GPU leaves too little room")
 }
 
 // NeMo RL's phases for the shipped run (72B, Megatron TP4, 31.5 GB of training state a GPU,
@@ -390,6 +403,36 @@ func TestNeMoRLsPhasesWorkedOut(t *testing.T) {
 	two := phases(dtensor)
 	state := estimated(t, kinds.NeMoRL, dtensor).TrainGB
 	assert.InDelta(t, (one["log-prob"]-state)/2, two["log-prob"]-state, 1e-9, "half the tokens a GPU")
+}
+
+// A phase at exactly its limit, the GPU's memory less the 3 GB reserved, fits: no remedy. The
+// log-prob and update phases of both frameworks' runs above (each phase's size does not depend
+// on the GPU's memory, since verl's vLLM frees its memory before the training phases) on a GPU
+// of exactly that size plus 3 GB, and on one a megabyte smaller, which needs one.
+func TestAPhaseAtExactlyItsLimitHasNoRemedy(t *testing.T) {
+	verl := sized(7)
+	verl.Model, verl.Nodes, verl.Dataset = "Qwen/Qwen2.5-7B-Instruct", 2, "gsm8k"
+	for _, tc := range []struct {
+		framework kinds.Framework
+		run       workloads.Run
+	}{{kinds.NeMoRL, sized(72)}, {kinds.Verl, verl}} {
+		for i, name := range []string{"log-prob", "update"} {
+			t.Run(string(tc.framework)+" "+name, func(t *testing.T) {
+				phase := func(gpuGB float64) workloads.Phase {
+					fit, ok := workloads.EstimateFit(tc.framework, tc.run, workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8})
+					require.True(t, ok)
+					require.Equal(t, name, fit.Phases[i+1].Name)
+					return fit.Phases[i+1]
+				}
+				gb := phase(191.5).GB
+				exact := gb + workloads.GPUReserveGB
+				require.Equal(t, gb, exact-workloads.GPUReserveGB, "a GPU whose limit is the phase to the last bit")
+				require.Equal(t, gb, phase(exact).GB)
+				assert.Empty(t, phase(exact).Remedy)
+				assert.NotEmpty(t, phase(exact-0.001).Remedy)
+			})
+		}
+	}
 }
 
 // The training state may take 80 % of a GPU: the shipped run's 31.5 GB a GPU fits one of

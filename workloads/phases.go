@@ -236,7 +236,7 @@ func nemoRLPhases(e *frameworkconfig.Effective, fit Fit, shape Shape, m NodeMemo
 	logProb := Phase{Name: "log-prob", GB: fit.TrainGB + lp.perGPU*lpPerToken/1e9,
 		Basis:  fmt.Sprintf("the training state (%s GB), and %s × %.1f MB a token (bf16 logits, their fp32 copy and log_softmax over %d vocabulary entries)", gbText(fit.TrainGB), lp, lpPerToken/1e6, shape.Vocab),
 		Origin: firstOf(lengthOrigin, stackOrigin(e, lp.microKey))}
-	if logProb.GB > phaseLimitGB(m) {
+	if logProb.GB > limit {
 		logProb.Remedy, logProb.shortfall = lp.remedy(fit.TrainGB, lpPerToken, limit, prompt)
 	}
 	up := tokensOf(e, packed+".enabled", packed+".train_mb_tokens", "policy.train_micro_batch_size", "job.microBatchSize", seq, split)
