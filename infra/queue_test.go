@@ -272,6 +272,21 @@ func TestTheExperimentsCheckpointsFitTheVolumeTogether(t *testing.T) {
 	assert.Contains(t, err.Error(), "c 6 × 1152 GB")
 }
 
+// The experiments' checkpoints may fill the instance together exactly: two keeping 7 each hold
+// 8 at their peak (16 bytes a parameter each) and a Megatron conversion (2 bytes), and share the
+// model's download and checked copy (4 bytes): 2 × 130 + 4 = 264 bytes a parameter, and
+// 19,327.352832 GB / 264 = 73.20966981818181B, the size written with all its digits at which the
+// sum is the capacity to the last bit. The next size that can be written is refused.
+func TestTheExperimentsCheckpointsMayFillTheVolumeExactly(t *testing.T) {
+	two := []string{"jobs.a.keepCheckpoints=7", "jobs.b.keepCheckpoints=7"}
+	bp, err := plantest.TryResolve("b200-spot", append(two, "job.modelSize=73.20966981818181B")...)
+	require.NoError(t, err)
+	require.Equal(t, bp.Volume.CapacityGB, bp.Volume.PeakGB, "the sum is the capacity to the last bit")
+	_, err = plantest.TryResolve("b200-spot", append(two, "job.modelSize=73.20966981818182B")...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "jobs: the experiments' checkpoints at their peak need 19327 GB together")
+}
+
 // An experiment may start from another of the stack only when the other cannot be running
 // (stopped, or the two do not fit the quota together) and, for verl, on the same GPU count.
 func TestResumingFromAnotherExperimentOfTheQueue(t *testing.T) {

@@ -40,3 +40,23 @@ func TestVerlsVolumeUseHasNoConversion(t *testing.T) {
 		assert.NotContains(t, part, "Megatron", part)
 	}
 }
+
+// The checkpoints at their peak may fill the Lustre instance exactly. b200-spot's 18,000 GiB are
+// 18,000 × 2^30 / 10^9 = 19,327.352832 GB; keeping 15 checkpoints, NeMo RL holds 16 at its peak
+// (16 bytes a parameter each), the Megatron conversion (2 bytes) and the model's download and
+// checked copy (2 × 2 bytes): 262 bytes a parameter. 19,327.352832 / 262 = 73.76852225954198B,
+// the size written with all its digits, makes the sum the capacity to the last bit: accepted,
+// by the run's check and the volume's. The next size that can be written, a trillionth of a
+// billion more, is refused.
+func TestCheckpointsMayFillTheLustreInstanceExactly(t *testing.T) {
+	bp, err := plantest.TryResolve("b200-spot", "job.keepCheckpoints=15", "job.modelSize=73.76852225954198B")
+	require.NoError(t, err)
+	require.NotNil(t, bp.Volume)
+	require.Equal(t, bp.Volume.CapacityGB, bp.Volume.PeakGB, "the sum is the capacity to the last bit")
+	assert.InDelta(t, 19327.352832, bp.Volume.PeakGB, 1e-9)
+
+	_, err = plantest.TryResolve("b200-spot", "job.keepCheckpoints=15", "job.modelSize=73.768522259542B")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "job.keepCheckpoints: 16 checkpoints at the peak")
+	assert.Contains(t, err.Error(), "allowed: at most 14")
+}
