@@ -540,6 +540,34 @@ func TestTheRolloutsRemedyTakesTheWholeNodeAtTheLimit(t *testing.T) {
 	assert.Contains(t, rollout.Message, "no tensor parallelism within one node holds it")
 }
 
+// The node count a refusal names is the first at which the phase fits, exactly at its limit
+// included: 72B on the 8B recipe's DTensor computes log-probabilities in 156.46 GB a GPU on one
+// node (144 GB of state) and 84.46 GB on two (72 GB); on a GPU whose limit is the two nodes'
+// phase to the last bit, one node is refused and told 2, not 3.
+func TestAPhasesNodeCountHoldsItAtExactlyItsLimit(t *testing.T) {
+	r := sized(72)
+	r.Recipe = workloads.DefaultNeMoRLRecipe
+	tp := 4
+	r.Tuning.RolloutTensorParallel = &tp
+	logProb := func(nodes int, gpuGB float64) workloads.Phase {
+		r.Nodes = nodes
+		fit, ok := workloads.EstimateFit(kinds.NeMoRL, r, workloads.NodeMemory{GPUGB: gpuGB, HostGiB: 3600, GPUsPerNode: 8})
+		require.True(t, ok)
+		require.Equal(t, "log-prob", fit.Phases[1].Name)
+		return fit.Phases[1]
+	}
+	atTwo := logProb(2, 150.1).GB
+	assert.InDelta(t, 84.46, atTwo, 0.005)
+	gpu := atTwo + workloads.GPUReserveGB
+	require.Equal(t, atTwo, gpu-workloads.GPUReserveGB, "a GPU whose limit is the phase to the last bit")
+	require.Equal(t, atTwo, logProb(2, gpu).GB)
+	assert.InDelta(t, 156.46, logProb(1, gpu).GB, 0.005)
+
+	r.Nodes = 1
+	refused := problemWith(t, workloads.CheckFit(kinds.NeMoRL, r, workloads.NodeMemory{GPUGB: gpu, HostGiB: 3600, GPUsPerNode: 8}, "job.model", "H200", 8), "the log-prob phase")
+	assert.Contains(t, refused.Message, "the state on each GPU leaves too little room: the smallest gpu.nodes that holds it is 2")
+}
+
 // A phase whose state alone does not fit names the smallest node count that holds it, and still
 // finds it when that count is gpu.maxNodes itself: the answer does not depend on how far the
 // search may go (72B on the 8B recipe's DTensor, one node of H200s).
