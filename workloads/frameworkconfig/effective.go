@@ -63,8 +63,16 @@ func (t *Table) Apply(overrides []Override) (*Effective, []Problem) {
 }
 
 // Value is a key's effective value: the last override, or the table's default, with OmegaConf's
-// `${key}` and `${oc.select:key,default}` interpolations resolved.
-func (e *Effective) Value(key string) any {
+// `${key}` and `${oc.select:key,default}` interpolations resolved, in an override's value too
+// (Hydra passes `key=${other}` on as an interpolation).
+func (e *Effective) Value(key string) any { return e.valueAt(key, 0) }
+
+// maxInterpolationDepth bounds a chain of interpolations: one that refers back to itself, in a
+// table or through an override, stays as written instead of recursing without end.
+const maxInterpolationDepth = 8
+
+// valueAt is Value for an interpolation depth links down a chain.
+func (e *Effective) valueAt(key string, depth int) any {
 	if o, ok := e.set[key]; ok {
 		if o.Prefix == "~" {
 			return nil
@@ -73,21 +81,21 @@ func (e *Effective) Value(key string) any {
 		if yaml.Unmarshal([]byte(o.Value), &v) != nil {
 			return o.Value
 		}
-		return normalize(v)
+		return e.resolve(normalize(v), depth)
 	}
-	return e.resolve(e.Table.Keys[key], 0)
+	return e.resolve(e.Table.Keys[key], depth)
 }
 
 func (e *Effective) resolve(v any, depth int) any {
 	s, ok := v.(string)
-	if !ok || depth > 8 || !strings.HasPrefix(s, "${") || !strings.HasSuffix(s, "}") {
+	if !ok || depth > maxInterpolationDepth || !strings.HasPrefix(s, "${") || !strings.HasSuffix(s, "}") {
 		return v
 	}
 	inner := s[2 : len(s)-1]
 	if rest, ok := strings.CutPrefix(inner, "oc.select:"); ok {
 		key, def, _ := strings.Cut(rest, ",")
 		if _, set := e.set[key]; set || e.Table.Keys[key] != nil {
-			return e.resolve(e.Value(key), depth+1)
+			return e.valueAt(key, depth+1)
 		}
 		var d any
 		if yaml.Unmarshal([]byte(def), &d) != nil {
@@ -98,7 +106,7 @@ func (e *Effective) resolve(v any, depth int) any {
 	if strings.ContainsAny(inner, ":{$") {
 		return v // a resolver this table does not evaluate
 	}
-	return e.resolve(e.Value(inner), depth+1)
+	return e.valueAt(inner, depth+1)
 }
 
 // normalize turns YAML's Python spellings into values: True, False, None.
