@@ -21,6 +21,7 @@ func table() *frameworkconfig.Table {
 		"policy.generation.stop_token_ids":         nil,
 		"grpo.seed":                                "${oc.select:seed,42}",
 		"grpo.loop":                                "${grpo.loop}",
+		"grpo.select_loop":                         "${oc.select:grpo.select_loop,3}",
 		"logger.dir":                               "${now:%Y-%m-%d}",
 		"cluster.num_nodes":                        float64(1),
 	}}
@@ -93,9 +94,10 @@ func TestEffectiveValues(t *testing.T) {
 	assert.Equal(t, float64(42), e.Value("grpo.seed"))
 	assert.Equal(t, "${now:%Y-%m-%d}", e.Value("logger.dir"))
 	assert.Equal(t, "${grpo.loop}", e.Value("grpo.loop"))
+	assert.Equal(t, "${oc.select:grpo.select_loop,3}", e.Value("grpo.select_loop"))
 	// Keys: the table's and those added, not those added and deleted again, sorted.
 	assert.Equal(t, []string{
-		"cluster.num_nodes", "grpo.extra", "grpo.loop", "grpo.seed", "logger.dir",
+		"cluster.num_nodes", "grpo.extra", "grpo.loop", "grpo.seed", "grpo.select_loop", "logger.dir",
 		"policy.generation.stop_token_ids", "policy.generation.vllm_cfg.max_model_len",
 		"policy.make_sequence_length_divisible_by", "policy.max_total_sequence_length",
 		"policy.megatron_cfg.enabled", "policy.model_name",
