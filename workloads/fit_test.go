@@ -435,6 +435,19 @@ func TestAPhaseAtExactlyItsLimitHasNoRemedy(t *testing.T) {
 	}
 }
 
+// NeMo RL's DTensor with cpu_offload keeps its whole fp32 state, 16 bytes a parameter, in each
+// node's host memory instead of on the GPUs: the 8B recipe's Llama 3.1 8B on two nodes holds
+// 8e9 × 16 / 2 = 64 GB a node there and nothing on a GPU.
+func TestNeMoRLsDTensorOffloadsItsStateToTheHost(t *testing.T) {
+	r := sized(8)
+	r.Model, r.Recipe, r.Nodes = "meta-llama/Llama-3.1-8B-Instruct", workloads.DefaultNeMoRLRecipe, 2
+	r.Extra = []string{"policy.dtensor_cfg.cpu_offload=true"}
+	fit := estimated(t, kinds.NeMoRL, r)
+	assert.InDelta(t, 64, fit.HostGB, 1e-9)
+	assert.Zero(t, fit.TrainGB)
+	assert.Equal(t, "16 bytes per parameter (fp32 weights, gradients and Adam's two moments) over 16 GPUs (offloaded to host memory)", fit.TrainBasis)
+}
+
 // The training state may take 80 % of a GPU: the shipped run's 31.5 GB a GPU fits one of
 // 39.375 GB exactly (0.8 × 39.375 = 31.5) and not one of 39.37.
 func TestTheTrainingStateFitsUpToItsShareOfTheGPU(t *testing.T) {
