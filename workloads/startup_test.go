@@ -43,6 +43,15 @@ func with(args []string, more ...string) []string {
 	return append(append([]string(nil), args...), more...)
 }
 
+// shippedNeMoRLArgs are the program's overrides for b200-spot's run, as command-line arguments.
+func shippedNeMoRLArgs() []string {
+	var args []string
+	for _, o := range workloads.NeMoRLOverrides(run()) {
+		args = append(args, o.Key+"="+o.Value)
+	}
+	return args
+}
+
 func messages(problems []workloads.Problem) string {
 	var b strings.Builder
 	for _, p := range problems {
@@ -145,11 +154,7 @@ func TestVerlBatchesThatDoNotSplitNameTheNodeCountsThatFit(t *testing.T) {
 
 func TestNeMoRLStartupChecks(t *testing.T) {
 	const recipe = "examples/configs/grpo_math_70B_megatron.yaml"
-	base := workloads.NeMoRLOverrides(run())
-	var args []string
-	for _, o := range base {
-		args = with(args, o.Key+"="+o.Value)
-	}
+	args := shippedNeMoRLArgs()
 	require.Empty(t, workloads.CheckCommand(workloads.DefaultRelease(kinds.NeMoRL), recipe, args), "b200-spot's command passes")
 
 	cases := []struct {
@@ -189,11 +194,7 @@ func TestNeMoRLsVLLMParallelSizes(t *testing.T) {
 		ep     = "policy.generation.vllm_cfg.expert_parallel_size="
 		async  = "policy.generation.vllm_cfg.async_engine="
 	)
-	var args []string
-	for _, o := range workloads.NeMoRLOverrides(run()) {
-		args = with(args, o.Key+"="+o.Value)
-	}
-	args = with(args, "cluster.num_nodes=2")
+	args := with(shippedNeMoRLArgs(), "cluster.num_nodes=2")
 	// The program's 17 overrides, then cluster.num_nodes as argument 18: a case's own arguments
 	// are 19 and 20, and a refusal names those that set its keys.
 	require.Len(t, args, 18)
