@@ -132,6 +132,11 @@ func TestInvalidConfigNamesItsKey(t *testing.T) {
 		{"an adopt flag that is not a boolean is refused", "b200-spot", []string{"storage.adopt=maybe"}, "storage.adopt", "boolean"},
 		{"a NeMo RL recipe the pinned release does not ship is refused", "b200-spot", []string{"job.recipe=examples/configs/grpo_math_9B.yaml"}, "job.recipe", "GRPO math recipe of NeMo RL v0.7.0"},
 		{"a NeMo RL recipe with verl is refused", "b200-spot", []string{"framework=verl", "job.dataset=gsm8k", "job.args=[]"}, "job.recipe", "framework verl does not read"},
+		// NeMo RL's vLLM refuses a pipeline without its asynchronous engine when it starts
+		// (workloads.TestNeMoRLsVLLMParallelSizes): the plan names the argument that set it, the
+		// run's or an experiment's.
+		{"a vLLM pipeline without the asynchronous engine is refused", "b200-spot", []string{`job.args=["policy.generation.vllm_cfg.pipeline_parallel_size=2"]`}, "job.args[0]", "needs policy.generation.vllm_cfg.async_engine=true"},
+		{"an experiment's vLLM pipeline without the asynchronous engine is refused", "b200-spot", []string{"jobs.a.maxSteps=4", `jobs.b.args=["policy.generation.vllm_cfg.pipeline_parallel_size=2"]`}, "jobs.b.args[0]", "needs policy.generation.vllm_cfg.async_engine=true"},
 		{"a dataset NeMo RL does not load is refused", "h200-reserved", []string{"framework=nemo-rl", "job.dataset=gsm8k"}, "job.dataset", "DAPOMath17K, DeepScaler, OpenMathInstruct-2"},
 		{"a misspelled framework key in job.args is refused", "h200-reserved", []string{"job.args[0]=trainer.nnode=2"}, "job.args[0]", "is not a key of verl v0.6.0's config"},
 		{"a NeMo RL key in verl's job.args is refused", "h200-reserved", []string{"job.args[0]=grpo.max_num_steps=5"}, "job.args[0]", "it is a nemo-rl key"},
